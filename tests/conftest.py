@@ -1,0 +1,75 @@
+"""Shared test setup.
+
+Puts ``.build/collections`` on ``sys.path``; inside it
+``ansible_collections/gpufleet/core`` is a symlink to the repository root, so tests import the
+collection exactly as Ansible does (``ansible_collections.gpufleet.core.plugins...``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+COLLECTIONS = REPO / ".build" / "collections"
+BIN = REPO / ".build" / "bin"
+
+
+def _link_collection() -> None:
+    link = COLLECTIONS / "ansible_collections" / "gpufleet" / "core"
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            link.symlink_to(REPO, target_is_directory=True)
+        except FileExistsError:  # another xdist worker made it first
+            pass
+    if str(COLLECTIONS) not in sys.path:
+        sys.path.insert(0, str(COLLECTIONS))
+
+
+_link_collection()
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def require_tool(name: str, why: str = "") -> str:
+    """Return the path of an external tool a test needs.
+
+    Outside CI a missing tool skips the test with a clear reason; in CI (``CI=true``) a missing
+    prerequisite is a failure, never a silent skip.
+    """
+    found = shutil.which(name) or (str(BIN / name) if (BIN / name).exists() else None)
+    if found:
+        return found
+    msg = f"required tool {name!r} not found on PATH or in {BIN}" + (f" ({why})" if why else "")
+    msg += "; run `make setup` (README) to install it"
+    if IN_CI:
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+    raise AssertionError("unreachable")
+
+
+def require_path(path: Path, why: str = "") -> Path:
+    """Like require_tool, for a file or directory (e.g. ../shared upstream data)."""
+    if path.exists():
+        return path
+    msg = f"required path {path} missing" + (f" ({why})" if why else "")
+    if IN_CI:
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    return require_path(SHARED, "upstream CRDs, chart values and fabric samples")
