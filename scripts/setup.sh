@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs everything the tests need on a fresh Debian 12 machine, and skips what is already there:
+#   1. Debian packages listed in scripts/debian-packages.txt (slurmctld, slurmd, munge, ...)
+#   2. the Python 3.12 virtualenv .venv from requirements-test.txt
+#   3. the Go-built control-plane binaries (tools/build.sh -> .build/bin)
+#   4. the collection link .build/collections/ansible_collections/gpufleet/core -> repo root
+# Usage: scripts/setup.sh [--python-only]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+python_only=false
+[ "${1:-}" = "--python-only" ] && python_only=true
+
+log() { printf '==> %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+# --- 1. Debian packages ------------------------------------------------------------------------
+if ! $python_only; then
+  mapfile -t pkgs < <(grep -v '^\s*#' scripts/debian-packages.txt | awk 'NF{print $1}' | sort -u)
+  missing=()
+  for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing Debian packages: ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+      || die "apt-get install ${missing[*]} failed"
+    # Debian starts daemons on install; the tests run their own instances.
+    for svc in slurmctld slurmd munge; do
+      $SUDO systemctl stop "$svc" >/dev/null 2>&1 || $SUDO service "$svc" stop >/dev/null 2>&1 || true
+    done
+  fi
+fi
+
+# --- 2. Python virtualenv ----------------------------------------------------------------------
+find_python312() {
+  local c
+  for c in python3.12 "$(command -v pyenv >/dev/null 2>&1 && pyenv root)/versions/"3.12*/bin/python3.12; do
+    if [ -n "$c" ] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1; then
+      command -v "$c" || echo "$c"; return 0
+    fi
+  done
+  if command -v pyenv >/dev/null 2>&1; then
+    for v in $(pyenv versions --bare | grep '^3\.12'); do
+      c="$(pyenv root)/versions/$v/bin/python3.12"; [ -x "$c" ] && { echo "$c"; return 0; }
+    done
+  fi
+  return 1
+}
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements-test.txt | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  py=$(find_python312) || die "Python 3.12 not found (needed for ansible-core 2.21); install python3.12 or pyenv 3.12"
+  log "creating .venv with $py"
+  [ -x .venv/bin/python ] || "$py" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements-test.txt || die "pip install -r requirements-test.txt failed"
+  echo "$want" > "$stamp"
+fi
+
+# --- 4. collection link (before 3: cheap) --------------------------------------------------------
+link=.build/collections/ansible_collections/gpufleet/core
+mkdir -p "$(dirname "$link")"
+[ -e "$link" ] || ln -sfn "$ROOT" "$link"
+
+# --- 3. Go-built control plane ------------------------------------------------------------------
+if ! $python_only && [ -x tools/build.sh ]; then
+  log "building control-plane binaries (tools/build.sh; skipped when already built)"
+  tools/build.sh || die "tools/build.sh failed"
+fi
+log "setup complete"
