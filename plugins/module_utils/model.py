@@ -1,0 +1,125 @@
+"""Typed fleet model: what ``validation.load_fleet`` returns once the inventory is known to be valid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+POOL_KINDS = ("slurm", "kubernetes", "system", "spare")
+COMPONENTS = ("cilium", "cert_manager", "gpu_operator", "shared_storage", "argocd", "slurm_operator", "kueue")
+
+
+@dataclass(frozen=True)
+class Forge:
+    type: str | None = None
+    api_url: str | None = None
+    project: str | None = None
+    token_env: str = "GPUFLEET_FORGE_TOKEN"
+
+
+@dataclass(frozen=True)
+class GitOps:
+    repo_url: str
+    revision: str = "main"
+    path: str = "gitops"
+    remote: str = "origin"
+    forge: Forge = field(default_factory=Forge)
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    enabled: bool = True
+    install_method: str = "gitops"
+    namespace: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # component-specific keys (nfs_server, exclusive, ...)
+
+
+@dataclass(frozen=True)
+class FabricSource:
+    source: str = "none"  # ibnetdiscover | labels | file | none
+    path: Path | None = None
+    node_name_map: dict[str, str] | None = None
+    exclude_hosts: tuple[str, ...] = ()
+    exclude_switches: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopologyConfig:
+    plugin: str = "tree"  # tree | block | yaml | flat
+    block_sizes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    server: str
+    nodes_snapshot: Path
+    fabric: FabricSource
+    topology: TopologyConfig
+    components: dict[str, Component]
+    kubeconfig: str | None = None
+    context: str | None = None
+
+    @property
+    def snapshot_dir(self) -> Path:
+        return self.nodes_snapshot.parent
+
+
+@dataclass(frozen=True)
+class PoolSlurm:
+    partition: str
+    default: bool = False
+    max_time: str | None = None
+    autoscale: bool = False
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    cluster: str
+    kind: str
+    tenant: str | None = None
+    size_nodes: int | None = None
+    size_gpus: int | None = None
+    gpu_product: str | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    pin: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    split_nvlink_domains: bool = False
+    slurm: PoolSlurm | None = None
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    cluster: str
+    pools: tuple[str, ...]
+    description: str = ""
+    namespaces: tuple[str, ...] = ()
+    accounting: bool = False
+    login_replicas: int = 1
+    slurm_values: dict[str, Any] = field(default_factory=dict)
+    vcluster_values: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    name: str
+    inventory_dir: Path
+    gitops: GitOps
+    clusters: dict[str, Cluster]
+    tenants: dict[str, Tenant]
+    pools: dict[str, Pool]
+    versions: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def tenant_pools(self, tenant: str, kind: str | None = None) -> list[Pool]:
+        return [self.pools[p] for p in self.tenants[tenant].pools if kind is None or self.pools[p].kind == kind]
+
+    def cluster_pools(self, cluster: str) -> list[Pool]:
+        return [p for p in self.pools.values() if p.cluster == cluster]
+
+    def cluster_tenants(self, cluster: str) -> list[Tenant]:
+        return [t for t in self.tenants.values() if t.cluster == cluster]

@@ -1,0 +1,279 @@
+"""Validate the raw inventory model (JSON Schema, then cross-references) and build the typed Fleet.
+
+Every problem found in one run is reported together, each with its file, line and key path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
+from ansible_collections.gpufleet.core.plugins.module_utils.fleet_schema import SCHEMA
+from ansible_collections.gpufleet.core.plugins.module_utils.inventory import RawModel, load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.model import (
+    COMPONENTS,
+    Cluster,
+    Component,
+    FabricSource,
+    Fleet,
+    Forge,
+    GitOps,
+    Pool,
+    PoolSlurm,
+    Tenant,
+    TopologyConfig,
+)
+
+_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+_COMPONENT_KEYS = ("enabled", "install_method", "namespace", "values")
+
+
+def _schema_message(err: jsonschema.ValidationError) -> str:
+    if err.validator == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
+        if extra and err.schema.get("patternProperties"):  # top level: only gpufleet_* keys are ours
+            extra = [e for e in extra if str(e).startswith("gpufleet_")]
+        return f"unknown key(s) {', '.join(map(repr, extra))}; expected one of: {', '.join(allowed)}"
+    if err.validator == "required":
+        return err.message.replace("is a required property", "is required")
+    if err.validator == "pattern":
+        return (
+            f"{err.instance!r} is not valid: {err.schema.get('description') or 'must match ' + err.schema['pattern']}"
+        )
+    return err.message
+
+
+def schema_issues(raw: RawModel) -> list[Issue]:
+    issues = []
+    for err in _VALIDATOR.iter_errors(raw.data):
+        path = tuple(err.absolute_path)
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+            extra = [e for e in extra if not err.schema.get("patternProperties") or str(e).startswith("gpufleet_")]
+            if extra:  # point at the first unknown key itself
+                path = (*path, extra[0])
+        issues.append(raw.issue(path, _schema_message(err)))
+    return issues
+
+
+def _dupes(raw: RawModel, key: str, items: list[dict[str, Any]], what: str) -> list[Issue]:
+    seen: dict[str, int] = {}
+    out = []
+    for i, item in enumerate(items):
+        name = item.get("name")
+        if name in seen:
+            out.append(raw.issue((key, i, "name"), f"duplicate {what} name {name!r} (also {key}[{seen[name]}])"))
+        else:
+            seen[name] = i
+    return out
+
+
+def reference_issues(raw: RawModel) -> list[Issue]:
+    """Cross-reference checks; assumes the schema passed."""
+    d = raw.data
+    clusters = d.get("gpufleet_clusters", [])
+    tenants = d.get("gpufleet_tenants", [])
+    pools = d.get("gpufleet_pools", [])
+    issues = _dupes(raw, "gpufleet_clusters", clusters, "cluster")
+    issues += _dupes(raw, "gpufleet_tenants", tenants, "tenant")
+    issues += _dupes(raw, "gpufleet_pools", pools, "pool")
+    cluster_names = {c["name"] for c in clusters}
+    pool_by_name = {p["name"]: (i, p) for i, p in enumerate(pools)}
+    owner: dict[str, str] = {}
+    for ti, t in enumerate(tenants):
+        if t["cluster"] not in cluster_names:
+            issues.append(
+                raw.issue(
+                    ("gpufleet_tenants", ti, "cluster"),
+                    f"cluster {t['cluster']!r} is not defined in gpufleet_clusters"
+                    f" (known: {', '.join(sorted(cluster_names))})",
+                )
+            )
+        for pi, pname in enumerate(t.get("pools", [])):
+            path = ("gpufleet_tenants", ti, "pools", pi)
+            if pname not in pool_by_name:
+                issues.append(raw.issue(path, f"pool {pname!r} is not defined in gpufleet_pools"))
+                continue
+            _, pool = pool_by_name[pname]
+            if pool["kind"] not in ("slurm", "kubernetes"):
+                issues.append(
+                    raw.issue(
+                        path, f"pool {pname!r} is of kind {pool['kind']!r}: tenants own only slurm or kubernetes pools"
+                    )
+                )
+            if pname in owner:
+                issues.append(raw.issue(path, f"pool {pname!r} already belongs to tenant {owner[pname]!r}"))
+            else:
+                owner[pname] = t["name"]
+            if pool["cluster"] != t["cluster"]:
+                issues.append(
+                    raw.issue(path, f"pool {pname!r} is in cluster {pool['cluster']!r}, tenant is in {t['cluster']!r}")
+                )
+    sizeless_spare: dict[str, str] = {}
+    partitions: dict[tuple[str, str], str] = {}
+    for pi, p in enumerate(pools):
+        base = ("gpufleet_pools", pi)
+        if p["cluster"] not in cluster_names:
+            issues.append(
+                raw.issue((*base, "cluster"), f"cluster {p['cluster']!r} is not defined in gpufleet_clusters")
+            )
+        if p["kind"] in ("slurm", "kubernetes") and p["name"] not in owner:
+            issues.append(
+                raw.issue((*base, "name"), f"{p['kind']} pool {p['name']!r} is not listed in any tenant's pools")
+            )
+        if "size" not in p:
+            if p["kind"] != "spare":
+                issues.append(raw.issue(base, "size is required (nodes: N or gpus: N); only a spare pool may omit it"))
+            elif p["cluster"] in sizeless_spare:
+                issues.append(
+                    raw.issue(
+                        base,
+                        f"a second spare pool without size in cluster {p['cluster']!r} "
+                        f"(first: {sizeless_spare[p['cluster']]!r}); only one may take the rest",
+                    )
+                )
+            else:
+                sizeless_spare[p["cluster"]] = p["name"]
+        if "slurm" in p and p["kind"] != "slurm":
+            issues.append(raw.issue((*base, "slurm"), f"slurm settings on a {p['kind']} pool"))
+        if p["kind"] == "slurm" and p["name"] in owner:
+            part = p.get("slurm", {}).get("partition", p["name"])
+            key = (owner[p["name"]], part)
+            if key in partitions:
+                issues.append(
+                    raw.issue(
+                        (*base, "slurm", "partition"),
+                        f"partition {part!r} already used by pool {partitions[key]!r} of the same tenant",
+                    )
+                )
+            partitions[key] = p["name"]
+    for ci, c in enumerate(clusters):
+        fab = c.get("fabric", {})
+        if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
+            issues.append(
+                raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")
+            )
+        ss = c.get("components", {}).get("shared_storage", {})
+        if ss.get("enabled", True) and ss and not (ss.get("nfs_server") and ss.get("nfs_share")):
+            issues.append(
+                raw.issue(
+                    ("gpufleet_clusters", ci, "components", "shared_storage"),
+                    "shared_storage needs nfs_server and nfs_share (or enabled: false)",
+                )
+            )
+    return issues
+
+
+def _component(name: str, spec: dict[str, Any] | None) -> Component:
+    spec = spec or {}
+    return Component(
+        name=name,
+        enabled=spec.get("enabled", name != "shared_storage" or bool(spec)),
+        install_method=spec.get("install_method", "gitops"),
+        namespace=spec.get("namespace"),
+        values=spec.get("values", {}),
+        options={k: v for k, v in spec.items() if k not in _COMPONENT_KEYS},
+    )
+
+
+def build_fleet(raw: RawModel) -> Fleet:
+    d = raw.data
+    inv = raw.inventory_dir
+    f = d["gpufleet_fleet"]
+    g = f["gitops"]
+    gitops = GitOps(
+        repo_url=g["repo_url"],
+        revision=g.get("revision", "main"),
+        path=g.get("path", "gitops"),
+        remote=g.get("remote", "origin"),
+        forge=Forge(**g.get("forge", {})),
+    )
+    clusters = {}
+    for c in d["gpufleet_clusters"]:
+        fab = c.get("fabric", {})
+        topo = c.get("topology", {})
+        comps = c.get("components", {})
+        clusters[c["name"]] = Cluster(
+            name=c["name"],
+            server=c.get("server", "https://kubernetes.default.svc"),
+            nodes_snapshot=inv / c.get("nodes_snapshot", f"snapshots/{c['name']}/nodes.yaml"),
+            fabric=FabricSource(
+                source=fab.get("source", "none"),
+                path=inv / fab["path"] if fab.get("path") else None,
+                node_name_map=fab.get("node_name_map"),
+                exclude_hosts=tuple(fab.get("exclude_hosts", ())),
+                exclude_switches=tuple(fab.get("exclude_switches", ())),
+            ),
+            topology=TopologyConfig(plugin=topo.get("plugin", "tree"), block_sizes=tuple(topo.get("block_sizes", ()))),
+            components={name: _component(name, comps.get(name)) for name in COMPONENTS},
+            kubeconfig=c.get("kubeconfig"),
+            context=c.get("context"),
+        )
+    owner = {p: t["name"] for t in d.get("gpufleet_tenants", []) for p in t["pools"]}
+    pools = {}
+    for p in d["gpufleet_pools"]:
+        size = p.get("size", {})
+        slurm = None
+        if p["kind"] == "slurm":
+            s = p.get("slurm", {})
+            slurm = PoolSlurm(
+                partition=s.get("partition", p["name"]),
+                default=s.get("default", False),
+                max_time=s.get("max_time"),
+                autoscale=s.get("autoscale", False),
+            )
+        pools[p["name"]] = Pool(
+            name=p["name"],
+            cluster=p["cluster"],
+            kind=p["kind"],
+            tenant=owner.get(p["name"]),
+            size_nodes=size.get("nodes"),
+            size_gpus=size.get("gpus"),
+            gpu_product=p.get("gpu_product"),
+            node_selector=dict(p.get("node_selector", {})),
+            pin=tuple(p.get("pin", ())),
+            exclude=tuple(p.get("exclude", ())),
+            split_nvlink_domains=p.get("split_nvlink_domains", False),
+            slurm=slurm,
+        )
+    tenants = {}
+    for t in d.get("gpufleet_tenants", []):
+        s = t.get("slurm", {})
+        tenants[t["name"]] = Tenant(
+            name=t["name"],
+            cluster=t["cluster"],
+            pools=tuple(t["pools"]),
+            description=t.get("description", ""),
+            namespaces=tuple(t.get("namespaces", ())),
+            accounting=s.get("accounting", False),
+            login_replicas=s.get("login_replicas", 1),
+            slurm_values=s.get("values", {}),
+            vcluster_values=t.get("vcluster", {}).get("values", {}),
+        )
+    return Fleet(
+        name=f["name"],
+        inventory_dir=inv,
+        gitops=gitops,
+        clusters=clusters,
+        tenants=tenants,
+        pools=pools,
+        versions=d.get("gpufleet_versions", {}),
+    )
+
+
+def validate(raw: RawModel) -> Fleet:
+    issues = schema_issues(raw)
+    if not issues:  # reference checks assume the shapes the schema guarantees
+        issues = reference_issues(raw)
+    if issues:
+        raise ModelError(issues)
+    return build_fleet(raw)
+
+
+def load_fleet(inventory: str | Path) -> Fleet:
+    """Load, validate and type the fleet model of an inventory; ModelError lists every problem."""
+    return validate(load_inventory(inventory))

@@ -1,0 +1,128 @@
+"""The fleet model: the sample inventory loads; broken inventories give every error with file, line, key."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
+from ansible_collections.gpufleet.core.plugins.module_utils.fleet_schema import SCHEMA
+from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "inventories" / "sample"
+
+
+@pytest.fixture
+def inv(tmp_path: Path) -> Path:
+    dst = tmp_path / "inv"
+    shutil.copytree(SAMPLE / "group_vars", dst / "group_vars")
+    shutil.copy(SAMPLE / "hosts.yml", dst / "hosts.yml")
+    return dst
+
+
+def edit(inv: Path, name: str, fn) -> Path:
+    f = inv / "group_vars" / "all" / name
+    data = yaml.safe_load(f.read_text())
+    fn(data)
+    f.write_text(yaml.safe_dump(data, sort_keys=False))
+    return f
+
+
+def errors_of(inv: Path) -> list[str]:
+    with pytest.raises(ModelError) as exc:
+        load_fleet(inv)
+    return [str(i) for i in exc.value.issues]
+
+
+def test_sample_loads_typed():
+    fleet = load_fleet(SAMPLE)
+    assert fleet.name == "sample"
+    assert set(fleet.clusters) == {"gpu-east"}
+    assert fleet.pools["pretrain"].tenant == "llm-pretrain"
+    assert fleet.pools["pretrain"].slurm.partition == "pretrain"
+    assert fleet.pools["inference"].size_gpus == 96
+    assert fleet.pools["spare"].size_nodes is None
+    assert fleet.clusters["gpu-east"].components["shared_storage"].options["nfs_share"] == "/export/slurm-home"
+    assert [p.name for p in fleet.tenant_pools("research", "slurm")] == ["research-batch", "research-debug"]
+
+
+def test_wrong_type_names_file_line_and_key(inv):
+    f = edit(inv, "pools.yml", lambda d: d["gpufleet_pools"][1]["size"].update(nodes="thirty-two"))
+    errs = errors_of(inv)
+    assert len(errs) == 1
+    assert errs[0].startswith(f"{f}:")
+    assert "gpufleet_pools[1].size.nodes" in errs[0]
+    assert "'thirty-two' is not of type 'integer'" in errs[0]
+    line = int(errs[0].split(":")[1])
+    assert "thirty-two" in f.read_text().splitlines()[line - 1]
+
+
+def test_unknown_key_is_an_error(inv):
+    edit(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["components"]["cilium"].update(exlusive=True))
+    (err,) = errors_of(inv)
+    assert "gpufleet_clusters[0].components.cilium.exlusive" in err
+    assert "unknown key(s) 'exlusive'" in err and "exclusive" in err
+
+
+def test_unknown_gpufleet_variable_is_an_error_other_vars_are_not(inv):
+    (inv / "group_vars" / "all" / "extra.yml").write_text("gpufleet_tennants: []\nntp_servers: [a]\n")
+    (err,) = errors_of(inv)
+    assert "extra.yml:1" in err and "gpufleet_tennants" in err
+
+
+def test_tenant_referencing_missing_pool(inv):
+    f = edit(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][1]["pools"].append("research-big"))
+    (err,) = errors_of(inv)
+    assert err.startswith(f"{f}:")
+    assert "gpufleet_tenants[1].pools[2]" in err and "pool 'research-big' is not defined" in err
+
+
+def test_duplicate_names_and_every_error_reported(inv):
+    def dup(d):
+        d["gpufleet_pools"].append(dict(d["gpufleet_pools"][0]))
+        d["gpufleet_pools"][2]["cluster"] = "gpu-west"
+
+    edit(inv, "pools.yml", dup)
+    edit(inv, "tenants.yml", lambda d: d["gpufleet_tenants"].append(dict(d["gpufleet_tenants"][0])))
+    errs = errors_of(inv)
+    joined = "\n".join(errs)
+    assert "duplicate pool name 'system'" in joined
+    assert "duplicate tenant name 'llm-pretrain'" in joined
+    assert "pool 'pretrain' already belongs to tenant 'llm-pretrain'" in joined
+    assert "cluster 'gpu-west' is not defined" in joined
+    assert len(errs) >= 4
+
+
+def test_pool_kind_rules(inv):
+    def bad(d):
+        del d["gpufleet_pools"][0]["size"]  # system pool without size
+        d["gpufleet_pools"].append(
+            {"name": "orphan", "cluster": "gpu-east", "kind": "kubernetes", "size": {"nodes": 1}}
+        )
+
+    edit(inv, "pools.yml", bad)
+    joined = "\n".join(errors_of(inv))
+    assert "size is required" in joined
+    assert "kubernetes pool 'orphan' is not listed in any tenant's pools" in joined
+
+
+def test_same_variable_in_two_files(inv):
+    (inv / "group_vars" / "all" / "zz.yml").write_text("gpufleet_pools: []\n")
+    (err,) = errors_of(inv)
+    assert "zz.yml:1" in err and "defined again" in err and "pools.yml" in err
+
+
+def test_invalid_yaml_names_line(inv):
+    (inv / "group_vars" / "all" / "tenants.yml").write_text("gpufleet_tenants:\n  - name: [\n")
+    (err,) = errors_of(inv)
+    assert "tenants.yml:" in err and "not valid YAML" in err
+
+
+def test_published_schema_matches_code():
+    published = json.loads((REPO / "docs" / "fleet.schema.json").read_text())
+    assert published == SCHEMA
