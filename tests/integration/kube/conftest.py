@@ -1,0 +1,47 @@
+"""Fixtures for tests against a real local Kubernetes control plane.
+
+``kube_cluster`` (session scope) starts etcd + kube-apiserver +
+kube-scheduler + kube-controller-manager + kwok from ``.build/bin`` (built by
+``tools/build.sh``) and yields the ``LocalControlPlane``: ``.kubeconfig`` is
+the admin kubeconfig path, ``.kubectl(*args)`` runs kubectl against it.
+Teardown runs on success, failure and interpreter exit (finalizer + atexit),
+and the cluster also kills itself when the pytest process dies (owner pid).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_tools, shared_test_helpers
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+UPSTREAM_CRDS = REPO_ROOT.parent / "shared" / "upstream" / "crds"
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalControlPlane]:
+    require_control_plane_tools()
+    plane = LocalControlPlane()
+    state = tmp_path_factory.mktemp("kube") / "cluster"
+    try:
+        plane.start(state)
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="session")
+def nodes_snapshot() -> Path:
+    return FIXTURES / "nodes-small.yaml"
+
+
+@pytest.fixture(scope="session")
+def upstream_crd_files() -> list[Path]:
+    shared_test_helpers().require_path(UPSTREAM_CRDS, "upstream CRDs")
+    return sorted(UPSTREAM_CRDS.glob("*/*.yaml"))

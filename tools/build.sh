@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Build the Go-based test tools (Kubernetes control plane, etcd, kwok, helm,
+# kustomize) from pinned Go modules into the git-ignored .build/bin/.
+#
+# Usage: tools/build.sh [GROUP...]     GROUP: k8s etcd kwok helm kustomize (default: all)
+#
+# Idempotent: each binary has a stamp file (.build/bin/.stamps/<name>) holding
+# the pinned version and build recipe; a binary whose stamp matches is not
+# rebuilt, so a warm machine pays nothing. Non-interactive; exits non-zero
+# with a message naming the failed group.
+#
+# Environment:
+#   GPUFLEET_BUILD_JOBS   go build -p value (default 2)
+#   GPUFLEET_BUILD_FORCE  1 = ignore stamps and rebuild
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS="$ROOT/tools"
+BIN="$ROOT/.build/bin"
+SHARE="$ROOT/.build/share"
+LOGS="$ROOT/.build/logs"
+STAMPS="$BIN/.stamps"
+
+# ---- pinned versions -------------------------------------------------------
+K8S_VERSION=1.36.3          # k8s.io/kubernetes; wrapper: tools/k8s/go.mod
+ETCD_VERSION=3.6.10         # go.etcd.io/etcd/server/v3; wrapper: tools/etcd/go.mod
+KWOK_VERSION=v0.8.0         # sigs.k8s.io/kwok
+HELM_VERSION=v4.2.4         # helm.sh/helm/v4
+KUSTOMIZE_VERSION=v5.8.1    # sigs.k8s.io/kustomize/kustomize/v5
+RECIPE=1                    # bump when build flags change, forces a rebuild
+
+ALL_GROUPS=(k8s etcd kwok helm kustomize)
+
+die() { echo "tools/build.sh: ERROR: $*" >&2; exit 1; }
+log() { echo "tools/build.sh: $*" >&2; }
+
+command -v go >/dev/null 2>&1 || die "'go' not found in PATH; Go >= 1.26.0 is required to build the test tools"
+export GOTOOLCHAIN=local
+GOV="$(go env GOVERSION)" || die "cannot run 'go env GOVERSION'"
+case "$GOV" in
+  go1.2[6-9]*|go1.[3-9][0-9]*) ;;
+  *) die "Go >= 1.26.0 required (pinned modules have 'go 1.26.0' lines), found $GOV" ;;
+esac
+export CGO_ENABLED=0
+export GOFLAGS="-p=${GPUFLEET_BUILD_JOBS:-2} -buildvcs=false -trimpath"
+# Never prompt (e.g. for git credentials when a module falls back to direct).
+export GIT_TERMINAL_PROMPT=0
+
+mkdir -p "$BIN" "$SHARE" "$LOGS" "$STAMPS"
+
+# Serialise concurrent invocations (setup and test command may race).
+exec 9>"$BIN/.lock"
+flock 9
+
+stamp_of() { # name version -> expected stamp line
+  echo "$1 $2 $GOV recipe=$RECIPE"
+}
+is_fresh() { # name version
+  [[ "${GPUFLEET_BUILD_FORCE:-0}" != 1 ]] && [[ -x "$BIN/$1" ]] && [[ -f "$STAMPS/$1" ]] &&
+    [[ "$(cat "$STAMPS/$1")" == "$(stamp_of "$1" "$2")" ]]
+}
+write_stamp() { stamp_of "$1" "$2" >"$STAMPS/$1"; }
+
+k8s_ldflags() {
+  local v="$K8S_VERSION" minor ldf="-s -w" p
+  minor="$(cut -d. -f2 <<<"$v")"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf+=" -X $p.gitVersion=v$v -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+    ldf+=" -X $p.gitTreeState=clean -X $p.gitCommit=0000000000000000000000000000000000000000"
+    ldf+=" -X $p.buildDate=2000-01-01T00:00:00Z"
+  done
+  echo "$ldf"
+}
+
+# Build into a temp dir, then move into place, then stamp: an interrupted
+# build never leaves a binary with a matching stamp.
+TMPB="$(mktemp -d "$ROOT/.build/tmp.XXXXXX")"
+trap 'rm -rf "$TMPB"' EXIT
+
+install_bins() { # version name...
+  local v="$1" n; shift
+  for n in "$@"; do
+    [[ -x "$TMPB/$n" ]] || die "expected binary '$n' was not produced"
+    mv -f "$TMPB/$n" "$BIN/$n"
+    write_stamp "$n" "$v"
+  done
+}
+
+build_k8s() {
+  local names=(kube-apiserver kube-controller-manager kube-scheduler kubectl) n todo=0
+  for n in "${names[@]}"; do is_fresh "$n" "v$K8S_VERSION" || todo=1; done
+  ((todo)) || return 10
+  (cd "$TOOLS/k8s" && go build -ldflags "$(k8s_ldflags)" -o "$TMPB/" \
+    "${names[@]/#/k8s.io/kubernetes/cmd/}")
+  install_bins "v$K8S_VERSION" "${names[@]}"
+}
+
+build_etcd() {
+  is_fresh etcd "v$ETCD_VERSION" && return 10
+  (cd "$TOOLS/etcd" && go build -ldflags "-s -w" -o "$TMPB/etcd" go.etcd.io/etcd/server/v3)
+  install_bins "v$ETCD_VERSION" etcd
+}
+
+build_kwok() {
+  # kwok >= 0.8 has no built-in stages: ship the "fast" stages kwokctl uses.
+  if is_fresh kwok "$KWOK_VERSION" && [[ -f "$SHARE/kwok/stages.yaml" ]] &&
+     [[ "$(cat "$SHARE/kwok/.version" 2>/dev/null)" == "$KWOK_VERSION" ]]; then
+    return 10
+  fi
+  GOBIN="$TMPB" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  local dir f
+  dir="$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [[ -d "$dir/kustomize/stage" ]] || die "kwok stage directory not found in module cache ($dir)"
+  mkdir -p "$SHARE/kwok"
+  {
+    for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+             pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+      echo "---"
+      cat "$dir/kustomize/stage/$f.yaml"
+    done
+  } >"$SHARE/kwok/stages.yaml.tmp"
+  mv -f "$SHARE/kwok/stages.yaml.tmp" "$SHARE/kwok/stages.yaml"
+  echo "$KWOK_VERSION" >"$SHARE/kwok/.version"
+  install_bins "$KWOK_VERSION" kwok
+}
+
+build_helm() {
+  is_fresh helm "$HELM_VERSION" && return 10
+  local major="${HELM_VERSION%%.*}"
+  GOBIN="$TMPB" go install \
+    -ldflags "-s -w -X helm.sh/helm/$major/internal/version.version=$HELM_VERSION -X helm.sh/helm/$major/internal/version.gitTreeState=clean" \
+    "helm.sh/helm/$major/cmd/helm@$HELM_VERSION"
+  install_bins "$HELM_VERSION" helm
+}
+
+build_kustomize() {
+  is_fresh kustomize "$KUSTOMIZE_VERSION" && return 10
+  GOBIN="$TMPB" go install -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+  install_bins "$KUSTOMIZE_VERSION" kustomize
+}
+
+groups=("$@")
+((${#groups[@]})) || groups=("${ALL_GROUPS[@]}")
+for g in "${groups[@]}"; do
+  [[ " ${ALL_GROUPS[*]} " == *" $g "* ]] || die "unknown group '$g' (known: ${ALL_GROUPS[*]})"
+done
+
+report=()
+for g in "${groups[@]}"; do
+  t0=$SECONDS
+  set +e
+  ( set -e; "build_$g" ) 2> >(tee "$LOGS/build-$g.log" >&2)
+  rc=$?
+  set -e
+  dt=$((SECONDS - t0))
+  if ((rc == 10)); then
+    report+=("$(printf '%-10s %-8s %6ss' "$g" up-to-date "$dt")")
+  elif ((rc == 0)); then
+    log "built group '$g' in ${dt}s"
+    report+=("$(printf '%-10s %-8s %6ss' "$g" built "$dt")")
+  else
+    die "building group '$g' failed (exit $rc); see $LOGS/build-$g.log"
+  fi
+done
+log "summary (binaries in $BIN):"
+printf '  %s\n' "${report[@]}" >&2
