@@ -1,0 +1,258 @@
+"""Fabric model: switches, channel adapters (HCAs) and the links between them.
+
+A :class:`Fabric` is what every input (``ibnetdiscover`` default or ``-p`` output, Kubernetes Node
+labels, a fabric YAML file) is parsed into, and what :mod:`topology` turns into a Slurm topology.
+It is deliberately small: switch-to-switch adjacency with link counts, and for each HCA the
+switches it is cabled to. No Ansible imports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+
+
+class FabricError(GpufleetError):
+    """Bad fabric input or a topology Slurm would reject; names the file and line when known."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None, key: str | None = None):
+        self.message = message
+        self.file = file
+        self.line = line
+        self.key = key
+        where = ""
+        if file:
+            where = file + (f":{line}" if line else "")
+        elif line:
+            where = f"line {line}"
+        if key:
+            where = f"{where}: {key}" if where else key
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+# Kinds of channel adapter.
+HOST = "host"  # NodeDescription is "<host> <device>"
+SHARP = "sharp"  # "Mellanox Technologies Aggregation Node" on a switch's management port
+UNNAMED = "unnamed"  # firmware default description (rdma-ndd not running), e.g. "MT4129 ConnectX7 ..."
+ROUTER = "router"
+
+_HOST_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NOT_HOSTS = {"mellanox", "nvidia", "mt4115", "mt4119", "mt4123", "mt4129", "mt4131", "connectx"}
+_SWITCH_ND = re.compile(r"^MF0;([^:]+):")
+
+
+def classify_ca(desc: str) -> tuple[str, str | None, str | None]:
+    """Return (kind, host, device) for an HCA NodeDescription.
+
+    rdma-ndd's default format is ``"%h %d"``: short host name, one space, device. Anything else
+    (SHARP aggregation nodes, firmware defaults such as ``"MT4123 ConnectX6 Mellanox Technologies"``)
+    is not a host.
+    """
+    if "aggregation node" in desc.lower():
+        return SHARP, None, None
+    parts = desc.split()
+    if len(parts) == 2 and _HOST_TOKEN.match(parts[0]) and parts[0].lower() not in _NOT_HOSTS:
+        if not re.match(r"^MT\d{4}$", parts[0]):
+            return HOST, parts[0], parts[1]
+    return UNNAMED, None, None
+
+
+def switch_label(desc: str, guid: str) -> str:
+    """Human name of a switch: ``MF0;<name>:<model>/U1`` gives ``<name>``; otherwise the ND or the GUID."""
+    m = _SWITCH_ND.match(desc)
+    if m:
+        return m.group(1)
+    d = desc.strip()
+    if d and not re.search(r"mellanox technologies|^quantum|^switch-?ib|^nvidia", d, re.IGNORECASE):
+        return d
+    return "S-" + guid
+
+
+@dataclass(slots=True)
+class Switch:
+    id: str
+    desc: str = ""
+    name: str = ""
+    line: int | None = None
+    # neighbouring switch id -> number of cables
+    peers: dict[str, int] = field(default_factory=dict)
+    # HCA ids cabled to this switch
+    cas: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CA:
+    id: str
+    desc: str = ""
+    kind: str = UNNAMED
+    host: str | None = None
+    device: str | None = None
+    line: int | None = None
+    switches: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Fabric:
+    """Switches, HCAs and links; ``domains`` maps host -> accelerator (NVLink) domain when known."""
+
+    source: str = "<text>"
+    switches: dict[str, Switch] = field(default_factory=dict)
+    cas: dict[str, CA] = field(default_factory=dict)
+    domains: dict[str, str] = field(default_factory=dict)
+    kind: str = "ibnetdiscover"
+
+    # ---- construction helpers (used by the parsers) ----
+    def switch(self, sid: str, desc: str | None = None, line: int | None = None) -> Switch:
+        sw = self.switches.get(sid)
+        if sw is None:
+            sw = Switch(sid, line=line)
+            self.switches[sid] = sw
+        if desc is not None and not sw.desc:
+            sw.desc = desc
+            sw.name = switch_label(desc, sid[2:] if sid.startswith("S-") else sid)
+            if line is not None:
+                sw.line = line
+        return sw
+
+    def ca(self, cid: str, desc: str | None = None, line: int | None = None) -> CA:
+        ca = self.cas.get(cid)
+        if ca is None:
+            ca = CA(cid, line=line)
+            self.cas[cid] = ca
+        if desc is not None and not ca.desc:
+            ca.desc = desc
+            ca.kind, ca.host, ca.device = classify_ca(desc)
+            if line is not None:
+                ca.line = line
+        return ca
+
+    def link_switches(self, a: str, b: str, count: int = 1) -> None:
+        if a == b:
+            return
+        pa = self.switches[a].peers
+        pb = self.switches[b].peers
+        pa[b] = pa.get(b, 0) + count
+        pb[a] = pb.get(a, 0) + count
+
+    def link_ca(self, cid: str, sid: str) -> None:
+        ca = self.cas[cid]
+        if sid not in ca.switches:
+            ca.switches.append(sid)
+            self.switches[sid].cas.append(cid)
+
+    def finish(self) -> Fabric:
+        """Fill switch names for switches only seen as link ends."""
+        for sw in self.switches.values():
+            if not sw.name:
+                sw.name = switch_label(sw.desc, sw.id[2:] if sw.id.startswith("S-") else sw.id)
+        return self
+
+    # ---- queries ----
+    def hosts(self) -> list[str]:
+        return sorted({ca.host for ca in self.cas.values() if ca.kind == HOST and ca.host and ca.switches})
+
+    def summary(self) -> dict[str, int]:
+        kinds: dict[str, int] = {}
+        for ca in self.cas.values():
+            kinds[ca.kind] = kinds.get(ca.kind, 0) + 1
+        return {
+            "switches": len(self.switches),
+            "hcas": kinds.get(HOST, 0),
+            "hosts": len(self.hosts()),
+            "sharp_nodes": kinds.get(SHARP, 0),
+            "unnamed_hcas": kinds.get(UNNAMED, 0),
+            "switch_links": sum(sum(s.peers.values()) for s in self.switches.values()) // 2,
+        }
+
+
+KINDS = ("auto", "ibnetdiscover", "ibnetdiscover-ports", "labels", "file")
+
+
+def _read(path_or_text: str | Path) -> tuple[str, str]:
+    if isinstance(path_or_text, Path):
+        p = path_or_text
+    elif "\n" not in path_or_text and len(path_or_text) < 4096 and Path(path_or_text).is_file():
+        p = Path(path_or_text)
+    else:
+        return path_or_text, "<text>"
+    try:
+        return p.read_text(encoding="utf-8", errors="replace"), str(p)
+    except OSError as e:
+        raise FabricError(f"cannot read fabric file: {e.strerror or e}", file=str(p)) from None
+
+
+def detect_kind(text: str) -> str:
+    """Guess the input format from its first meaningful lines."""
+    for raw in text.splitlines()[:400]:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith(("Switch\t", "Switch ", "Ca\t", "Ca ", "Rt\t", "vendid=", "devid=", "sysimgguid=",
+                            "switchguid=", "caguid=", "rtguid=")):
+            return "ibnetdiscover"
+        if re.match(r"^(SW|CA|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+", line):
+            return "ibnetdiscover-ports"
+        if line.startswith(("apiVersion:", "kind:", "{", "items:")):
+            return "labels"
+        if line.startswith(("switches:", "blocks:", "domains:", "---")):
+            return "file"
+        break
+    raise FabricError("cannot tell the fabric format (expected ibnetdiscover output, -p ports output, "
+                      "a Kubernetes Node list or a fabric YAML file); pass kind=")
+
+
+def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "auto") -> Fabric:
+    """Parse one fabric input (a path or the text itself) into a :class:`Fabric`.
+
+    ``kind``: ``auto`` | ``ibnetdiscover`` | ``ibnetdiscover-ports`` | ``labels`` | ``file``.
+    A list of inputs (e.g. one ibnetdiscover dump per rail subnet) is merged into one fabric.
+    """
+    if kind not in KINDS:
+        raise FabricError(f"unknown fabric kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if not isinstance(path_or_text, str | Path):
+        items = list(path_or_text)
+        if not items:
+            raise FabricError("no fabric input given")
+        merged = Fabric(source=", ".join(str(i) for i in items))
+        for item in items:
+            merge_into(merged, load_fabric(item, kind))
+        return merged.finish()
+    text, source = _read(path_or_text)
+    k = detect_kind(text) if kind == "auto" else kind
+    if k == "ibnetdiscover":
+        from ansible_collections.gpufleet.core.plugins.module_utils.fabric_ibnetdiscover import parse_default
+        return parse_default(text, source)
+    if k == "ibnetdiscover-ports":
+        from ansible_collections.gpufleet.core.plugins.module_utils.fabric_ibnetdiscover import parse_ports
+        return parse_ports(text, source)
+    if k == "labels":
+        from ansible_collections.gpufleet.core.plugins.module_utils.fabric_labels import parse_nodes_text
+        return parse_nodes_text(text, source)
+    from ansible_collections.gpufleet.core.plugins.module_utils.fabric_file import parse_fabric_yaml
+    return parse_fabric_yaml(text, source)
+
+
+def merge_into(dst: Fabric, src: Fabric) -> None:
+    """Merge ``src`` into ``dst`` (same GUIDs are the same devices)."""
+    for sw in src.switches.values():
+        d = dst.switch(sw.id, sw.desc or None, sw.line)
+        for peer, n in sw.peers.items():
+            dst.switch(peer)
+            if d.peers.get(peer, 0) < n:
+                delta = n - d.peers.get(peer, 0)
+                d.peers[peer] = n
+                q = dst.switches[peer].peers
+                q[sw.id] = q.get(sw.id, 0) + delta
+    for ca in src.cas.values():
+        c = dst.ca(ca.id, ca.desc or None, ca.line)
+        if ca.desc == "" and c.desc == "":
+            c.kind, c.host, c.device = ca.kind, ca.host, ca.device
+        for sid in ca.switches:
+            dst.switch(sid)
+            dst.link_ca(ca.id, sid)
+    for host, dom in src.domains.items():
+        dst.domains.setdefault(host, dom)
