@@ -1,0 +1,126 @@
+"""Read the nodes snapshot of a cluster: a Kubernetes ``kind: List`` of ``v1 Node`` objects.
+
+The snapshot is written by discovery (``snapshots/<cluster>/nodes.yaml``) and read here as a
+sorted tuple of :class:`NodeInfo`:
+
+- ``name``: ``metadata.name``;
+- ``gpus``: ``status.capacity["nvidia.com/gpu"]`` (0 when absent);
+- ``gpu_product``: label ``nvidia.com/gpu.product`` (GPU Feature Discovery), or None;
+- ``nvlink_domain``: label ``nvidia.com/gpu.clique`` (``<ClusterUUID>.<CliqueID>``, MNNVL/NVL72),
+  or None for nodes whose NVLink domain is the node itself;
+- ``labels``: every label of the node.
+
+``load_nodes(path)`` raises :class:`NodesError` naming the file and the item for bad input.
+``nodes_from_objects(objs, source)`` does the same for Node dicts already in memory (e.g. from the API).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+NVLINK_DOMAIN_LABEL = "nvidia.com/gpu.clique"
+
+
+class NodesError(GpufleetError):
+    """The nodes snapshot is unreadable or holds something that is not a valid Node."""
+
+
+@dataclass(frozen=True, order=True)
+class NodeInfo:
+    name: str
+    gpus: int = 0
+    gpu_product: str | None = None
+    nvlink_domain: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+
+def _quantity(value: Any) -> int | None:
+    """An integer Kubernetes quantity (GPUs are whole): ``8``, ``"8"``; None when not an integer."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def node_from_object(obj: Any, where: str) -> NodeInfo:
+    """One ``v1 Node`` dict to NodeInfo; ``where`` names the file and item for errors."""
+    if not isinstance(obj, Mapping):
+        raise NodesError(f"{where}: expected a Node mapping, got {type(obj).__name__}")
+    if obj.get("kind", "Node") != "Node":
+        raise NodesError(f"{where}: kind is {obj.get('kind')!r}, expected Node")
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise NodesError(f"{where}: metadata.name is missing or not a string")
+    name = meta["name"]
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, Mapping) or not all(isinstance(k, str) for k in labels):
+        raise NodesError(f"{where} ({name}): metadata.labels must be a mapping of strings")
+    labels = {str(k): "" if v is None else str(v) for k, v in labels.items()}
+    status = obj.get("status") or {}
+    capacity = status.get("capacity") or {} if isinstance(status, Mapping) else {}
+    if not isinstance(capacity, Mapping):
+        raise NodesError(f"{where} ({name}): status.capacity must be a mapping")
+    gpus = 0
+    if GPU_RESOURCE in capacity:
+        q = _quantity(capacity[GPU_RESOURCE])
+        if q is None:
+            raise NodesError(
+                f"{where} ({name}): status.capacity[{GPU_RESOURCE!r}] is {capacity[GPU_RESOURCE]!r},"
+                " expected a whole number"
+            )
+        gpus = q
+    return NodeInfo(
+        name=name,
+        gpus=gpus,
+        gpu_product=labels.get(GPU_PRODUCT_LABEL) or None,
+        nvlink_domain=labels.get(NVLINK_DOMAIN_LABEL) or None,
+        labels=dict(sorted(labels.items())),
+    )
+
+
+def nodes_from_objects(objs: Iterable[Any], source: str = "<nodes>") -> tuple[NodeInfo, ...]:
+    """Node dicts to a tuple of NodeInfo sorted by name; duplicate names are errors."""
+    out: dict[str, NodeInfo] = {}
+    for i, obj in enumerate(objs):
+        where = f"{source}: items[{i}]"
+        node = node_from_object(obj, where)
+        if node.name in out:
+            raise NodesError(f"{where}: duplicate node name {node.name!r}")
+        out[node.name] = node
+    return tuple(out[n] for n in sorted(out))
+
+
+def load_nodes(path: str | Path) -> tuple[NodeInfo, ...]:
+    """Read a nodes snapshot (``kind: List``/``NodeList`` of Nodes) sorted by node name."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise NodesError(f"{p}: cannot read the nodes snapshot: {exc.strerror or exc}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise NodesError(f"{p}{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if doc is None:
+        return ()
+    if not isinstance(doc, Mapping) or doc.get("kind") not in ("List", "NodeList"):
+        kind = doc.get("kind") if isinstance(doc, Mapping) else type(doc).__name__
+        raise NodesError(f"{p}: expected a 'kind: List' of Node objects, got {kind!r}")
+    items = doc.get("items") or []
+    if not isinstance(items, list):
+        raise NodesError(f"{p}: items must be a list")
+    return nodes_from_objects(items, str(p))
