@@ -228,8 +228,10 @@ def commit_and_push(git: Git, pre: Preflight, branch: str, paths: list[str], mes
                 f"(`git branch -D {branch}`) or merge it first; nothing was pushed"
             )
         git.run("switch", "--quiet", "-C", branch)
-    # stage exactly our paths (deletions included), nothing else
-    git.run("add", "--all", "--", *paths)
+    # stage exactly our paths (deletions included), nothing else; skip paths that exist nowhere
+    present = [p for p in paths if (git.root / p).exists() or git.run("ls-files", "--", p).strip()]
+    if present:
+        git.run("add", "--all", "--", *present)
     staged = [f for f in git.run("diff", "--cached", "--name-only", "-z").split("\0") if f]
     created = False
     if staged:

@@ -1,0 +1,99 @@
+"""Real Git repositories on disk for the scale tests: a working clone and a bare remote (git init --bare)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[2]
+
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "gpufleet test",
+    "GIT_AUTHOR_EMAIL": "test@gpufleet.invalid",
+    "GIT_COMMITTER_NAME": "gpufleet test",
+    "GIT_COMMITTER_EMAIL": "test@gpufleet.invalid",
+}
+
+
+def _shared_helpers() -> ModuleType:
+    """The lead's tests/conftest.py (require_tool, ...), loaded by path under a fixed name.
+
+    With nested conftests ``import conftest`` yields whichever one pytest imported last.
+    """
+    name = "gpufleet_tests_conftest"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "conftest.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+def require_tool(name: str, why: str = "") -> str:
+    return _shared_helpers().require_tool(name, why)
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> str:
+    env = {**os.environ, **GIT_ENV, "HOME": str(cwd)}
+    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
+    if check and out.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {out.stderr}")
+    return out.stdout
+
+
+@dataclass
+class Repos:
+    work: Path  # the working tree (what the user has checked out)
+    remote: Path  # the bare repository it pushes to
+
+    def git(self, *args: str, check: bool = True) -> str:
+        return git(self.work, *args, check=check)
+
+    def remote_git(self, *args: str) -> str:
+        return git(self.remote, *args)
+
+    def remote_branches(self) -> list[str]:
+        out = self.remote_git("for-each-ref", "--format=%(refname:short)", "refs/heads")
+        return sorted(out.split())
+
+    def clone_elsewhere(self, dest: Path) -> Path:
+        git(dest.parent, "clone", "--quiet", str(self.remote), str(dest))
+        git(dest, "config", "user.name", "someone else")
+        git(dest, "config", "user.email", "else@gpufleet.invalid")
+        return dest
+
+
+def make_repos(tmp: Path, populate: dict[str, Path] | None = None) -> Repos:
+    """A bare remote and a working tree with ``populate`` (repo path -> source folder) committed on main."""
+    remote = tmp / "remote.git"
+    work = tmp / "work"
+    remote.mkdir()
+    git(remote, "init", "--quiet", "--bare", "--initial-branch=main")
+    work.mkdir()
+    git(work, "init", "--quiet", "--initial-branch=main")
+    git(work, "config", "user.name", "gpufleet test")
+    git(work, "config", "user.email", "test@gpufleet.invalid")
+    git(work, "config", "commit.gpgsign", "false")
+    for rel, src in (populate or {}).items():
+        dst = work / rel
+        if src.is_dir():
+            shutil.copytree(src, dst, symlinks=True)
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    if not populate:
+        (work / "README").write_text("fleet\n")
+    git(work, "add", "--all")
+    git(work, "commit", "--quiet", "-m", "initial fleet")
+    git(work, "remote", "add", "origin", str(remote))
+    git(work, "push", "--quiet", "origin", "main")
+    git(work, "branch", "--quiet", "--set-upstream-to=origin/main", "main")
+    return Repos(work=work, remote=remote)
