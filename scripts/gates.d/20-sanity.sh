@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Gate: ansible-test sanity (Python 3.12, the venv's ansible-core) on the collection as it is in the
+# work tree: tracked files plus untracked files that are not git-ignored. ansible-test needs the
+# collection under a *physical* .../ansible_collections/<ns>/<name>/ path (a symlink fails), so the
+# files are copied to .build/sanity/ansible_collections/gpufleet/core first. tests/output/ of the copy
+# is kept between runs (it holds ansible-test's delegation venv); the sanity venvs themselves are
+# cached by ansible-test in ~/.ansible/test/venv.
+# Offline: ansible-test downloads get-pip-<ver>.py to bootstrap each venv; a shim seeded into its
+# cache runs ensurepip instead (reference ansible.md section 6, gotcha 1).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+export PATH="$ROOT/.venv/bin:$ROOT/.build/bin:$PATH"
+DEST="$ROOT/.build/sanity/ansible_collections/gpufleet/core"
+
+cache="$HOME/.ansible/test/cache"
+mkdir -p "$cache"
+for v in 25_2 24_2; do
+  cat > "$cache/get_pip_$v.py" <<'PY'
+# gpufleet offline get-pip shim: bootstrap pip with ensurepip, then install what was asked for.
+import os
+import subprocess
+import sys
+
+subprocess.check_call([sys.executable, "-m", "ensurepip", "--upgrade"])
+os.environ.pop("PIP_CONFIG_FILE", None)
+args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
+sys.exit(subprocess.call([sys.executable, "-m", "pip", "install", "--upgrade", *args]))
+PY
+done
+
+mkdir -p "$DEST"
+# Fresh copy of the sources, keeping only tests/output (ansible-test's cache) of the previous one.
+find "$DEST" -mindepth 1 -maxdepth 1 ! -name tests -exec rm -rf {} +
+if [ -d "$DEST/tests" ]; then
+  find "$DEST/tests" -mindepth 1 -maxdepth 1 ! -name output -exec rm -rf {} +
+fi
+git ls-files -z --cached --others --exclude-standard \
+  | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
+  | tar --null -T - -cf - | tar -xf - -C "$DEST"
+
+cd "$DEST"
+# ansible-test lists the collection's files with git when it finds a repository, and the nearest one
+# would be this work tree, where .build/ is ignored ("All targets skipped"). A private index in the
+# copy (no commit needed) makes it list exactly the copied files.
+rm -rf .git
+git init -q .
+git add -A .
+ansible-test sanity --venv --python 3.12 --color no "$@"
