@@ -83,8 +83,12 @@ def _names(value: Any, source: str, key: str, line: int | None) -> list[str]:
     for it in items:
         if not isinstance(it, str | int) or isinstance(it, bool):
             raise FabricError("expected a name or hostlist expression", source, _line(items, line), key)
+        text = str(it).strip()
+        if "[" not in text and "," not in text:
+            out.append(text)
+            continue
         try:
-            out.extend(hostlist_expand(str(it)))
+            out.extend(hostlist_expand(text))
         except ValueError as e:
             raise FabricError(str(e), source, _line(items, line), key) from None
     return out

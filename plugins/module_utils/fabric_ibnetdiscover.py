@@ -56,11 +56,12 @@ def parse_default(text: str, source: str = "<text>") -> Fabric:
     """Parse the default ``ibnetdiscover`` output (``Switch``/``Ca`` blocks with ``[port]`` lines)."""
     fab = Fabric(source=source, kind="ibnetdiscover")
     cache: dict[str, str] = {}
-    seen: set = set()
+    ports_seen: set[tuple[str, int]] = set()
     cur: str | None = None  # id of the node whose block we are in
     cur_kind = ""
-    port_match = _PORT.match
+    switches, cas = fab.switches, fab.cas
     node_match = _NODE.match
+    port_match = _PORT.match
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line[0] == "#":
@@ -70,20 +71,31 @@ def parse_default(text: str, source: str = "<text>") -> Fabric:
             m = port_match(line)
             if m is None:
                 raise FabricError(f"cannot parse port line: {_clip(line)}", source, lineno)
+            ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
             if cur is None:
                 raise FabricError("port line outside a Switch/Ca block", source, lineno)
-            port = int(m.group(1))
-            rkind = m.group(3)
-            rid = _gid(rkind, m.group(4), cache)
-            rport = int(m.group(5))
-            comment = m.group(7) or ""
-            q = _QUOTED.search(comment)
-            _add_node(fab, rkind, rid, q.group(1) if q else None, lineno)
+            port, rport = int(ps), int(rps)
+            rid = _gid(rkind, rhex, cache)
+            known = switches.get(rid) if rkind == "S" else cas.get(rid) if rkind == "H" else None
+            if known is None or not known.desc:
+                q = _QUOTED.search(comment or "")
+                _add_node(fab, rkind, rid, q.group(1) if q else None, lineno)
             if cur_kind == "R" or rkind == "R":
                 continue
-            _add_link(fab, seen, (cur, port), (rid, rport))
+            a = (cur, port)
+            if a in ports_seen:
+                continue
+            ports_seen.add(a)
+            ports_seen.add((rid, rport))
+            if cur_kind == "S":
+                if rkind == "S":
+                    fab.link_switches(cur, rid)
+                else:
+                    fab.link_ca(rid, cur)
+            elif rkind == "S":
+                fab.link_ca(cur, rid)
             continue
-        if c in "SCR" and not line.startswith(("switchguid=", "caguid=", "rtguid=", "sysimgguid=")):
+        if c in "SCR":
             m = node_match(line)
             if m is None:
                 raise FabricError(f"cannot parse node line: {_clip(line)}", source, lineno)

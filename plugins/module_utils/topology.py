@@ -591,7 +591,7 @@ def build_topology(
         "asymmetric_switches": asymmetric,
         "isolated_switches": isolated[:_LIST_CAP],
         "excluded": {"hcas": excluded_hcas, "switches": dropped_switches[:_LIST_CAP]},
-        "unmapped_hosts": sorted(unmapped, key=natural_key)[:_LIST_CAP],
+        "unmapped_hosts": sorted(set(unmapped), key=natural_key)[:_LIST_CAP],
         "synthetic_roots": sorted(names[e] for e in synthetic),
         "nodes_not_in_fabric": [],
         "fabric_not_in_nodes": [],
