@@ -22,10 +22,10 @@ if not link.exists():
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(ROOT, target_is_directory=True)
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import load_fabric  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
     render_block,
     render_tree,
 )

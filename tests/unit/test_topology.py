@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fabric_helpers import canonical_tree, gen, gen_text, gen_topo
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError, load_fabric
@@ -16,9 +17,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology_render impo
     render_tree,
     tree_switches,
 )
-
-from fabric_helpers import canonical_tree, gen, gen_text, gen_topo
-
 
 
 @pytest.fixture(scope="module")
@@ -182,12 +180,13 @@ def test_deterministic_and_stable_names():
 
 def test_long_and_digit_tail_switch_names_are_made_safe():
     long = "x" * 80
-    doc = f"switches:\n  {long}: {{switches: [leaf018446744073709551615]}}\n  leaf018446744073709551615: {{nodes: [n1]}}\n"
+    tail = "leaf018446744073709551615"
+    doc = f"switches:\n  {long}: {{switches: [{tail}]}}\n  {tail}: {{nodes: [n1]}}\n"
     topo = build_topology(load_fabric(doc, kind="file"))
     for name in topo.switches:
         assert len(name) <= 64
-        tail = len(name) - len(name.rstrip("0123456789"))
-        assert tail <= 18
+        digits = len(name) - len(name.rstrip("0123456789"))
+        assert digits <= 18
     render_tree(topo)  # validates
 
 
