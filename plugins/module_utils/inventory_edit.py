@@ -105,7 +105,7 @@ def plan_size_edit(inventory_dir: str | Path, pool: str, size: int, unit: str | 
     if unit is not None and unit not in UNITS:
         raise ScaleError(f"size_unit must be one of {', '.join(UNITS)}, got {unit!r}")
     file = pools_file(Path(inventory_dir))
-    text = file.read_text(encoding="utf-8")
+    text = file.read_bytes().decode("utf-8")  # not read_text: keep CRLF line ends as they are
     doc = _load_rt(text, file)
     pools = doc["gpufleet_pools"]
     if not isinstance(pools, CommentedSeq):

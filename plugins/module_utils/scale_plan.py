@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-_TOPOLOGY_NAME = re.compile(r"(^|[/._-])topology([._-]|$)", re.IGNORECASE)
+_TOPOLOGY_NAME = re.compile(r"(^|[/._-])topology([._-]|$)", re.IGNORECASE)  # file names
+_TOPOLOGY_KEY = re.compile(r"topology[^/]*\.(conf|ya?ml)$", re.IGNORECASE)  # ConfigMap / configFiles keys
 _SLURM_LINE = re.compile(r"^\s*(PartitionName|NodeSet)=(\S+)(.*)$", re.MULTILINE)
 _MAX_FIELDS = 6  # field changes listed per object in the Markdown table
 
@@ -207,7 +208,7 @@ def _objects(value: Any, found: dict[tuple[str, str], Any], depth: int = 0) -> N
                 for n, spec in sub.items():
                     if isinstance(spec, Mapping):
                         found[("partition", str(n))] = spec
-            elif isinstance(key, str) and isinstance(sub, str) and _TOPOLOGY_NAME.search(key):
+            elif isinstance(key, str) and isinstance(sub, str) and _TOPOLOGY_KEY.search(key):
                 found[("topology", key)] = sub
             _objects(sub, found, depth + 1)
     elif isinstance(value, list):
@@ -270,13 +271,16 @@ def file_changes(
     parts: list[ObjectChange] = []
     nsets: list[ObjectChange] = []
     topo: list[ObjectChange] = []
+    whole_file = _TOPOLOGY_NAME.search(PurePosixPath(path).name) is not None
     for key in sorted(set(before) | set(after)):
         kind, name = key
+        if whole_file and kind == "topology":
+            continue
         c = _compare(name, path, before.get(key, missing), after.get(key, missing), missing)
         if c is None:
             continue
         {"partition": parts, "nodeset": nsets, "topology": topo}[kind].append(c)
-    if _TOPOLOGY_NAME.search(PurePosixPath(path).name) and old != new:
+    if whole_file and old != new:
         change = "added" if old is None else "removed" if new is None else "changed"
         fields: tuple[tuple[str, str, str], ...] = ()
         if change == "changed" and old is not None and new is not None:
