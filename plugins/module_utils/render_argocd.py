@@ -1,0 +1,252 @@
+"""Argo CD objects: Applications (multi-source ``$values``), AppProjects, the root app-of-apps and
+the ``argoproj.io/Application`` health check that makes sync waves across child apps hold.
+
+Facts used (reference gitops-stack.md section 1): ``$values`` is the repository root and only valid
+at the start of a path; a ``ref`` source has no ``chart``; child-app waves need the custom health
+check in ``argocd-cm`` (removed upstream in 1.8, still needed in 3.5); AppProjects deny every
+cluster-scoped kind unless whitelisted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet
+
+API = "argoproj.io/v1alpha1"
+ARGOCD_NS = "argocd"
+IN_CLUSTER = "https://kubernetes.default.svc"
+FINALIZER = "resources-finalizer.argocd.argoproj.io"
+LABEL_PART_OF = "app.kubernetes.io/part-of"
+LABEL_CLUSTER = "gpufleet.io/cluster"
+LABEL_TENANT = "gpufleet.io/tenant"
+LABEL_COMPONENT = "gpufleet.io/component"
+WAVE = "argocd.argoproj.io/sync-wave"
+
+# Sync waves of the child Applications in the root app: projects and the health check first, then
+# CRDs -> operators -> clusters, host side before what runs inside the tenant vClusters.
+WAVES = {
+    "projects": -20,
+    "argocd-config": -10,
+    "network": -5,  # Cilium (bootstrapped by apply, adopted here)
+    "crds": 0,  # cert-manager (with its CRDs)
+    "operators": 10,  # GPU Operator, csi-driver-nfs
+    "storage": 20,  # static PVs for Slurm home
+    "tenant-host": 30,  # tenant namespaces, network policy
+    "vcluster": 40,
+    "tenant-crds": 50,  # inside the vCluster: Slinky CRDs
+    "tenant-operators": 60,  # inside the vCluster: slurm-operator, Kueue
+    "tenant-objects": 70,  # inside the vCluster: namespaces, PVC, Kueue queues
+    "tenant-clusters": 80,  # inside the vCluster: the Slurm cluster
+}
+
+HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
+HEALTH_LUA = """hs = {}
+hs.status = "Progressing"
+hs.message = ""
+if obj.status ~= nil and obj.status.health ~= nil then
+  hs.status = obj.status.health.status
+  if obj.status.health.message ~= nil then
+    hs.message = obj.status.health.message
+  end
+end
+return hs
+"""
+
+RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
+
+
+def platform_project(cluster: str) -> str:
+    return f"{cluster}-platform"
+
+
+def labels(cluster: str, component: str, tenant: str | None = None) -> dict[str, str]:
+    out = {LABEL_PART_OF: "gpufleet", LABEL_CLUSTER: cluster, LABEL_COMPONENT: component}
+    if tenant:
+        out[LABEL_TENANT] = tenant
+    return out
+
+
+def values_ref(fleet: Fleet) -> dict[str, Any]:
+    """The second source of a multi-source app: this repository, named ``values``."""
+    return {"repoURL": fleet.gitops.repo_url, "targetRevision": fleet.gitops.revision, "ref": "values"}
+
+
+def repo_path(fleet: Fleet, rel: str) -> str:
+    """Path of a rendered file inside the Git repository (the tree lives under ``gitops.path``)."""
+    base = fleet.gitops.path.strip("/")
+    return f"{base}/{rel}" if base else rel
+
+
+def sync_policy(
+    create_namespace: bool = True,
+    server_side: bool = True,
+    namespace_labels: dict[str, str] | None = None,
+    extra: list[str] | None = None,
+) -> dict[str, Any]:
+    opts = []
+    if create_namespace:
+        opts.append("CreateNamespace=true")
+    if server_side:
+        opts.append("ServerSideApply=true")
+    opts += extra or []
+    policy: dict[str, Any] = {
+        "automated": {"prune": True, "selfHeal": True},
+        "syncOptions": sorted(opts),
+        "retry": RETRY,
+    }
+    if namespace_labels:
+        policy["managedNamespaceMetadata"] = {"labels": dict(namespace_labels)}
+    return policy
+
+
+def application(
+    name: str,
+    *,
+    project: str,
+    wave: str,
+    app_labels: dict[str, str],
+    dest_namespace: str,
+    dest_server: str = IN_CLUSTER,
+    sources: list[dict[str, Any]] | None = None,
+    source: dict[str, Any] | None = None,
+    policy: dict[str, Any] | None = None,
+    ignore_differences: list[dict[str, Any]] | None = None,
+    info: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "project": project,
+        "destination": {"server": dest_server, "namespace": dest_namespace},
+        "syncPolicy": policy if policy is not None else sync_policy(),
+        "revisionHistoryLimit": 5,
+    }
+    if sources is not None:
+        spec["sources"] = sources
+    if source is not None:
+        spec["source"] = source
+    if ignore_differences:
+        spec["ignoreDifferences"] = ignore_differences
+    if info:
+        spec["info"] = info
+    return {
+        "apiVersion": API,
+        "kind": "Application",
+        "metadata": {
+            "name": name,
+            "namespace": ARGOCD_NS,
+            "labels": app_labels,
+            "annotations": {WAVE: str(WAVES[wave])},
+            "finalizers": [FINALIZER],
+        },
+        "spec": spec,
+    }
+
+
+def chart_source(chart: dict[str, str], release: str, values_file: str, fleet: Fleet) -> dict[str, Any]:
+    """A Helm chart source pinned by version, values from ``$values/<path in this repo>``."""
+    return {
+        "repoURL": chart["repo_url"],
+        "chart": chart["chart"],
+        "targetRevision": chart["version"],
+        "helm": {"releaseName": release, "valueFiles": [f"$values/{repo_path(fleet, values_file)}"]},
+    }
+
+
+def chart_app(
+    name: str,
+    *,
+    fleet: Fleet,
+    chart: dict[str, str],
+    release: str,
+    values_file: str,
+    **kw: Any,
+) -> dict[str, Any]:
+    return application(name, sources=[chart_source(chart, release, values_file, fleet), values_ref(fleet)], **kw)
+
+
+def directory_app(name: str, *, fleet: Fleet, path: str, **kw: Any) -> dict[str, Any]:
+    """An app over a directory of plain manifests in this repository."""
+    source = {
+        "repoURL": fleet.gitops.repo_url,
+        "targetRevision": fleet.gitops.revision,
+        "path": repo_path(fleet, path),
+        "directory": {"recurse": False},
+    }
+    return application(name, source=source, **kw)
+
+
+def root_app(fleet: Fleet, cluster: str, apps_dir: str) -> dict[str, Any]:
+    """The app-of-apps of one cluster: every child Application and AppProject under ``apps_dir``.
+
+    Applied once by the bootstrap (apply step); it is not in its own directory, so it does not
+    manage itself. Children may pick any project: only admins may push to this repository.
+    """
+    app = directory_app(
+        f"{cluster}-root",
+        fleet=fleet,
+        path=apps_dir,
+        project="default",
+        wave="projects",
+        app_labels=labels(cluster, "root"),
+        dest_namespace=ARGOCD_NS,
+        policy=sync_policy(create_namespace=False),
+    )
+    del app["metadata"]["annotations"]
+    return app
+
+
+def argocd_cm_health() -> dict[str, Any]:
+    """The ``argocd-cm`` fields gpufleet owns: the Application health check.
+
+    Applied with server-side apply (field ownership), so the other keys of ``argocd-cm`` written by
+    the Argo CD install stay untouched.
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "argocd-cm",
+            "namespace": ARGOCD_NS,
+            "labels": {"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"},
+            "annotations": {"argocd.argoproj.io/sync-options": "ServerSideApply=true,Prune=false,Delete=false"},
+        },
+        "data": {HEALTH_KEY: HEALTH_LUA},
+    }
+
+
+def project(
+    name: str,
+    *,
+    description: str,
+    source_repos: list[str],
+    destinations: list[dict[str, str]],
+    cluster_whitelist: list[dict[str, str]] | None = None,
+    namespace_blacklist: list[dict[str, str]] | None = None,
+    roles: list[dict[str, Any]] | None = None,
+    project_scoped_only: bool = False,
+    project_labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "description": description,
+        "sourceRepos": sorted(set(source_repos)),
+        "destinations": destinations,
+        "clusterResourceWhitelist": cluster_whitelist or [],
+        "orphanedResources": {"warn": True},
+    }
+    if namespace_blacklist:
+        spec["namespaceResourceBlacklist"] = namespace_blacklist
+    if roles:
+        spec["roles"] = roles
+    if project_scoped_only:
+        spec["permitOnlyProjectScopedClusters"] = True
+    return {
+        "apiVersion": API,
+        "kind": "AppProject",
+        "metadata": {
+            "name": name,
+            "namespace": ARGOCD_NS,
+            "labels": project_labels or {},
+            "annotations": {WAVE: str(WAVES["projects"])},
+        },
+        "spec": spec,
+    }

@@ -1,0 +1,328 @@
+"""Platform Applications of one cluster (host side): Argo CD config, Cilium, cert-manager, NVIDIA GPU
+Operator, csi-driver-nfs and the static Slurm-home PVs.
+
+Each returns ``{relative path: object}`` (values files and manifests) plus the child Applications.
+Values are gpufleet's settings deep-merged with the inventory's ``components.<name>.values``.
+Pitfalls handled here (reference gitops-stack.md):
+
+* Cilium: ``hubble.tls.auto.method: cronJob`` (the chart default ``helm`` mints new certs on every
+  render, so Argo CD would never be in sync); ``cni.exclusive`` from the inventory (set it false
+  when Multus/SR-IOV carry the RDMA networks, or Cilium renames their CNI configs away).
+* GPU Operator: ``daemonsets.tolerations`` *replaces* the chart default, so the default
+  ``nvidia.com/gpu`` toleration is kept and the pool taint added; the same for the NFD worker;
+  DCGM HPC job mapping on, so dcgm-exporter labels GPU metrics with Slurm job ids; operator on
+  the system pool.
+* Shared storage: one static RWX PV per Slurm tenant (``Retain``), pre-bound (``claimRef``) to the
+  host name vCluster gives the tenant's ``slurm/slurm-home`` PVC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils import fence
+from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.model import Cluster, Component, Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.render_values import (
+    deep_merge,
+    translated_name,
+    vcluster_namespace,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
+
+DCGM_JOB_MAPPING_DIR = "/var/lib/dcgm-exporter/job-mapping"
+NFS_DRIVER = "nfs.csi.k8s.io"
+SLURM_NAMESPACE = "slurm"  # inside each tenant vCluster
+SLURM_HOME_PVC = "slurm-home"
+NFD_DEFAULT_TOLERATION = {
+    "key": "node-role.kubernetes.io/control-plane",
+    "operator": "Equal",
+    "value": "",
+    "effect": "NoSchedule",
+}
+
+DEFAULT_NAMESPACES = {
+    "cilium": "kube-system",
+    "cert_manager": "cert-manager",
+    "gpu_operator": "gpu-operator",
+    "shared_storage": "kube-system",
+    "argocd": argo.ARGOCD_NS,
+    "slurm_operator": "slinky",
+    "kueue": "kueue-system",
+}
+
+
+@dataclass
+class Rendered:
+    """Objects to write: values files (single document) and manifest files (YAML streams)."""
+
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)  # Helm values files
+    manifests: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # Kubernetes objects
+    data: dict[str, dict[str, Any]] = field(default_factory=dict)  # other YAML (for the apply step)
+    raw: dict[str, str] = field(default_factory=dict)  # text files (topology.conf, for review)
+    apps: dict[str, dict[str, Any]] = field(default_factory=dict)  # apps/<file> -> Application/AppProject
+    notes: list[str] = field(default_factory=list)
+
+    def update(self, other: Rendered) -> None:
+        for mine, theirs in (
+            (self.values, other.values),
+            (self.manifests, other.manifests),
+            (self.data, other.data),
+            (self.raw, other.raw),
+            (self.apps, other.apps),
+        ):
+            clash = set(mine) & set(theirs)
+            if clash:
+                raise ValueError(f"two renderers produced {sorted(clash)}")
+            mine.update(theirs)
+        self.notes += other.notes
+
+
+def namespace_of(comp: Component) -> str:
+    return comp.namespace or DEFAULT_NAMESPACES[comp.name]
+
+
+def system_pool(fleet: Fleet, cluster: str) -> Pool | None:
+    pools = sorted((p for p in fleet.cluster_pools(cluster) if p.kind == "system"), key=lambda p: p.name)
+    return pools[0] if pools else None
+
+
+def system_placement(fleet: Fleet, cluster: str) -> dict[str, str]:
+    """nodeSelector putting a platform Deployment on the system pool (untainted: no tolerations)."""
+    sp = system_pool(fleet, cluster)
+    return fence.node_selector(sp) if sp else {}
+
+
+def cluster_dir(cluster: str) -> str:
+    return f"clusters/{cluster}"
+
+
+def _chart_app(
+    fleet: Fleet,
+    cluster: Cluster,
+    comp: Component,
+    chart_key: str,
+    app: str,
+    wave: str,
+    values_file: str,
+    release: str,
+    namespace_labels: dict[str, str] | None = None,
+    ignore_differences: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return argo.chart_app(
+        f"{cluster.name}-{app}",
+        fleet=fleet,
+        chart=chart(chart_key, fleet.versions),
+        release=release,
+        values_file=values_file,
+        project=argo.platform_project(cluster.name),
+        wave=wave,
+        app_labels=argo.labels(cluster.name, app),
+        dest_server=cluster.server,
+        dest_namespace=namespace_of(comp),
+        policy=argo.sync_policy(namespace_labels=namespace_labels),
+        ignore_differences=ignore_differences,
+    )
+
+
+def render_argocd_config(fleet: Fleet, cluster: Cluster) -> Rendered:
+    base = cluster_dir(cluster.name)
+    out = Rendered()
+    path = f"{base}/platform/argocd-config"
+    out.manifests[f"{path}/argocd-cm.yaml"] = [argo.argocd_cm_health()]
+    out.apps["00-argocd-config.yaml"] = argo.directory_app(
+        f"{cluster.name}-argocd-config",
+        fleet=fleet,
+        path=path,
+        project=argo.platform_project(cluster.name),
+        wave="argocd-config",
+        app_labels=argo.labels(cluster.name, "argocd-config"),
+        dest_server=cluster.server,
+        dest_namespace=argo.ARGOCD_NS,
+        policy=argo.sync_policy(create_namespace=False),
+    )
+    return out
+
+
+def cilium_values(cluster: Cluster) -> dict[str, Any]:
+    comp = cluster.components["cilium"]
+    ours = {
+        "cni": {"exclusive": bool(comp.options.get("exclusive", True))},
+        "hubble": {"tls": {"auto": {"enabled": True, "method": "cronJob"}}},
+        "operator": {"replicas": 2},
+    }
+    return deep_merge(ours, comp.values)
+
+
+def render_cilium(fleet: Fleet, cluster: Cluster) -> Rendered:
+    comp = cluster.components["cilium"]
+    out = Rendered()
+    vf = f"{cluster_dir(cluster.name)}/platform/cilium/values.yaml"
+    out.values[vf] = cilium_values(cluster)
+    if comp.install_method == "gitops":
+        out.apps["10-cilium.yaml"] = _chart_app(fleet, cluster, comp, "cilium", "cilium", "network", vf, "cilium")
+    return out
+
+
+def render_cert_manager(fleet: Fleet, cluster: Cluster) -> Rendered:
+    comp = cluster.components["cert_manager"]
+    out = Rendered()
+    vf = f"{cluster_dir(cluster.name)}/platform/cert-manager/values.yaml"
+    ours: dict[str, Any] = {"crds": {"enabled": True, "keep": True}}
+    sel = system_placement(fleet, cluster.name)
+    if sel:
+        ours["nodeSelector"] = sel
+    out.values[vf] = deep_merge(ours, comp.values)
+    if comp.install_method == "gitops":
+        out.apps["20-cert-manager.yaml"] = _chart_app(
+            fleet, cluster, comp, "cert_manager", "cert-manager", "crds", vf, "cert-manager"
+        )
+    return out
+
+
+def gpu_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
+    comp = cluster.components["gpu_operator"]
+    pools = fleet.cluster_pools(cluster.name)
+    ds_tol = fence.daemonset_tolerations(pools)
+    ours: dict[str, Any] = {
+        "daemonsets": {"tolerations": ds_tol},
+        "node-feature-discovery": {
+            "worker": {"tolerations": [NFD_DEFAULT_TOLERATION, *fence.daemonset_tolerations(pools, gpu_default=True)]}
+        },
+        "dcgmExporter": {"hpcJobMapping": {"enabled": True, "directory": DCGM_JOB_MAPPING_DIR}},
+    }
+    sel = system_placement(fleet, cluster.name)
+    if sel:
+        ours["operator"] = {"nodeSelector": {"kubernetes.io/os": "linux", **sel}}
+    return deep_merge(ours, comp.values)
+
+
+def render_gpu_operator(fleet: Fleet, cluster: Cluster) -> Rendered:
+    comp = cluster.components["gpu_operator"]
+    out = Rendered()
+    vf = f"{cluster_dir(cluster.name)}/platform/gpu-operator/values.yaml"
+    out.values[vf] = gpu_operator_values(fleet, cluster)
+    if comp.install_method == "gitops":
+        out.apps["30-gpu-operator.yaml"] = _chart_app(
+            fleet,
+            cluster,
+            comp,
+            "gpu_operator",
+            "gpu-operator",
+            "operators",
+            vf,
+            "gpu-operator",
+            namespace_labels={"pod-security.kubernetes.io/enforce": "privileged"},
+        )
+    return out
+
+
+def slurm_tenants(fleet: Fleet, cluster: str) -> list[str]:
+    return sorted(t.name for t in fleet.cluster_tenants(cluster) if fleet.tenant_pools(t.name, "slurm"))
+
+
+def home_pv(cluster: Cluster, tenant: str) -> dict[str, Any]:
+    """Static RWX PV of a tenant's Slurm home, pre-bound to the host PVC vCluster syncs."""
+    opts = cluster.components["shared_storage"].options
+    server, share = opts["nfs_server"], str(opts["nfs_share"]).rstrip("/")
+    ns = vcluster_namespace(tenant)
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {
+            "name": f"slurm-home-{tenant}",
+            "labels": {argo.LABEL_TENANT: tenant, argo.LABEL_COMPONENT: "slurm-home"},
+        },
+        "spec": {
+            "capacity": {"storage": str(opts.get("capacity", "10Ti"))},
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "volumeMode": "Filesystem",
+            "mountOptions": ["nfsvers=4.1"],
+            "csi": {
+                "driver": NFS_DRIVER,
+                "volumeHandle": f"{server}#{share}/{tenant}#",
+                "volumeAttributes": {"server": server, "share": f"{share}/{tenant}"},
+            },
+            "claimRef": {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "namespace": ns,
+                "name": translated_name(SLURM_HOME_PVC, SLURM_NAMESPACE, tenant),
+            },
+        },
+    }
+
+
+def render_shared_storage(fleet: Fleet, cluster: Cluster) -> Rendered:
+    comp = cluster.components["shared_storage"]
+    out = Rendered()
+    if not comp.enabled:
+        return out
+    base = f"{cluster_dir(cluster.name)}/platform"
+    vf = f"{base}/csi-driver-nfs/values.yaml"
+    ours: dict[str, Any] = {"externalSnapshotter": {"enabled": False}}
+    sel = system_placement(fleet, cluster.name)
+    if sel:
+        ours["controller"] = {"nodeSelector": sel}
+    out.values[vf] = deep_merge(ours, comp.values)
+    if comp.install_method == "gitops":
+        out.apps["40-csi-driver-nfs.yaml"] = _chart_app(
+            fleet, cluster, comp, "csi_driver_nfs", "csi-driver-nfs", "operators", vf, "csi-driver-nfs"
+        )
+    tenants = slurm_tenants(fleet, cluster.name)
+    if tenants:
+        path = f"{base}/slurm-home"
+        for t in tenants:
+            out.manifests[f"{path}/pv-{t}.yaml"] = [home_pv(cluster, t)]
+        out.apps["41-slurm-home.yaml"] = argo.directory_app(
+            f"{cluster.name}-slurm-home",
+            fleet=fleet,
+            path=path,
+            project=argo.platform_project(cluster.name),
+            wave="storage",
+            app_labels=argo.labels(cluster.name, "slurm-home"),
+            dest_server=cluster.server,
+            dest_namespace=namespace_of(comp),
+            policy=argo.sync_policy(create_namespace=False, extra=["Delete=false", "Prune=confirm"]),
+        )
+    return out
+
+
+def platform_project(fleet: Fleet, cluster: Cluster, tenant_servers: list[str]) -> dict[str, Any]:
+    """The platform project: the host cluster (all namespaces, cluster-scoped kinds) and the
+    platform-owned apps inside tenant vClusters (Slinky CRDs/operator, Kueue)."""
+    repos = [fleet.gitops.repo_url, *sorted({c["repo_url"] for c in _all_charts(fleet)})]
+    dests = [{"server": cluster.server, "namespace": "*"}] + [
+        {"server": s, "namespace": "*"} for s in sorted(set(tenant_servers))
+    ]
+    return argo.project(
+        argo.platform_project(cluster.name),
+        description=f"gpufleet platform of cluster {cluster.name}: host components and tenant fences",
+        source_repos=repos,
+        destinations=dests,
+        cluster_whitelist=[{"group": "*", "kind": "*"}],
+        project_labels=argo.labels(cluster.name, "project"),
+    )
+
+
+def _all_charts(fleet: Fleet) -> list[dict[str, str]]:
+    from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
+
+    return [chart(k, fleet.versions) for k in sorted(CHARTS)]
+
+
+def render_platform(fleet: Fleet, cluster: Cluster) -> Rendered:
+    out = Rendered()
+    comps = cluster.components
+    out.update(render_argocd_config(fleet, cluster))
+    if comps["cilium"].enabled:
+        out.update(render_cilium(fleet, cluster))
+    if comps["cert_manager"].enabled:
+        out.update(render_cert_manager(fleet, cluster))
+    if comps["gpu_operator"].enabled:
+        out.update(render_gpu_operator(fleet, cluster))
+    out.update(render_shared_storage(fleet, cluster))
+    return out

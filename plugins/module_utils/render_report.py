@@ -1,0 +1,118 @@
+"""The short human report of one cluster: what runs where, per tenant (Markdown, deterministic)."""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
+from ansible_collections.gpufleet.core.plugins.module_utils.model import Cluster, Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import ClusterInputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render_platform import (
+    SLURM_HOME_PVC,
+    SLURM_NAMESPACE,
+    namespace_of,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.render_tenant import JWT_KEY_SECRET, SLURM_KEY_SECRET
+from ansible_collections.gpufleet.core.plugins.module_utils.render_values import vcluster_namespace, vcluster_server
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
+
+_CHART_OF = {
+    "cilium": "cilium",
+    "cert_manager": "cert_manager",
+    "gpu_operator": "gpu_operator",
+    "shared_storage": "csi_driver_nfs",
+    "slurm_operator": "slurm_operator",
+    "kueue": "kueue",
+    "argocd": "argocd",
+}
+_WHERE = {"slurm_operator": "in each Slurm tenant's vCluster", "kueue": "in each Kubernetes tenant's vCluster"}
+
+
+def _hosts(names: list[str]) -> str:
+    if not names:
+        return "-"
+    text = compress(names)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
+    pools = sorted(fleet.cluster_pools(cluster.name), key=lambda p: (p.kind, p.name))
+    total_gpus = sum(n.gpus for n in inputs.nodes)
+    lines = [
+        f"# Cluster `{cluster.name}`: what runs where",
+        "",
+        f"Rendered by gpufleet from inventory fleet `{fleet.name}`; do not edit, re-render instead.",
+        f"Nodes: {len(inputs.nodes)} ({total_gpus} GPUs) in {len(pools)} pools. Root Application:",
+        f"`clusters/{cluster.name}/root-app.yaml` (applied once by the bootstrap; it syncs `apps/`).",
+        "",
+        "## Pools",
+        "",
+        "| pool | kind | tenant | nodes | GPUs | hosts |",
+        "| --- | --- | --- | ---: | ---: | --- |",
+    ]
+    for p in pools:
+        members = inputs.members.get(p.name, [])
+        lines.append(
+            f"| {p.name} | {p.kind} | {p.tenant or '-'} | {len(members)} | {inputs.pool_gpus(p.name)} "
+            f"| {_hosts(members)} |"
+        )
+    lines += ["", "## Tenants", ""]
+    tenants = sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name)
+    if not tenants:
+        lines.append("No tenants.")
+    for t in tenants:
+        slurm = sorted(fleet.tenant_pools(t.name, "slurm"), key=lambda p: p.name)
+        kube = sorted(fleet.tenant_pools(t.name, "kubernetes"), key=lambda p: p.name)
+        lines += [f"### {t.name}", ""]
+        if t.description:
+            lines += [t.description, ""]
+        lines.append(
+            f"- vCluster `{t.name}` in host namespace `{vcluster_namespace(t.name)}`; Argo CD destination "
+            f"`{vcluster_server(t.name)}`; AppProject `{t.name}`."
+        )
+        for p in slurm:
+            s = p.slurm
+            n = len(inputs.members.get(p.name, []))
+            default = ", default" if s and s.default else ""
+            max_time = s.max_time if s and s.max_time else "UNLIMITED"
+            lines.append(
+                f"- Slurm partition `{s.partition if s else p.name}` (NodeSet `{p.name}`{default}): {n} nodes, "
+                f"{inputs.pool_gpus(p.name)} GPUs, MaxTime {max_time}"
+                + (", autoscaled" if s and s.autoscale else "")
+                + "."
+            )
+        for p in kube:
+            lines.append(
+                f"- Kueue ClusterQueue `{p.name}` (flavor `{p.name}`): {len(inputs.members.get(p.name, []))} nodes, "
+                f"{inputs.pool_gpus(p.name)} GPUs; LocalQueues in namespaces "
+                f"{', '.join(f'`{n}`' for n in (t.namespaces or (t.name,)))}."
+            )
+        secrets = [f"Argo CD cluster Secret `cluster-{t.name}` (written by the apply step from `vc-{t.name}`)"]
+        if slurm:
+            secrets += [
+                f"`{SLURM_NAMESPACE}/{SLURM_KEY_SECRET['name']}` (key `{SLURM_KEY_SECRET['key']}`)",
+                f"`{SLURM_NAMESPACE}/{JWT_KEY_SECRET['name']}` (key `{JWT_KEY_SECRET['key']}`)",
+            ]
+            if t.accounting:
+                secrets.append(f"`{SLURM_NAMESPACE}/mariadb-password` (key `password`)")
+            lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")
+        lines.append("- Secrets provisioned out of Git (inside the vCluster): " + "; ".join(secrets) + ".")
+        lines.append("")
+    lines += [
+        "## Platform",
+        "",
+        "| component | chart | version | namespace | installed by |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name in sorted(cluster.components):
+        comp = cluster.components[name]
+        if not comp.enabled:
+            continue
+        c = chart(_CHART_OF[name], fleet.versions)
+        ns = namespace_of(comp)
+        where = _WHERE.get(name, ns)
+        how = "Argo CD" if comp.install_method == "gitops" and name != "argocd" else "apply (Helm)"
+        lines.append(f"| {name} | {c['chart']} | {c['version']} | {where} | {how} |")
+    lines += ["", "## Sync waves (root app)", ""]
+    lines += [f"- {wave}: {n}" for n, wave in sorted(((v, k) for k, v in argo.WAVES.items()))]
+    lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,545 @@
+"""Per-tenant render: AppProject, host namespace + network isolation, vCluster, and inside the vCluster
+the Slinky Slurm stack (CRDs -> operator -> cluster) and/or Kueue queues.
+
+Ownership: everything that *is* the fence (host namespace, CiliumClusterwideNetworkPolicy, the
+vCluster, Slinky/Kueue controllers, Kueue flavors and queues, the Slurm-home PVC) is in the
+platform project; the tenant's Slurm cluster app is in the tenant's own project, which is what a
+tenant may do: deploy into its vCluster only, no quota/policy objects, no host destination (so no
+cluster-scoped kinds on the host).
+
+Pitfalls handled (reference slurm-on-k8s.md 1.7, gitops-stack.md 2):
+
+* ``slurmKey``/``jwtKey``: ``create: false`` + ``secretRef`` (the chart's ``lookup`` does not run
+  under Argo CD: each render would mint a new key). The Secrets are provisioned out of Git.
+* Slinky operator per tenant inside the vCluster: its cluster-wide ``pods/binding`` webhook only
+  sees that vCluster, never host scheduling; ``certManager.enabled: true`` kept (``genCA`` would
+  diff on every sync), backed by vCluster's cert-manager integration with the host cert-manager.
+* ``GresTypes`` set explicitly (the v1.2.1 operator does not); NodeSets in ``DaemonSet`` mode
+  (one slurmd per pool node, nothing for Argo CD to fight) or, for autoscaled pools,
+  ``StatefulSet`` with ``ignoreDifferences`` on ``/spec/replicas``.
+* vCluster: ``selector.labels`` + ``enforceTolerations`` fence, the ``requests.cpu: 10`` /
+  ``count/pods: 20`` / 512Mi LimitRange defaults removed (``null``) and a GPU quota set instead,
+  ``exportKubeConfig.server`` and extra SANs so Argo CD reaches ``https://<name>.<namespace>:443``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils import fence
+from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.model import Cluster, Fleet, Pool, Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import ClusterInputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render_platform import (
+    DCGM_JOB_MAPPING_DIR,
+    SLURM_HOME_PVC,
+    SLURM_NAMESPACE,
+    Rendered,
+    cluster_dir,
+    namespace_of,
+    system_placement,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.render_values import (
+    deep_merge,
+    vcluster_namespace,
+    vcluster_server,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
+
+SLURM_KEY_SECRET = {"name": "slurm-auth-slurm", "key": "slurm.key"}
+JWT_KEY_SECRET = {"name": "slurm-auth-jwt", "key": "jwt.key"}
+HOME_VOLUME = "slurm-home"
+CGROUP_CONF = (
+    "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nConstrainCores=yes\nConstrainDevices=yes\nConstrainRAMSpace=yes\n"
+)
+GRES_CONF = "AutoDetect=nvidia\n"
+TOPOLOGY_FILE = {"tree": "topology.conf", "block": "topology.conf", "yaml": "topology.yaml"}
+# vCluster ResourceQuota defaults that break GPU tenants (Helm merges maps: each must be nulled).
+QUOTA_DROP = (
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "count/pods",
+    "count/endpoints",
+    "count/services",
+    "count/secrets",
+    "count/configmaps",
+    "count/persistentvolumeclaims",
+)
+TENANT_NS_BLACKLIST = [
+    {"group": "", "kind": "ResourceQuota"},
+    {"group": "", "kind": "LimitRange"},
+    {"group": "networking.k8s.io", "kind": "NetworkPolicy"},
+    {"group": "cilium.io", "kind": "CiliumNetworkPolicy"},
+]
+TENANT_CLUSTER_BLACKLIST = [
+    {"group": "cilium.io", "kind": "CiliumClusterwideNetworkPolicy"},
+    {"group": "kueue.x-k8s.io", "kind": "ClusterQueue"},
+    {"group": "kueue.x-k8s.io", "kind": "Cohort"},
+    {"group": "kueue.x-k8s.io", "kind": "ResourceFlavor"},
+    {"group": "kueue.x-k8s.io", "kind": "Topology"},
+]
+
+
+def tenant_dir(cluster: str, tenant: str) -> str:
+    return f"{cluster_dir(cluster)}/tenants/{tenant}"
+
+
+def pool_gpus_per_node(inputs: ClusterInputs, pool: str) -> int:
+    """GPUs per node of a pool: the smallest count among its nodes (Gres must hold on every node)."""
+    by_name = {n.name: n for n in inputs.nodes}
+    counts = [by_name[n].gpus for n in inputs.members.get(pool, []) if n in by_name]
+    return min(counts) if counts else 0
+
+
+def pool_product(inputs: ClusterInputs, pool: Pool) -> str | None:
+    if pool.gpu_product:
+        return pool.gpu_product
+    by_name = {n.name: n for n in inputs.nodes}
+    products = Counter(by_name[n].gpu_product for n in inputs.members.get(pool.name, []) if n in by_name)
+    products.pop(None, None)
+    return products.most_common(1)[0][0] if products else None
+
+
+# ------------------------------------------------------------------ AppProject
+
+
+def tenant_project(fleet: Fleet, cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
+    slurm_repo = chart("slurm", fleet.versions)["repo_url"]
+    return argo.project(
+        tenant.name,
+        description=tenant.description or f"tenant {tenant.name}",
+        source_repos=[fleet.gitops.repo_url, slurm_repo],
+        destinations=[{"server": vcluster_server(tenant.name), "namespace": "*"}],
+        cluster_whitelist=[{"group": "*", "kind": "*"}],  # inside the vCluster only: no host destination
+        namespace_blacklist=TENANT_NS_BLACKLIST,
+        roles=[
+            {
+                "name": "admin",
+                "description": f"{tenant.name} administrators: manage the tenant's apps",
+                "groups": [f"{tenant.name}-admins"],
+                "policies": [f"p, proj:{tenant.name}:admin, applications, *, {tenant.name}/*, allow"],
+            }
+        ],
+        project_scoped_only=True,
+        project_labels=argo.labels(cluster.name, "project", tenant.name),
+    )
+
+
+def _with_cluster_blacklist(proj: dict[str, Any]) -> dict[str, Any]:
+    proj["spec"]["clusterResourceBlacklist"] = TENANT_CLUSTER_BLACKLIST
+    return proj
+
+
+# ------------------------------------------------------------------ host side
+
+
+def host_namespace(cluster: Cluster, tenant: Tenant, slurm: bool) -> dict[str, Any]:
+    level = "privileged" if slurm else "baseline"  # slurmd needs privileged pods; others do not
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": vcluster_namespace(tenant.name),
+            "labels": {
+                fence.NAMESPACE_TENANT_LABEL: tenant.name,
+                argo.LABEL_CLUSTER: cluster.name,
+                "pod-security.kubernetes.io/enforce": level,
+            },
+        },
+    }
+
+
+def isolation_policy(tenant: Tenant) -> dict[str, Any]:
+    """CiliumClusterwideNetworkPolicy: the tenant's host namespace talks to itself, DNS, the API
+    server and the world; Argo CD reaches the vCluster API; other tenants are denied both ways."""
+    own = {f"k8s:io.cilium.k8s.namespace.labels.{fence.NAMESPACE_TENANT_LABEL}": tenant.name}
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumClusterwideNetworkPolicy",
+        "metadata": {"name": f"tenant-{tenant.name}-isolation", "labels": {argo.LABEL_TENANT: tenant.name}},
+        "spec": {
+            "description": f"isolate tenant {tenant.name} (host namespace {vcluster_namespace(tenant.name)})",
+            "endpointSelector": {"matchLabels": own},
+            "ingress": [
+                {"fromEndpoints": [{"matchLabels": own}]},
+                {
+                    "fromEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": argo.ARGOCD_NS}}],
+                    "toPorts": [{"ports": [{"port": "8443", "protocol": "TCP"}]}],
+                },
+                {"fromEntities": ["host"]},
+            ],
+            "egress": [
+                {"toEndpoints": [{"matchLabels": own}]},
+                {
+                    "toEndpoints": [
+                        {"matchLabels": {"k8s:io.kubernetes.pod.namespace": "kube-system", "k8s:k8s-app": "kube-dns"}}
+                    ],
+                    "toPorts": [{"ports": [{"port": "53", "protocol": "ANY"}]}],
+                },
+                {"toEntities": ["kube-apiserver", "world"]},
+            ],
+        },
+    }
+
+
+def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs) -> dict[str, Any]:
+    pools = fleet.tenant_pools(tenant.name)
+    fragment = fence.vcluster_sync_fragment(pools)
+    ns = vcluster_namespace(tenant.name)
+    gpus = sum(inputs.pool_gpus(p.name) for p in pools)
+    quota: dict[str, Any] = {k: None for k in QUOTA_DROP}
+    quota["requests.nvidia.com/gpu"] = gpus
+    ours: dict[str, Any] = {
+        "sync": {
+            "fromHost": {"nodes": {"enabled": True, "clearImageStatus": True, "syncBackChanges": False}},
+            "toHost": {"pods": {}},
+        },
+        "controlPlane": {"proxy": {"extraSANs": [f"{tenant.name}.{ns}.svc", f"{tenant.name}.{ns}.svc.cluster.local"]}},
+        "policies": {
+            "resourceQuota": {"enabled": True, "quota": quota},
+            "limitRange": {"enabled": False},
+        },
+        "exportKubeConfig": {"server": vcluster_server(tenant.name)},
+    }
+    ours = deep_merge(ours, fragment)
+    sel = system_placement(fleet, cluster.name)
+    if sel:
+        ours["controlPlane"]["statefulSet"] = {"scheduling": {"nodeSelector": sel}}
+    if fleet.tenant_pools(tenant.name, "slurm") and cluster.components["cert_manager"].enabled:
+        ours["integrations"] = {"certManager": {"enabled": True}}
+    return deep_merge(ours, tenant.vcluster_values)
+
+
+# ------------------------------------------------------------------ Slurm inside the vCluster
+
+
+def _topology_conf(cluster: Cluster, inputs: ClusterInputs, nodes: list[str]) -> tuple[str, str] | None:
+    """(file name, text) of the tenant's topology, restricted to its Slurm nodes."""
+    topo = inputs.topology
+    if topo is None or not nodes:
+        return None
+    from ansible_collections.gpufleet.core.plugins.module_utils import topology_render as tr
+
+    plugin = cluster.topology.plugin
+    sub = topo.subset(nodes)
+    if not sub.node_group and plugin != "block":
+        return None
+    if plugin == "tree":
+        return "topology.conf", tr.render_tree(sub)
+    if plugin == "block":
+        if not sub.blocks:
+            return None
+        return "topology.conf", tr.render_block(sub, block_sizes=list(cluster.topology.block_sizes) or None)
+    if plugin == "yaml":
+        return "topology.yaml", tr.render_yaml(sub)
+    return None
+
+
+def topology_annotations(inputs: ClusterInputs, nodes: list[str], plugin: str) -> dict[str, str]:
+    """Node annotation ``topology.slinky.slurm.net/spec`` values (the apply step sets them)."""
+    topo = inputs.topology
+    if topo is None or not nodes:
+        return {}
+    from ansible_collections.gpufleet.core.plugins.module_utils import topology_render as tr
+
+    sub = topo.subset(nodes)
+    if plugin == "block":
+        return tr.slinky_topology_spec(sub, tree=None, block="default")
+    return tr.slinky_topology_spec(sub)
+
+
+def nodeset(pool: Pool, inputs: ClusterInputs) -> dict[str, Any]:
+    gpus = pool_gpus_per_node(inputs, pool.name)
+    product = pool_product(inputs, pool)
+    n_nodes = len(inputs.members.get(pool.name, []))
+    features = [pool.name]
+    if product:
+        features.append(product.lower().replace("_", "-"))
+    conf: dict[str, Any] = {"Features": features}
+    slurmd: dict[str, Any] = {"volumeMounts": [{"name": HOME_VOLUME, "mountPath": "/home"}]}
+    if gpus:
+        conf["Gres"] = [f"gpu:{gpus}"]
+        slurmd["resources"] = {"limits": {fence.GPU_RESOURCE: gpus}}
+    ns: dict[str, Any] = {
+        "enabled": True,
+        "slurmd": slurmd,
+        "extraConfMap": conf,
+        "partition": {"enabled": False},
+    }
+    autoscale = bool(pool.slurm and pool.slurm.autoscale)
+    if autoscale:
+        ns["scalingMode"] = "StatefulSet"
+        ns["replicas"] = n_nodes
+    else:
+        ns["scalingMode"] = "DaemonSet"  # one slurmd per node of the pool: the pool is the NodeSet
+    frag = fence.slinky_nodeset_fragment(pool)
+    pod = dict(frag["podSpec"])
+    pod["nodeSelector"] = {"kubernetes.io/os": "linux", **pod["nodeSelector"]}
+    pod["volumes"] = [{"name": HOME_VOLUME, "persistentVolumeClaim": {"claimName": SLURM_HOME_PVC}}]
+    ns["podSpec"] = pod
+    return ns
+
+
+def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs) -> tuple[dict, dict]:
+    """(values, annotations): the ``slurm`` chart values and per-node topology annotations."""
+    pools = sorted(fleet.tenant_pools(tenant.name, "slurm"), key=lambda p: p.name)
+    nodesets = {p.name: nodeset(p, inputs) for p in pools}
+    partitions: dict[str, Any] = {}
+    default_seen = False
+    for p in sorted(pools, key=lambda p: (p.slurm.partition if p.slurm else p.name)):
+        s = p.slurm
+        part = s.partition if s else p.name
+        cfg: dict[str, Any] = {"State": "UP"}
+        if s and s.default and not default_seen:
+            cfg["Default"] = "YES"
+            default_seen = True
+        cfg["MaxTime"] = (s.max_time if s and s.max_time else "UNLIMITED")
+        partitions[part] = {"enabled": True, "nodesets": [p.name], "configMap": cfg}
+    slurm_nodes = sorted({n for p in pools for n in inputs.members.get(p.name, [])})
+    conf_map: dict[str, Any] = {"GresTypes": ["gpu"]}
+    config_files: dict[str, str] = {"gres.conf": GRES_CONF, "cgroup.conf": CGROUP_CONF}
+    topo = _topology_conf(cluster, inputs, slurm_nodes)
+    plugin = cluster.topology.plugin
+    if topo:
+        config_files[topo[0]] = topo[1]
+        if plugin in ("tree", "block"):
+            conf_map["TopologyPlugin"] = f"topology/{plugin}"
+    values: dict[str, Any] = {
+        "clusterName": tenant.name.replace("-", "_"),
+        "slurmKey": {"create": False, "secretRef": dict(SLURM_KEY_SECRET)},
+        "jwtKey": {"create": False, "secretRef": dict(JWT_KEY_SECRET)},
+        "configFiles": config_files,
+        "controller": {"extraConfMap": conf_map},
+        "nodesets": nodesets,
+        "partitions": {"all": {"enabled": False}, **partitions},
+        "accounting": {"enabled": bool(tenant.accounting)},
+        "vendor": {"nvidia": {"dcgm": {"enabled": True, "jobMappingDir": DCGM_JOB_MAPPING_DIR}}},
+    }
+    if tenant.login_replicas > 0:
+        values["loginsets"] = {
+            "main": {
+                "enabled": True,
+                "replicas": tenant.login_replicas,
+                "login": {"volumeMounts": [{"name": HOME_VOLUME, "mountPath": "/home"}]},
+                "podSpec": {
+                    "volumes": [{"name": HOME_VOLUME, "persistentVolumeClaim": {"claimName": SLURM_HOME_PVC}}]
+                },
+            }
+        }
+    ann = topology_annotations(inputs, slurm_nodes, plugin)
+    return deep_merge(values, tenant.slurm_values), ann
+
+
+def slurm_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
+    comp = cluster.components["slurm_operator"]
+    ours = {"crds": {"enabled": False}, "certManager": {"enabled": True}}
+    return deep_merge(ours, comp.values)
+
+
+# ------------------------------------------------------------------ Kueue inside the vCluster
+
+
+def kueue_objects(fleet: Fleet, tenant: Tenant, inputs: ClusterInputs) -> list[dict[str, Any]]:
+    pools = sorted(fleet.tenant_pools(tenant.name, "kubernetes"), key=lambda p: p.name)
+    namespaces = list(tenant.namespaces) or [tenant.name]
+    objs: list[dict[str, Any]] = []
+    for p in pools:
+        objs.append(fence.kueue_resource_flavor(p))
+        objs.append(fence.kueue_cluster_queue(p, tenant.name, gpus=inputs.pool_gpus(p.name)))
+    for ns in namespaces:
+        for p in pools:
+            objs.append(
+                {
+                    "apiVersion": fence.KUEUE_API,
+                    "kind": "LocalQueue",
+                    "metadata": {"name": p.name, "namespace": ns},
+                    "spec": {"clusterQueue": p.name},
+                }
+            )
+    return objs
+
+
+def tenant_namespaces(tenant: Tenant, slurm: bool, kube: bool) -> list[dict[str, Any]]:
+    names = ([SLURM_NAMESPACE] if slurm else []) + ((list(tenant.namespaces) or [tenant.name]) if kube else [])
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": n, "labels": {fence.NAMESPACE_TENANT_LABEL: tenant.name}},
+        }
+        for n in sorted(set(names))
+    ]
+
+
+def home_pvc(cluster: Cluster) -> dict[str, Any]:
+    opts = cluster.components["shared_storage"].options
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": SLURM_HOME_PVC, "namespace": SLURM_NAMESPACE},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeMode": "Filesystem",
+            "resources": {"requests": {"storage": str(opts.get("capacity", "10Ti"))}},
+        },
+    }
+
+
+# ------------------------------------------------------------------ one tenant
+
+
+def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs) -> Rendered:
+    out = Rendered()
+    t = tenant.name
+    base = tenant_dir(cluster.name, t)
+    slurm_pools = fleet.tenant_pools(t, "slurm")
+    kube_pools = fleet.tenant_pools(t, "kubernetes")
+    comps = cluster.components
+    server = vcluster_server(t)
+    ns = vcluster_namespace(t)
+    platform = argo.platform_project(cluster.name)
+    prefix = f"tenant-{t}"
+    storage = comps["shared_storage"].enabled
+
+    def app_name(part: str) -> str:
+        return f"{t}-{part}"
+
+    out.apps[f"{prefix}-0-project.yaml"] = _with_cluster_blacklist(tenant_project(fleet, cluster, tenant))
+
+    # host: namespace + isolation
+    out.manifests[f"{base}/host/namespace.yaml"] = [host_namespace(cluster, tenant, bool(slurm_pools))]
+    if comps["cilium"].enabled:
+        out.manifests[f"{base}/host/network-policy.yaml"] = [isolation_policy(tenant)]
+    out.apps[f"{prefix}-1-host.yaml"] = argo.directory_app(
+        app_name("host"),
+        fleet=fleet,
+        path=f"{base}/host",
+        project=platform,
+        wave="tenant-host",
+        app_labels=argo.labels(cluster.name, "tenant-host", t),
+        dest_server=cluster.server,
+        dest_namespace=ns,
+        policy=argo.sync_policy(create_namespace=False, extra=["SkipDryRunOnMissingResource=true"]),
+    )
+
+    # the vCluster
+    vf = f"{base}/vcluster/values.yaml"
+    out.values[vf] = vcluster_values(fleet, cluster, tenant, inputs)
+    out.apps[f"{prefix}-2-vcluster.yaml"] = argo.chart_app(
+        app_name("vcluster"),
+        fleet=fleet,
+        chart=chart("vcluster", fleet.versions),
+        release=t,
+        values_file=vf,
+        project=platform,
+        wave="vcluster",
+        app_labels=argo.labels(cluster.name, "vcluster", t),
+        dest_server=cluster.server,
+        dest_namespace=ns,
+        policy=argo.sync_policy(create_namespace=False),
+        ignore_differences=[
+            {"group": "apps", "kind": "StatefulSet", "jsonPointers": ["/spec/volumeClaimTemplates"]},
+        ],
+        info=[{"name": "vCluster API (Argo CD destination)", "value": server}],
+    )
+
+    # inside the vCluster: platform-owned objects (namespaces, home PVC, Kueue queues)
+    objects: list[dict[str, Any]] = tenant_namespaces(tenant, bool(slurm_pools), bool(kube_pools))
+    if slurm_pools and storage:
+        objects.append(home_pvc(cluster))
+    use_kueue = bool(kube_pools) and comps["kueue"].enabled
+    if use_kueue:
+        objects += kueue_objects(fleet, tenant, inputs)
+    out.manifests[f"{base}/objects/objects.yaml"] = objects
+    out.apps[f"{prefix}-5-objects.yaml"] = argo.directory_app(
+        app_name("objects"),
+        fleet=fleet,
+        path=f"{base}/objects",
+        project=platform,
+        wave="tenant-objects",
+        app_labels=argo.labels(cluster.name, "tenant-objects", t),
+        dest_server=server,
+        dest_namespace="default",
+        policy=argo.sync_policy(create_namespace=False, extra=["SkipDryRunOnMissingResource=true"]),
+    )
+
+    if use_kueue:
+        kf = f"{base}/kueue/values.yaml"
+        out.values[kf] = deep_merge({}, comps["kueue"].values)
+        out.apps[f"{prefix}-4-kueue.yaml"] = argo.chart_app(
+            app_name("kueue"),
+            fleet=fleet,
+            chart=chart("kueue", fleet.versions),
+            release="kueue",
+            values_file=kf,
+            project=platform,
+            wave="tenant-operators",
+            app_labels=argo.labels(cluster.name, "kueue", t),
+            dest_server=server,
+            dest_namespace=namespace_of(comps["kueue"]),
+        )
+
+    if slurm_pools and comps["slurm_operator"].enabled:
+        crd_vf = f"{base}/slurm-operator-crds/values.yaml"
+        out.values[crd_vf] = {}
+        out.apps[f"{prefix}-3-slurm-operator-crds.yaml"] = argo.chart_app(
+            app_name("slurm-operator-crds"),
+            fleet=fleet,
+            chart=chart("slurm_operator_crds", fleet.versions),
+            release="slurm-operator-crds",
+            values_file=crd_vf,
+            project=platform,
+            wave="tenant-crds",
+            app_labels=argo.labels(cluster.name, "slurm-operator-crds", t),
+            dest_server=server,
+            dest_namespace=namespace_of(comps["slurm_operator"]),
+        )
+        op_vf = f"{base}/slurm-operator/values.yaml"
+        out.values[op_vf] = slurm_operator_values(fleet, cluster)
+        out.apps[f"{prefix}-4-slurm-operator.yaml"] = argo.chart_app(
+            app_name("slurm-operator"),
+            fleet=fleet,
+            chart=chart("slurm_operator", fleet.versions),
+            release="slurm-operator",
+            values_file=op_vf,
+            project=platform,
+            wave="tenant-operators",
+            app_labels=argo.labels(cluster.name, "slurm-operator", t),
+            dest_server=server,
+            dest_namespace=namespace_of(comps["slurm_operator"]),
+        )
+        values, annotations = slurm_values(fleet, cluster, tenant, inputs)
+        sf = f"{base}/slurm/values.yaml"
+        out.values[sf] = values
+        topo_file = next((f for f in ("topology.conf", "topology.yaml") if f in values["configFiles"]), None)
+        if topo_file:
+            out.raw[f"{base}/slurm/{topo_file}"] = values["configFiles"][topo_file]
+        if annotations:
+            out.data[f"{base}/slurm/node-topology.yaml"] = {
+                "annotation": "topology.slinky.slurm.net/spec",
+                "nodes": annotations,
+            }
+        ignore = []
+        if any(p.slurm and p.slurm.autoscale for p in slurm_pools):
+            ignore.append({"group": "slinky.slurm.net", "kind": "NodeSet", "jsonPointers": ["/spec/replicas"]})
+        out.apps[f"{prefix}-6-slurm.yaml"] = argo.chart_app(
+            app_name("slurm"),
+            fleet=fleet,
+            chart=chart("slurm", fleet.versions),
+            release="slurm",
+            values_file=sf,
+            project=t,
+            wave="tenant-clusters",
+            app_labels=argo.labels(cluster.name, "slurm", t),
+            dest_server=server,
+            dest_namespace=SLURM_NAMESPACE,
+            policy=argo.sync_policy(create_namespace=False, extra=["RespectIgnoreDifferences=true"] if ignore else []),
+            ignore_differences=ignore or None,
+        )
+    return out

@@ -1,0 +1,205 @@
+"""Orchestration: fleet (+ snapshots) -> the whole GitOps tree as ``{relative path: bytes}``.
+
+Pure: reads the inventory and its snapshots, writes nothing. ``write_render`` then hands the
+tree to :mod:`tree_writer` (atomic, minimal) and updates the pool locks next to the snapshots.
+
+Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the repository)::
+
+    README.md                                    index of the clusters
+    clusters/<cluster>/
+      root-app.yaml                              app-of-apps (applied once by the bootstrap)
+      REPORT.md                                  what runs where, per tenant
+      POOLS.md                                   the pool table, one node per line
+      vclusters.yaml                             vClusters the apply step registers in Argo CD
+      apps/*.yaml                                child Applications + AppProjects (the root syncs these)
+      platform/<component>/values.yaml           Helm values ($values source of each platform app)
+      platform/argocd-config/argocd-cm.yaml      the Application health check (server-side applied)
+      platform/slurm-home/pv-<tenant>.yaml       static RWX PVs for Slurm home
+      tenants/<tenant>/host/                     host namespace + CiliumClusterwideNetworkPolicy
+      tenants/<tenant>/vcluster/values.yaml
+      tenants/<tenant>/objects/objects.yaml      inside the vCluster: namespaces, home PVC, Kueue queues
+      tenants/<tenant>/{slurm-operator-crds,slurm-operator,slurm,kueue}/values.yaml
+      tenants/<tenant>/slurm/topology.conf       the tenant's topology (also inside slurm values)
+      tenants/<tenant>/slurm/node-topology.yaml  Node annotations for Slinky dynamic topology
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils import tree_writer
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import ClusterInputs, cluster_inputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render_platform import (
+    Rendered,
+    cluster_dir,
+    platform_project,
+    render_platform,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.render_report import render_report
+from ansible_collections.gpufleet.core.plugins.module_utils.render_tenant import render_tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render_values import (
+    header,
+    vcluster_namespace,
+    vcluster_server,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import dump_docs, dump_file
+
+
+@dataclass
+class RenderResult:
+    """The rendered GitOps tree plus the pool locks (absolute path -> bytes) to keep beside it."""
+
+    fleet: Fleet
+    files: dict[str, bytes]
+    locks: dict[Path, bytes] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class WriteReport:
+    plan: tree_writer.Plan
+    locks_changed: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.plan.changes or bool(self.locks_changed)
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = self.plan.as_dict()
+        d["locks_changed"] = list(self.locks_changed)
+        return d
+
+
+def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, bytes]:
+    cluster = fleet.clusters[name]
+    base = cluster_dir(name)
+    head = header(fleet.name)
+    out = Rendered()
+    out.update(render_platform(fleet, cluster))
+    tenants = sorted(fleet.cluster_tenants(name), key=lambda t: t.name)
+    for t in tenants:
+        out.update(render_tenant(fleet, cluster, t, inputs))
+    out.apps["00-project-platform.yaml"] = platform_project(fleet, cluster, [vcluster_server(t.name) for t in tenants])
+    files: dict[str, bytes] = {}
+    for rel, values in out.values.items():
+        files[rel] = dump_file(values, head)
+    for rel, data in out.data.items():
+        files[rel] = dump_file(data, head)
+    for rel, objs in out.manifests.items():
+        files[rel] = dump_docs(objs, head)
+    for rel, text in out.raw.items():
+        files[rel] = text.encode("utf-8")
+    for fname, obj in out.apps.items():
+        files[f"{base}/apps/{fname}"] = dump_docs([obj], head)
+    files[f"{base}/root-app.yaml"] = dump_docs(
+        [argo.root_app(fleet, name, f"{base}/apps")],
+        head + "\nApply once (bootstrap): kubectl apply --server-side -f this file. It syncs apps/.",
+    )
+    files[f"{base}/vclusters.yaml"] = dump_file(
+        {
+            "cluster": name,
+            "vclusters": [
+                {
+                    "name": t.name,
+                    "namespace": vcluster_namespace(t.name),
+                    "server": vcluster_server(t.name),
+                    "project": t.name,
+                    "kubeconfig_secret": f"vc-{t.name}",
+                }
+                for t in tenants
+            ],
+        },
+        head + "\nvClusters the apply step registers in Argo CD (cluster Secrets are never in Git).",
+    )
+    files[f"{base}/REPORT.md"] = render_report(fleet, cluster, inputs).encode("utf-8")
+    files[f"{base}/POOLS.md"] = inputs.pool_table.encode("utf-8")
+    return files
+
+
+def _index(fleet: Fleet, summary: dict[str, Any]) -> bytes:
+    lines = [
+        f"# GitOps tree of fleet `{fleet.name}`",
+        "",
+        "Rendered by gpufleet (`scripts/gpufleet.py render` or the `gpufleet.core.gitops_render` module);",
+        "do not edit: change the inventory and re-render. Files listed in `.gpufleet-manifest` are owned",
+        "by the renderer; other files here are left alone.",
+        "",
+        "| cluster | nodes | tenants | root app |",
+        "| --- | ---: | ---: | --- |",
+    ]
+    for name in sorted(summary):
+        s = summary[name]
+        root = f"clusters/{name}/root-app.yaml"
+        lines.append(f"| {name} | {s['nodes']} | {s['tenants']} | [{root}]({root}) |")
+    lines.append("")
+    return "\n".join(lines).encode("utf-8")
+
+
+def render_fleet(fleet: Fleet) -> RenderResult:
+    """Render every cluster of the fleet. Raises a GpufleetError subclass on bad input."""
+    files: dict[str, bytes] = {}
+    locks: dict[Path, bytes] = {}
+    summary: dict[str, Any] = {}
+    for name in sorted(fleet.clusters):
+        inputs = cluster_inputs(fleet, fleet.clusters[name])
+        files.update(_cluster_files(fleet, name, inputs))
+        locks[inputs.lock_path] = inputs.lock_bytes
+        summary[name] = {
+            "nodes": len(inputs.nodes),
+            "tenants": len(fleet.cluster_tenants(name)),
+            "pools": {p: len(m) for p, m in sorted(inputs.members.items())},
+        }
+    files["README.md"] = _index(fleet, summary)
+    return RenderResult(fleet=fleet, files=dict(sorted(files.items())), locks=locks, summary=summary)
+
+
+def render_inventory(inventory: str | os.PathLike[str]) -> RenderResult:
+    return render_fleet(load_fleet(inventory))
+
+
+def default_out(fleet: Fleet) -> Path:
+    """``gitops.path`` under the Git work tree holding the inventory (else the current directory)."""
+    d = fleet.inventory_dir.resolve()
+    for cand in (d, *d.parents):
+        if (cand / ".git").exists():
+            return cand / fleet.gitops.path
+    return Path.cwd() / fleet.gitops.path
+
+
+def _write_lock(path: Path, data: bytes) -> bool:
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    tmp = path.with_name(f".{path.name}.gpufleet-tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise GpufleetError(f"{path}: cannot write the pool lock: {exc.strerror or exc}") from None
+    return True
+
+
+def plan_render(result: RenderResult, out: str | os.PathLike[str]) -> WriteReport:
+    """What ``write_render`` would change; writes nothing (check mode)."""
+    plan = tree_writer.plan(out, result.files)
+    locks = [str(p) for p, data in sorted(result.locks.items()) if not p.is_file() or p.read_bytes() != data]
+    return WriteReport(plan=plan, locks_changed=locks)
+
+
+def write_render(result: RenderResult, out: str | os.PathLike[str]) -> WriteReport:
+    """Write the tree atomically (only changed files), then the pool locks."""
+    plan = tree_writer.write(out, result.files)
+    locks = [str(p) for p, data in sorted(result.locks.items()) if _write_lock(p, data)]
+    return WriteReport(plan=plan, locks_changed=locks)

@@ -1,0 +1,264 @@
+"""Atomic, minimal writes of a rendered file tree.
+
+``plan(out, files)`` compares the rendered ``{relative path: bytes}`` with what is on disk;
+``write(out, files)`` makes the tree on disk match, atomically:
+
+* the new tree is built aside, in ``.<name>.gpufleet-new`` next to ``out`` (same filesystem):
+  unchanged files and files the renderer does not own are **hard-linked** (same inode, bytes and
+  mtime untouched), only new and changed files are written;
+* then the two directories are swapped with one ``renameat2(RENAME_EXCHANGE)`` (Linux); where
+  that is not available, two renames with a recovery step at the next run. A kill at any point
+  leaves ``out`` holding the old tree or the new one, never a mix;
+* ownership is tracked in ``out/.gpufleet-manifest`` (sha256 and path of every file the renderer
+  wrote). Owned files no longer produced are removed; files not in the manifest are never
+  modified, and rendering a path that holds a file the renderer does not own is an error;
+* nothing at all is written when nothing changed.
+
+A lock file (``.<name>.gpufleet-lock``, ``flock``) serialises concurrent renders.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import hashlib
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+
+MANIFEST = ".gpufleet-manifest"
+_MANIFEST_HEAD = "# gpufleet render manifest: files owned (written) by the renderer. sha256  path\n"
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+class TreeError(GpufleetError):
+    """The tree cannot be written as asked (ownership conflict, bad path, I/O error)."""
+
+
+@dataclass
+class Plan:
+    """What writing ``files`` to ``out`` would do. Paths are relative, POSIX, sorted."""
+
+    out: Path
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    before: dict[str, bytes] = field(default_factory=dict)  # old bytes of changed and removed files
+    manifest_changed: bool = False
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.added or self.changed or self.removed or self.manifest_changed)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "added": list(self.added),
+            "changed": list(self.changed),
+            "removed": list(self.removed),
+            "unchanged": self.unchanged,
+        }
+
+
+def _check_rel(path: str) -> str:
+    p = PurePosixPath(path)
+    if p.is_absolute() or not p.parts or any(part in ("..", ".", "") for part in p.parts) or "\\" in path:
+        raise TreeError(f"renderer produced a bad relative path {path!r}")
+    if p.parts[0] == MANIFEST:
+        raise TreeError(f"renderer may not produce {MANIFEST}")
+    return p.as_posix()
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def manifest_bytes(files: Mapping[str, bytes]) -> bytes:
+    lines = [f"{_sha(files[p])}  {p}\n" for p in sorted(files)]
+    return (_MANIFEST_HEAD + "".join(lines)).encode("utf-8")
+
+
+def read_manifest(out: Path) -> dict[str, str]:
+    """Owned path -> sha256 from ``out/.gpufleet-manifest`` (empty when there is none)."""
+    f = out / MANIFEST
+    if not f.is_file():
+        return {}
+    owned: dict[str, str] = {}
+    for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+        if not line or line.startswith("#"):
+            continue
+        digest, sep, rel = line.partition("  ")
+        if not sep or len(digest) != 64:
+            raise TreeError(f"{f}:{n}: corrupt manifest line {line!r}; restore it from Git")
+        owned[_check_rel(rel)] = digest
+    return owned
+
+
+def _side(out: Path, tag: str) -> Path:
+    return out.parent / f".{out.name}.gpufleet-{tag}"
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError as exc:
+        raise TreeError(f"{path} is a directory, the renderer needs a file there") from exc
+
+
+def plan(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
+    """Compare the rendered files with ``out`` on disk; write nothing."""
+    out = Path(out)
+    files = {_check_rel(k): v for k, v in files.items()}
+    result = Plan(out=out)
+    owned = read_manifest(out) if out.is_dir() else {}
+    for rel in sorted(files):
+        data = files[rel]
+        target = out / rel
+        old = _read(target) if out.is_dir() else None
+        if old is None:
+            if target.is_symlink():
+                raise TreeError(f"{target} is a dangling symlink the renderer does not own; remove it")
+            result.added.append(rel)
+        elif rel not in owned:
+            raise TreeError(f"{target} exists and is not owned by the renderer (not in {MANIFEST}); move it away")
+        elif old != data:
+            result.changed.append(rel)
+            result.before[rel] = old
+        else:
+            result.unchanged += 1
+    for rel in sorted(set(owned) - set(files)):
+        old = _read(out / rel)
+        if old is not None:
+            result.removed.append(rel)
+            result.before[rel] = old
+    want_manifest = manifest_bytes(files)
+    result.manifest_changed = _read(out / MANIFEST) != want_manifest if out.is_dir() else True
+    return result
+
+
+@contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = _side(out, "lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def recover(out: Path) -> None:
+    """Finish or undo an interrupted write: the old tree comes back if ``out`` went missing."""
+    new, old = _side(out, "new"), _side(out, "old")
+    if not out.exists() and old.is_dir():  # killed between the two renames of the fallback swap
+        os.rename(old, out)
+    for stale in (new, old):
+        if stale.exists() or stale.is_symlink():
+            shutil.rmtree(stale) if stale.is_dir() and not stale.is_symlink() else stale.unlink()
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2). False when the platform cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise TreeError(f"cannot swap {a} and {b}: {os.strerror(err)}")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+        return
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _build(out: Path, new: Path, files: Mapping[str, bytes], p: Plan) -> None:
+    drop = set(p.removed) | set(p.changed) | {MANIFEST}
+    os.mkdir(new)
+    if out.is_dir():
+        for root, dirs, names in os.walk(out):
+            rel_root = Path(root).relative_to(out)
+            dirs.sort()
+            for d in list(dirs):
+                src = Path(root) / d
+                if src.is_symlink():  # a symlink to a directory: keep the link, do not descend
+                    _link_or_copy(src, new / rel_root / d)
+                    dirs.remove(d)
+            kept = [n for n in sorted(names) if (rel_root / n).as_posix() not in drop]
+            if kept or (not names and not dirs):  # keep files, and directories that were empty already
+                (new / rel_root).mkdir(parents=True, exist_ok=True)
+            for n in kept:
+                _link_or_copy(Path(root) / n, new / rel_root / n)
+    for rel in sorted(set(p.added) | set(p.changed)):
+        target = new / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as fh:
+            fh.write(files[rel])
+            fh.flush()
+            os.fsync(fh.fileno())
+    with open(new / MANIFEST, "wb") as fh:
+        fh.write(manifest_bytes(files))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
+    """Make ``out`` hold ``files`` (plus the files it does not own), atomically. Returns the plan."""
+    out = Path(out).absolute()
+    files = {_check_rel(k): v for k, v in files.items()}
+    with _locked(out):
+        recover(out)
+        p = plan(out, files)
+        if not p.changes:
+            return p
+        new = _side(out, "new")
+        try:
+            _build(out, new, files, p)
+            _fsync_dir(new)
+            if not out.exists():
+                os.rename(new, out)
+            elif _exchange(new, out):
+                shutil.rmtree(new)  # ``new`` now holds the old tree
+            else:
+                old = _side(out, "old")
+                os.rename(out, old)
+                os.rename(new, out)
+                shutil.rmtree(old)
+            _fsync_dir(out.parent)
+        except OSError as exc:
+            raise TreeError(f"writing {out} failed, the old tree is kept: {exc}") from exc
+        finally:
+            if new.exists():
+                shutil.rmtree(new, ignore_errors=True)
+        return p

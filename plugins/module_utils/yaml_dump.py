@@ -1,0 +1,60 @@
+"""Deterministic YAML: the same data always gives the same bytes.
+
+Keys sorted, block style, no line wrapping, multi-line strings as literal blocks (``|``) so that
+scripts and config files embedded in values stay readable in review diffs. Uses libyaml's emitter
+when PyYAML was built with it (same output, faster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+_Base: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_Base):  # type: ignore[misc,valid-type]
+    """SafeDumper with literal blocks for multi-line strings and no aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump(obj: Any) -> str:
+    """One YAML document, keys sorted."""
+    return yaml.dump(
+        obj,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1_000_000,
+        indent=2,
+    )
+
+
+def dump_docs(objs: Iterable[Any], header: str = "") -> bytes:
+    """A YAML stream (``---`` separated) with an optional ``#`` comment header, as UTF-8 bytes."""
+    parts = []
+    if header:
+        parts.append("".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()))
+    for obj in objs:
+        parts.append("---\n" + dump(obj))
+    return "".join(parts).encode("utf-8")
+
+
+def dump_file(obj: Any, header: str = "") -> bytes:
+    """A single-document file (values files): header comment, then the mapping, no ``---``."""
+    head = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) if header else ""
+    return (head + dump(obj)).encode("utf-8")
