@@ -217,6 +217,7 @@ class _Ctx:
     group: dict[str, str]
     index: dict[str, int]
     domain_nodes: dict[str, list[str]]
+    domain_group: dict[str, str] = field(default_factory=dict)
 
     def key(self, pool: Pool, attr: str) -> str:
         return f"gpufleet_pools[{self.index[pool.name]}].{attr}"
@@ -325,7 +326,9 @@ def _boxes(ctx: _Ctx, pool: Pool, candidates: list[str]) -> dict[str, _Box]:
     cand = set(candidates)
     by_group: dict[str, dict[str | None, list[str]]] = {}
     for n in candidates:
-        by_group.setdefault(ctx.group.get(n, NO_GROUP), {}).setdefault(ctx.nodes[n].nvlink_domain, []).append(n)
+        d = ctx.nodes[n].nvlink_domain
+        g = ctx.domain_group[d] if d is not None else ctx.group.get(n, NO_GROUP)  # a domain sits in one box
+        by_group.setdefault(g, {}).setdefault(d, []).append(n)
     out: dict[str, _Box] = {}
     for g, doms in by_group.items():
         children: list[_Box] = []
@@ -352,6 +355,7 @@ def _grow(ctx: _Ctx, pool: Pool, held: set[str], free: set[str], excluded: set[s
             rest = [x for x in ctx.domain_nodes[d] if x not in held]
             if rest and all(x in free and _eligible(ctx, pool, ctx.nodes[x], excluded) for x in rest):
                 taken.extend(rest)
+    forced = len(taken)
     have = set(held) | set(taken)
     if pool.size_nodes is not None:
         need, exact = pool.size_nodes - len(have), True
@@ -396,6 +400,15 @@ def _grow(ctx: _Ctx, pool: Pool, held: set[str], free: set[str], excluded: set[s
             f"needs {need} more {unit} but only {got} can be taken from the free nodes{hint}; "
             f"{len(free)} nodes are free",
         )
+    if not exact and got > need:  # heterogeneous GPU counts: drop newly taken units that are not needed
+        units: dict[tuple[str, ...], None] = {}
+        for n in taken[forced:]:
+            units[tuple(x for x in _unit_of(ctx, pool, n) if x in taken)] = None
+        for u in sorted(units, key=lambda u: (sum(ctx.nodes[x].gpus for x in u), _neg(u[0]))):
+            w = sum(ctx.nodes[x].gpus for x in u)
+            if got - w >= need:
+                got -= w
+                taken = [x for x in taken if x not in u]
     return taken
 
 
@@ -425,7 +438,14 @@ def assign(
         d = node_map[name].nvlink_domain
         if d is not None:
             domain_nodes.setdefault(d, []).append(name)
-    ctx = _Ctx(fleet, cluster, node_map, group, {p: i for i, p in enumerate(fleet.pools)}, domain_nodes)
+    domain_group = {}
+    for d, members in domain_nodes.items():  # the leaf group holding most of the domain
+        counts: dict[str, int] = {}
+        for x in members:
+            counts[group.get(x, NO_GROUP)] = counts.get(group.get(x, NO_GROUP), 0) + 1
+        domain_group[d] = min(counts, key=lambda g: (-counts[g], g))
+    index = {p: i for i, p in enumerate(fleet.pools)}
+    ctx = _Ctx(fleet, cluster, node_map, group, index, domain_nodes, domain_group)
     pools = fleet.cluster_pools(cluster)
     infos = {p.name: PoolInfo(p.name, p.kind, p.tenant) for p in pools}
     rest_pools = [p for p in pools if p.kind == "spare" and p.size_nodes is None and p.size_gpus is None]
