@@ -694,6 +694,9 @@ def _name_entities(fabric: Fabric, members: list[list[str]], tiers: list[int], s
     return final
 
 
+_CLIQUE = re.compile(r"^([0-9a-fA-F]{8})-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.(\d{1,10})$")
+
+
 def _blocks(
     doms: dict[str, str], leaf_groups: list[tuple[str, list[str]]], order: list[str]
 ) -> tuple[list[tuple[str, list[str]]], dict[str, str], str]:
@@ -720,7 +723,8 @@ def _blocks(
     bdom: dict[str, str] = {}
     used: set[str] = set()
     for d, ns in ranked:
-        nm = safe_name(d)
+        m = _CLIQUE.match(d)
+        nm = f"nvl-{m.group(1)}-{m.group(2)}" if m else safe_name(d)
         base, k = nm, 2
         while nm in used:
             nm = safe_name(f"{base[:MAX_NAME - 4]}_{k}")

@@ -1,0 +1,194 @@
+"""ibnetdiscover parsers: both formats, classification of CAs, errors with line numbers, fuzzing."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric import (
+    HOST,
+    SHARP,
+    UNNAMED,
+    FabricError,
+    classify_ca,
+    detect_kind,
+    load_fabric,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric_ibnetdiscover import parse_default, parse_ports
+
+# Lines in the exact shape of real output (reference topology.md section 2; topograph fixture excerpt).
+REAL = (
+    "#\n# Topology file: generated on Fri Aug  8 06:33:24 2025\n#\n"
+    "# Initiated from node e09d7303007a4bd8 port e09d7303007a4bd8\n\n"
+    "vendid=0x2c9\ndevid=0xd2f2\nsysimgguid=0x2c5eab0300b87b40\n"
+    "switchguid=0x2c5eab0300b87b40(2c5eab0300b87b40)\n"
+    'Switch\t65 "S-2c5eab0300b87b40"\t\t# "MF0;A09-P1-IBLEAF-04-04:MQM9701/U1" enhanced port 0 lid 73 lmc 0\n'
+    '[1]\t"H-e09d7303007a4bd8"[1](e09d7303007a4bd8) \t\t# "a08-p1-dgx-04-c01 mlx5_5" lid 647 4xNDR\n'
+    '[17]\t"H-e09d7303007a5a68"[1](e09d7303007a5a68) \t\t# "a08-p1-dgx-04-c17 mlx5_5" lid 657 4xNDR\n'
+    '[35]\t"S-2c5eab0300c26280"[32]\t\t# "MF0;A10-P1-IBSPINE-02:MQM9701/U1" lid 236 4xNDR\n'
+    '[65]\t"H-2c5eab0300b87b50"[1](2c5eab0300b87b50) \t\t# "Mellanox Technologies Aggregation Node" lid 193 4xNDR\n'
+    "\n"
+    "vendid=0x2c9\ndevid=0x1021\nsysimgguid=0xe09d7303007a5a68\ncaguid=0xe09d7303007a5a68\n"
+    'Ca\t1 "H-e09d7303007a5a68"\t\t# "a08-p1-dgx-04-c17 mlx5_5"\n'
+    '[1](e09d7303007a5a68) \t"S-2c5eab0300b87b40"[17]\t\t# lid 657 lmc 0 '
+    '"MF0;A09-P1-IBLEAF-04-04:MQM9701/U1" lid 73 4xNDR\n'
+    'Ca\t1 "H-e09d7303007a0001"\t\t# "MT4129 ConnectX7   Mellanox Technologies"\n'
+    '[1](e09d7303007a0001) \t"S-2c5eab0300c26280"[40]\t\t# lid 700 lmc 0 '
+    '"MF0;A10-P1-IBSPINE-02:MQM9701/U1" lid 236 4xNDR\n'
+)
+
+PORTS = (
+    "SW    73 17 0x2c5eab0300b87b40 4x NDR - CA   657  1 0xe09d7303007a5a68"
+    " ( 'MF0;A09-P1-IBLEAF-04-04:MQM9701/U1' - 'a08-p1-dgx-04-c17 mlx5_5' )\n"
+    "SW    73 35 0x2c5eab0300b87b40 4x NDR - SW   236 32 0x2c5eab0300c26280"
+    " ( 'MF0;A09-P1-IBLEAF-04-04:MQM9701/U1' - 'MF0;A10-P1-IBSPINE-02:MQM9701/U1' )\n"
+    "SW    73 36 0x2c5eab0300b87b40 4x NDR                                    'MF0;A09-P1-IBLEAF-04-04:MQM9701/U1'\n"
+    "CA   657  1 0xe09d7303007a5a68 4x NDR - SW    73 17 0x2c5eab0300b87b40"
+    " ( 'a08-p1-dgx-04-c17 mlx5_5' - 'MF0;A09-P1-IBLEAF-04-04:MQM9701/U1' )\n"
+)
+
+
+def test_real_shaped_default_output():
+    fab = parse_default(REAL, "x.out")
+    assert set(fab.switches) == {"S-2c5eab0300b87b40", "S-2c5eab0300c26280"}
+    leaf = fab.switches["S-2c5eab0300b87b40"]
+    assert leaf.name == "A09-P1-IBLEAF-04-04"
+    assert leaf.peers == {"S-2c5eab0300c26280": 1}
+    assert sorted(fab.hosts()) == ["a08-p1-dgx-04-c01", "a08-p1-dgx-04-c17"]
+    kinds = {c.desc: c.kind for c in fab.cas.values()}
+    assert kinds["Mellanox Technologies Aggregation Node"] == SHARP
+    assert kinds["MT4129 ConnectX7   Mellanox Technologies"] == UNNAMED
+    # the link printed from both ends counts once
+    c17 = fab.cas["H-e09d7303007a5a68"]
+    assert c17.switches == ["S-2c5eab0300b87b40"]
+    assert leaf.cas.count("H-e09d7303007a5a68") == 1
+
+
+def test_real_shaped_ports_output():
+    fab = parse_ports(PORTS, "p.out")
+    assert fab.switches["S-2c5eab0300b87b40"].peers == {"S-2c5eab0300c26280": 1}
+    assert fab.hosts() == ["a08-p1-dgx-04-c17"]
+    assert detect_kind(PORTS) == "ibnetdiscover-ports"
+    assert detect_kind(REAL) == "ibnetdiscover"
+
+
+@pytest.mark.parametrize("desc,kind,host", [
+    ("gpu001 mlx5_0", HOST, "gpu001"),
+    ("a08-p1-dgx-04-c01 HCA-1", HOST, "a08-p1-dgx-04-c01"),
+    ("Mellanox Technologies Aggregation Node", SHARP, None),
+    ("MT4123 ConnectX6 Mellanox Technologies", UNNAMED, None),
+    ("MT4129 ConnectX7   Mellanox Technologies", UNNAMED, None),
+    ("MT4129 mlx5_0", UNNAMED, None),
+    ("", UNNAMED, None),
+    ("onlyone", UNNAMED, None),
+])
+def test_classify(desc, kind, host):
+    k, h, _ = classify_ca(desc)
+    assert (k, h) == (kind, host)
+
+
+@pytest.mark.parametrize("rails,tiers", [(1, 2), (8, 2), (1, 3), (8, 3)])
+def test_both_formats_give_the_same_fabric(rails, tiers):
+    g = fabric_gen.generate(fabric_gen.GenSpec(hosts=48, rails=rails, su_size=8, tiers=tiers, su_per_pod=2,
+                                               sharp=2, unnamed=1, cut_cables=1, seed=4))
+    a = load_fabric(fabric_gen.render_ibnetdiscover(g))
+    b = load_fabric(fabric_gen.render_ports(g))
+    assert a.summary() == b.summary()
+    assert {s: sw.peers for s, sw in a.switches.items()} == {s: sw.peers for s, sw in b.switches.items()}
+    assert a.hosts() == b.hosts()
+
+
+@pytest.mark.parametrize("text,line", [
+    ("vendid=0x2c9\nSwitch\t65 S-zz\n", 2),
+    ('[1]\t"S-2c5eab0300c26280"[32]\n', 1),
+    ("vendid=0x2c9\n\ngarbage here\n", 3),
+    ('Switch\t65 "H-2c5eab0300b87b40"\t\t# "x"\n', 1),
+    ('Switch\t65 "S-2c5eab0300b87b40"\t\t# "x"\n[x]\t"S-1"[1]\n', 2),
+])
+def test_errors_carry_line_numbers(text, line):
+    with pytest.raises(FabricError) as e:
+        parse_default(text, "f.out")
+    assert e.value.line == line and e.value.file == "f.out"
+    assert f"f.out:{line}" in str(e.value)
+
+
+def test_ports_error_line():
+    with pytest.raises(FabricError) as e:
+        parse_ports(PORTS + "SW nonsense\n", "p.out")
+    assert e.value.line == 5
+
+
+def test_unknown_format_and_missing_file(tmp_path):
+    with pytest.raises(FabricError, match="cannot tell"):
+        load_fabric("hello world\n")
+    with pytest.raises(FabricError, match="unknown fabric kind"):
+        load_fabric("x", kind="bogus")
+    p = tmp_path / "f.out"
+    p.write_text(REAL)
+    assert load_fabric(str(p)).source == str(p)
+    assert load_fabric(p).summary()["switches"] == 2
+
+
+_chunks = st.sampled_from(REAL.splitlines() + PORTS.splitlines() + [
+    "[", '"', "Switch", "Ca\t1", '[1](zz) "S-1"[1]', "Rt\t2 \"R-00ff\"\t\t# \"router\"", "[1]\t\"R-00ff\"[2]",
+    "# comment", "", "caguid=0x1", "SW 1 1 0x1 4x NDR - SW 2 2 0x2 ( 'a' - 'b' )", "\x00", "[99999999999999999999]",
+])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_chunks, st.text(max_size=40)), max_size=30))
+def test_fuzz_parsers_only_raise_fabric_errors(lines):
+    text = "\n".join(lines)
+    for parse in (parse_default, parse_ports):
+        try:
+            parse(text, "fuzz")
+        except FabricError as e:
+            assert e.line is not None and e.file == "fuzz"
+    try:
+        load_fabric(text)
+    except FabricError:
+        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_fuzz_any_text(text):
+    for parse in (parse_default, parse_ports):
+        try:
+            parse(text, "fuzz")
+        except FabricError as e:
+            assert e.line is not None
+
+
+_GEN = fabric_gen.render_ibnetdiscover(fabric_gen.generate(fabric_gen.GenSpec(hosts=8, rails=2, su_size=4, sharp=1)))
+_GEN_P = fabric_gen.render_ports(fabric_gen.generate(fabric_gen.GenSpec(hosts=8, rails=2, su_size=4, sharp=1)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([_GEN, _GEN_P]), st.data())
+def test_fuzz_mutated_real_output(base, data):
+    lines = base.splitlines()
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(lines) - 1))
+        op = data.draw(st.sampled_from(["cut", "dup", "junk", "del"]))
+        if op == "cut":
+            lines[i] = lines[i][: data.draw(st.integers(0, max(0, len(lines[i]) - 1)))]
+        elif op == "dup":
+            lines.insert(i, lines[i])
+        elif op == "junk":
+            j = data.draw(st.integers(0, len(lines[i])))
+            lines[i] = lines[i][:j] + data.draw(st.text(max_size=5)) + lines[i][j:]
+        else:
+            del lines[i]
+    text = "\n".join(lines)
+    for parse in (parse_default, parse_ports):
+        try:
+            fab = parse(text, "fuzz")
+        except FabricError as e:
+            assert e.line is not None
+        else:
+            from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
+
+            build_topology(fab)
