@@ -203,3 +203,63 @@ def write_render(result: RenderResult, out: str | os.PathLike[str]) -> WriteRepo
     plan = tree_writer.write(out, result.files)
     locks = [str(p) for p, data in sorted(result.locks.items()) if _write_lock(p, data)]
     return WriteReport(plan=plan, locks_changed=locks)
+
+
+def _text(data: bytes | None) -> str:
+    if data is None:
+        return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "<binary>\n"
+
+
+def run(
+    inventory: str | os.PathLike[str],
+    dest: str | os.PathLike[str] | None = None,
+    check: bool = False,
+    diff: bool = False,
+) -> dict[str, Any]:
+    """Render in one call (what the Ansible module returns): plan in check mode, write otherwise.
+
+    ``changed`` is true only when bytes on disk change (or would, in check mode). With ``diff``,
+    ``diff`` is a list of ``{before, after, before_header, after_header}`` per file.
+    """
+    result = render_inventory(inventory)
+    out = Path(dest) if dest else default_out(result.fleet)
+    lock_before = {lp: (lp.read_bytes() if lp.is_file() else None) for lp in result.locks} if diff else {}
+    report = plan_render(result, out) if check else write_render(result, out)
+    p = report.plan
+    ret: dict[str, Any] = {
+        "changed": report.changed,
+        "dest": str(out),
+        "files_added": list(p.added),
+        "files_changed": list(p.changed),
+        "files_removed": list(p.removed),
+        "files_unchanged": p.unchanged,
+        "locks_changed": list(report.locks_changed),
+        "summary": result.summary,
+    }
+    if diff:
+        diffs = []
+        for rel in sorted(set(p.added) | set(p.changed) | set(p.removed)):
+            diffs.append(
+                {
+                    "before_header": f"{out}/{rel}",
+                    "after_header": f"{out}/{rel}",
+                    "before": _text(p.before.get(rel)),
+                    "after": _text(result.files.get(rel)),
+                }
+            )
+        for lock in report.locks_changed:
+            lp = Path(lock)
+            diffs.append(
+                {
+                    "before_header": lock,
+                    "after_header": lock,
+                    "before": _text(lock_before.get(lp)),
+                    "after": _text(result.locks[lp]),
+                }
+            )
+        ret["diff"] = diffs
+    return ret
