@@ -15,6 +15,7 @@ Everything is sorted; the Markdown is deterministic.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ class ObjectChange:
     def summary(self) -> str:
         if self.change != "changed":
             return self.change
+        if len(self.fields) == 1 and self.fields[0][0] == "lines":
+            return f"{self.fields[0][1]} {self.fields[0][2]} lines"
         shown = [f"{k}: {o} → {n}" for k, o, n in self.fields[:_MAX_FIELDS]]
         more = len(self.fields) - _MAX_FIELDS
         return "; ".join(shown) + (f"; … {more} more" if more > 0 else "")
@@ -255,8 +258,7 @@ def _compare(name: str, file: str, old: Any, new: Any, missing: object) -> Objec
     if isinstance(old, str) and isinstance(new, str) and "=" in old and "\n" not in old:
         return ObjectChange(name, file, "changed", _slurm_line_fields(old, new))
     if isinstance(old, str) and isinstance(new, str):
-        a, b = old.splitlines(), new.splitlines()
-        return ObjectChange(name, file, "changed", (("lines", str(len(a)), str(len(b))),))
+        return ObjectChange(name, file, "changed", _line_delta(old.encode(), new.encode()))
     fo, fn = _flat(old), _flat(new)
     fields = tuple((k, fo.get(k, "-"), fn.get(k, "-")) for k in sorted(set(fo) | set(fn)) if fo.get(k) != fn.get(k))
     return ObjectChange(name, file, "changed", fields)
@@ -290,9 +292,15 @@ def file_changes(
 
 
 def _line_delta(old: bytes, new: bytes) -> tuple[tuple[str, str, str], ...]:
-    a = set(old.decode("utf-8", "replace").splitlines())
-    b = set(new.decode("utf-8", "replace").splitlines())
-    return (("lines -/+", str(len(a - b)), str(len(b - a))),)
+    """("lines", "-removed", "+added") between two texts, like ``git diff --stat`` counts them."""
+    a = old.decode("utf-8", "replace").splitlines()
+    b = new.decode("utf-8", "replace").splitlines()
+    removed = added = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            removed += i2 - i1
+            added += j2 - j1
+    return (("lines", f"-{removed}", f"+{added}"),)
 
 
 # ------------------------------------------------------------------------------------- build

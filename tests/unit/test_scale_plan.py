@@ -235,7 +235,7 @@ def test_slurm_conf_partition_lines() -> None:
 
 def test_topology_file_added_changed_removed() -> None:
     _, _, topo = file_changes("gitops/c/slurm/topology.conf", b"SwitchName=a Nodes=n1\n", b"SwitchName=a Nodes=n2\n")
-    assert [(c.name, c.change, c.fields) for c in topo] == [("topology.conf", "changed", (("lines -/+", "1", "1"),))]
+    assert [(c.name, c.change, c.fields) for c in topo] == [("topology.conf", "changed", (("lines", "-1", "+1"),))]
     _, _, topo = file_changes("gitops/c/slurm/topology.yaml", None, b"- topology: x\n")
     assert [c.change for c in topo] == ["added"]
     _, _, topo = file_changes("gitops/c/slurm/topology.conf", b"x\n", None)

@@ -1,0 +1,290 @@
+"""Scale a pool as a reviewed change: edit the size in place, re-render, plan, optionally publish.
+
+``scale(inventory, pool, size, unit=None, ...) -> ScaleResult`` in order, stopping with a clear
+``GpufleetError`` before anything is written or pushed when a step fails:
+
+1. load the fleet; with ``publish``: Git preflight (clean tree, remote fetched and not moved);
+2. plan the inventory edit (``inventory_edit``: only the number changes);
+3. render the fleet as it is and compare with the tree on disk: a stale ``gitops/`` or pool lock
+   is refused, so the change reviewed is the scale change and nothing else;
+4. render the edited fleet (the pool assignment starts from the lock, so k nodes move for a
+   size change of k nodes; a size the cluster cannot hold fails in ``pools.assign``);
+5. build the plan (``scale_plan``) from the lock, the rendered files and the edit;
+6. unless ``check``: write the tree (atomic), the lock, then the inventory file;
+7. with ``publish``: branch ``scale/<pool>-<size>``, commit, push, then open the pull/merge
+   request (``publish_forge``) or return the compare URL.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ansible_collections.gpufleet.core.plugins.module_utils import render_tree, tree_writer
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
+from ansible_collections.gpufleet.core.plugins.module_utils.inventory import load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.inventory_edit import (
+    ScaleError,
+    SizeEdit,
+    plan_size_edit,
+    unified_line_diff,
+    write_atomic,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import lock_path as lock_path_of
+from ansible_collections.gpufleet.core.plugins.module_utils.publish_forge import (
+    open_pull_request,
+    resolve_target,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.publish_git import (
+    Git,
+    branch_name,
+    commit_and_push,
+    open_repo,
+    preflight,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.scale_plan import ScalePlan, build_plan
+from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet, validate
+
+
+@dataclass
+class ScaleResult:
+    plan: ScalePlan
+    changed: bool  # bytes changed on disk (or would, in check mode), or something was pushed/opened
+    check: bool
+    inventory_diff: str
+    edit: SizeEdit
+    written: list[str] = field(default_factory=list)
+    branch: str | None = None
+    commit: str | None = None
+    pushed: bool = False
+    pull_request: dict[str, Any] | None = None
+    messages: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "changed": self.changed,
+            "check_mode": self.check,
+            "summary": self.plan.summary(),
+            "plan": self.plan.as_dict(),
+            "plan_markdown": self.plan.markdown(),
+            "inventory_diff": self.inventory_diff,
+            "written": list(self.written),
+            "branch": self.branch,
+            "commit": self.commit,
+            "pushed": self.pushed,
+            "pull_request": self.pull_request,
+            "messages": list(self.messages),
+        }
+
+
+def _work_root(path: Path) -> Path | None:
+    for cand in (path, *path.parents):
+        if (cand / ".git").exists():
+            return cand
+    return None
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _lock_nodes(data: bytes | None) -> dict[str, str]:
+    if not data:
+        return {}
+    doc = yaml.safe_load(data.decode("utf-8")) or {}
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    return {str(k): str(v) for k, v in (nodes or {}).items()}
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def edited_fleet(inventory: Path, edit: SizeEdit) -> Fleet:
+    """The fleet as it will be after the edit, validated like any inventory (nothing written)."""
+    raw = load_inventory(inventory)
+    for entry in raw.data.get("gpufleet_pools", []):
+        if isinstance(entry, dict) and entry.get("name") == edit.pool:
+            entry["size"] = {edit.unit: edit.size}
+    return validate(raw)
+
+
+def commit_message(plan: ScalePlan) -> str:
+    lines = [f"scale({plan.pool}): {plan.size_text(old=True)} -> {plan.size_text()}", "", plan.summary(), ""]
+    groups: dict[tuple[str, str], list[str]] = {}
+    for m in plan.moves:
+        groups.setdefault((m.from_pool or "unassigned", m.to_pool or "unassigned"), []).append(m.node)
+    for (a, b), nodes in sorted(groups.items()):
+        lines.append(f"- {a} -> {b}: {compress(nodes)}")
+    if groups:
+        lines.append("")
+    lines.append("Generated by gpufleet (playbooks/scale.yml); the plan is in the pull request.")
+    return "\n".join(lines) + "\n"
+
+
+def _stale(result: render_tree.RenderResult, out: Path, root: Path) -> list[str]:
+    report = render_tree.plan_render(result, out)
+    p = report.plan
+    files = [
+        f"{_rel(out / f, root)} ({how})"
+        for how, fs in (("missing", p.added), ("differs", p.changed), ("not rendered", p.removed))
+        for f in fs
+    ]
+    files += [f"{_rel(Path(f), root)} (pool lock differs)" for f in report.locks_changed]
+    return files
+
+
+def scale(
+    inventory: str | os.PathLike[str],
+    pool: str,
+    size: int,
+    unit: str | None = None,
+    *,
+    check: bool = False,
+    publish: bool = False,
+    gitops_dir: str | os.PathLike[str] | None = None,
+    remote: str | None = None,
+    base: str | None = None,
+    token: str | None = None,
+    forge_api_url: str | None = None,
+    open_pr: bool = True,
+) -> ScaleResult:
+    """Scale ``pool`` to ``size`` (in ``unit``, default: the pool's own unit). See the module doc."""
+    inv = Path(inventory)
+    if inv.is_file():
+        inv = inv.parent
+    fleet = load_fleet(inv)
+    if pool not in fleet.pools:
+        raise ScaleError(f"unknown pool {pool!r} (known: {', '.join(sorted(fleet.pools))})")
+    out = Path(gitops_dir) if gitops_dir else render_tree.default_out(fleet)
+    root = _work_root(inv.resolve()) or out.resolve().parent
+    edit = plan_size_edit(inv, pool, size, unit)
+
+    git: Git | None = None
+    pre = None
+    branch = branch_name(pool, size, edit.unit)
+    inv_rel, out_rel = _rel(inv, root), _rel(out, root)
+    if publish:
+        git = open_repo(inv)
+        root = git.root
+        inv_rel, out_rel = _rel(inv, root), _rel(out, root)
+        pre = preflight(
+            git,
+            remote or fleet.gitops.remote,
+            base or fleet.gitops.revision,
+            [inv_rel, out_rel],
+            allow_branch=branch,
+        )
+
+    before = render_tree.render_fleet(fleet)
+    stale = _stale(before, out, root) if edit.changed else []
+    if stale:
+        shown = "\n  ".join(stale[:15]) + ("\n  ..." if len(stale) > 15 else "")
+        raise ScaleError(
+            f"{out_rel or out} is not current with the inventory before scaling ({len(stale)} file(s)); "
+            f"re-render and commit first (make render), so the scale change is reviewed alone:\n  {shown}"
+        )
+    try:
+        new_fleet = edited_fleet(inv, edit) if edit.changed else fleet
+        after = render_tree.render_fleet(new_fleet)
+    except GpufleetError as exc:
+        raise ScaleError(f"cannot scale pool {pool!r} to {size} {edit.unit}: {exc}") from None
+
+    cluster = fleet.pools[pool].cluster
+    report = render_tree.plan_render(after, out)
+    files_before: dict[str, bytes | None] = {}
+    files_after: dict[str, bytes | None] = {}
+    for rel in (*report.plan.added, *report.plan.changed, *report.plan.removed):
+        key = _rel(out / rel, root)
+        files_before[key] = report.plan.before.get(rel)
+        files_after[key] = after.files.get(rel)
+    if report.plan.manifest_changed:  # the writer's ownership list: part of the reviewed diff too
+        key = _rel(out / tree_writer.MANIFEST, root)
+        files_before[key] = _read(out / tree_writer.MANIFEST)
+        files_after[key] = tree_writer.manifest_bytes(after.files)
+    old_assignment: dict[str, str] = {}
+    new_assignment: dict[str, str] = {}
+    for lock_path, data in sorted(after.locks.items()):
+        old = _read(lock_path)
+        if old != data:
+            files_before[_rel(lock_path, root)] = old
+            files_after[_rel(lock_path, root)] = data
+        if lock_path == lock_path_of(fleet, cluster):
+            old_assignment = _lock_nodes(old)
+            new_assignment = _lock_nodes(data)
+    inv_file_rel = _rel(edit.file, root)
+    if edit.changed:
+        files_before[inv_file_rel] = edit.old_text.encode("utf-8")
+        files_after[inv_file_rel] = edit.new_text.encode("utf-8")
+    plan = build_plan(
+        pool=pool,
+        cluster=cluster,
+        old_unit=edit.old_unit,
+        old_size=edit.old_size,
+        unit=edit.unit,
+        size=edit.size,
+        old_assignment=old_assignment,
+        new_assignment=new_assignment,
+        files_before=files_before,
+        files_after=files_after,
+        inventory_file=inv_file_rel,
+        inventory_line=edit.line,
+    )
+    result = ScaleResult(
+        plan=plan,
+        changed=bool(plan.files),
+        check=check,
+        inventory_diff=unified_line_diff(edit) if edit.changed else "",
+        edit=edit,
+        branch=branch if publish else None,
+    )
+    if check:
+        return result
+
+    if report.changed:
+        render_tree.write_render(after, out)
+    if edit.changed:
+        write_atomic(edit.file, edit.new_text)
+    result.written = list(plan.files)
+
+    if publish:
+        assert git is not None and pre is not None
+        if not plan.files and pre.branch != branch:
+            result.messages.append(f"pool {pool!r} is already {edit.size} {edit.unit}: nothing to publish")
+            result.branch = None
+            return result
+        paths = sorted({inv_file_rel, out_rel, *(_rel(p, root) for p in after.locks)})
+        push = commit_and_push(git, pre, branch, paths, commit_message(plan))
+        result.commit, result.pushed = push.commit, push.pushed
+        result.changed = result.changed or push.pushed
+        if open_pr:
+            forge = fleet.gitops.forge
+            target = resolve_target(
+                fleet.gitops.repo_url, forge.type, api_url=forge_api_url or forge.api_url, project=forge.project
+            )
+            tok = token if token is not None else os.environ.get(forge.token_env) or None
+            title = f"Scale {pool} to {edit.size} {edit.unit}"
+            pr = open_pull_request(target, branch, pre.base, title, plan.markdown(), tok)
+            result.pull_request = pr.as_dict()
+            result.changed = result.changed or pr.created
+            if pr.url:
+                result.messages.append(f"{'opened' if pr.created else 'already open'}: {pr.url}")
+            elif pr.compare_url:
+                result.messages.append(
+                    f"no forge token in ${forge.token_env}: open the pull request at {pr.compare_url}"
+                )
+            else:
+                result.messages.append(f"pushed {branch} to {pre.remote}; open the pull request on your forge")
+    return result
