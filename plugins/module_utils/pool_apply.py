@@ -1,0 +1,209 @@
+"""Apply the pool fence (labels + taints from ``fence``) to the Nodes of a cluster.
+
+Planning is pure: ``plan(nodes, mapping)`` compares each Node's labels and taints under the keys
+gpufleet owns (``fence.OWNED_LABEL_KEYS``, ``fence.OWNED_TAINT_KEYS``) with what its pool wants and
+returns one ``NodeChange`` per Node to change; labels and taints under other keys are never
+touched. A Node not in the mapping loses the owned labels/taints (it left every pool).
+
+Applying uses the ``kubernetes`` Python client: ``core_api(kubeconfig, context)``, ``list_nodes``,
+``apply_changes`` (JSON merge patch carrying the ``resourceVersion`` read, so a concurrent writer
+makes the patch fail with 409 instead of being overwritten; retried after a fresh read).
+
+``mapping_from_inventory(inventory, cluster)`` reads node -> pool from the lock file
+(``pool_lock``) and the pools' kind/tenant from the fleet model.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.model import Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import lock_path, read_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+
+
+class ApplyError(GpufleetError):
+    """The fence could not be planned or applied."""
+
+
+@dataclass(frozen=True)
+class PoolRef:
+    """What the fence needs of a pool (``fence.PoolLike``)."""
+
+    name: str
+    kind: str | None = None
+    tenant: str | None = None
+
+
+@dataclass
+class NodeChange:
+    node: str
+    pool: str | None
+    resource_version: str | None
+    before: dict[str, Any]
+    after: dict[str, Any]
+    patch: dict[str, Any] = field(default_factory=dict)
+
+
+def _owned_view(labels: Mapping[str, str], taints: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "labels": {k: labels[k] for k in sorted(labels) if k in fence.OWNED_LABEL_KEYS},
+        "taints": sorted(
+            (t for t in taints if t.get("key") in fence.OWNED_TAINT_KEYS),
+            key=lambda t: (t.get("key", ""), t.get("value", ""), t.get("effect", "")),
+        ),
+    }
+
+
+def _clean_taint(t: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: t[k] for k in ("key", "value", "effect", "timeAdded") if t.get(k) is not None}
+
+
+def plan_node(node: Mapping[str, Any], pool: fence.PoolLike | str | None) -> NodeChange | None:
+    """The change that gives ``node`` (a v1 Node dict) the fence of ``pool`` (None: no pool)."""
+    meta = node.get("metadata") or {}
+    name = meta.get("name")
+    labels = dict(meta.get("labels") or {})
+    taints = [_clean_taint(t) for t in (node.get("spec") or {}).get("taints") or []]
+    want_labels = fence.node_labels(pool) if pool is not None else {}
+    want_taints = fence.node_taints(pool) if pool is not None else []
+    new_labels = {k: v for k, v in labels.items() if k not in fence.OWNED_LABEL_KEYS} | want_labels
+    others = [t for t in taints if t.get("key") not in fence.OWNED_TAINT_KEYS]
+    new_taints = others + [dict(t) for t in want_taints]
+    before, after = _owned_view(labels, taints), _owned_view(new_labels, new_taints)
+    if before == after:
+        return None
+    patch: dict[str, Any] = {"metadata": {"labels": {}}}
+    for k in fence.OWNED_LABEL_KEYS:
+        if labels.get(k) != new_labels.get(k):
+            patch["metadata"]["labels"][k] = new_labels.get(k)  # None removes the label
+    if before["taints"] != after["taints"]:
+        patch["spec"] = {"taints": new_taints}  # a list: replaced whole, other taints kept as read
+    if meta.get("resourceVersion"):
+        patch["metadata"]["resourceVersion"] = meta["resourceVersion"]
+    pool_name = fence.node_selector(pool)[fence.POOL_KEY] if pool is not None else None
+    return NodeChange(name, pool_name, meta.get("resourceVersion"), before, after, patch)
+
+
+def plan(
+    nodes: list[Mapping[str, Any]], mapping: Mapping[str, fence.PoolLike | str]
+) -> tuple[list[NodeChange], list[str]]:
+    """Changes for every Node (sorted by name) and the mapped node names absent from the cluster."""
+    present = {(n.get("metadata") or {}).get("name"): n for n in nodes}
+    changes = []
+    for name in sorted(present):
+        change = plan_node(present[name], mapping.get(name))
+        if change is not None:
+            changes.append(change)
+    missing = sorted(set(mapping) - set(present))
+    return changes, missing
+
+
+def mapping_from_explicit(assignment: Mapping[str, Any]) -> dict[str, PoolRef]:
+    """``{node: pool}`` or ``{node: {pool, kind, tenant}}`` to node -> PoolRef."""
+    out: dict[str, PoolRef] = {}
+    for node, value in assignment.items():
+        if isinstance(value, str) and value:
+            out[str(node)] = PoolRef(value)
+        elif isinstance(value, Mapping) and isinstance(value.get("pool"), str) and value["pool"]:
+            unknown = sorted(set(value) - {"pool", "kind", "tenant"})
+            if unknown:
+                raise ApplyError(f"assignment.{node}: unknown key(s) {', '.join(unknown)}; expected pool, kind, tenant")
+            out[str(node)] = PoolRef(value["pool"], value.get("kind"), value.get("tenant"))
+        else:
+            raise ApplyError(
+                f"assignment.{node}: expected a pool name or a mapping with pool (kind, tenant), got {value!r}"
+            )
+    return dict(sorted(out.items()))
+
+
+def mapping_from_inventory(inventory: str | Path, cluster: str) -> tuple[dict[str, Pool], Path]:
+    """node -> Pool from the cluster's lock file; the lock must exist (render first)."""
+    fleet = load_fleet(inventory)
+    if cluster not in fleet.clusters:
+        raise ApplyError(
+            f"cluster {cluster!r} is not defined in gpufleet_clusters (known: {', '.join(sorted(fleet.clusters))})"
+        )
+    path = lock_path(fleet, cluster)
+    lock = read_lock(path, cluster)
+    if lock is None:
+        raise ApplyError(f"{path}: no pool lock for cluster {cluster!r}; render the inventory first")
+    out: dict[str, Pool] = {}
+    for node, pool in lock.items():
+        p = fleet.pools.get(pool)
+        if p is None or p.cluster != cluster:
+            raise ApplyError(
+                f"{path}: nodes.{node}: pool {pool!r} is not a pool of cluster {cluster!r} in the inventory"
+            )
+        out[node] = p
+    return out, path
+
+
+# ------------------------------------------------------------------------------------------- API
+
+
+def core_api(kubeconfig: str | None = None, context: str | None = None) -> Any:
+    """A ``CoreV1Api`` from a kubeconfig file/context, or in-cluster config when neither is given."""
+    try:
+        from kubernetes import client, config
+    except ImportError as exc:  # pragma: no cover - the module reports it as a missing requirement
+        raise ApplyError(f"the 'kubernetes' Python client is required: {exc}") from None
+    try:
+        if kubeconfig or context:
+            api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
+        else:
+            try:
+                config.load_incluster_config()
+                api_client = client.ApiClient()
+            except config.ConfigException:
+                api_client = config.new_client_from_config()
+    except Exception as exc:  # config errors come in several types
+        raise ApplyError(
+            f"cannot load kubeconfig {kubeconfig or '(default)'} context {context or '(current)'}: {exc}"
+        ) from None
+    return client.CoreV1Api(api_client)
+
+
+def list_nodes(api: Any) -> list[dict[str, Any]]:
+    try:
+        resp = api.list_node()
+    except Exception as exc:
+        raise ApplyError(f"cannot list Nodes: {_api_reason(exc)}") from None
+    return [api.api_client.sanitize_for_serialization(n) for n in resp.items]
+
+
+def _api_reason(exc: Exception) -> str:
+    status, reason = getattr(exc, "status", None), getattr(exc, "reason", None)
+    return f"HTTP {status} {reason}" if status else str(exc)
+
+
+def apply_changes(
+    api: Any, changes: list[NodeChange], mapping: Mapping[str, Any], retries: int = 3
+) -> list[NodeChange]:
+    """Patch every changed Node; on a 409 conflict re-read the Node and re-plan. Returns what was done."""
+    done: list[NodeChange] = []
+    for change in changes:
+        current = change
+        for attempt in range(retries + 1):
+            try:
+                api.patch_node(current.node, copy.deepcopy(current.patch), _content_type="application/merge-patch+json")
+                done.append(current)
+                break
+            except Exception as exc:
+                if getattr(exc, "status", None) != 409 or attempt == retries:
+                    raise ApplyError(f"cannot patch Node {current.node}: {_api_reason(exc)}") from None
+                try:
+                    node = api.api_client.sanitize_for_serialization(api.read_node(current.node))
+                except Exception as exc2:
+                    raise ApplyError(f"cannot read Node {current.node}: {_api_reason(exc2)}") from None
+                replanned = plan_node(node, mapping.get(current.node))
+                if replanned is None:
+                    break
+                current = replanned
+    return done

@@ -1,0 +1,183 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: node_pools
+short_description: Label and taint the Nodes of a cluster for their node pools
+version_added: 0.1.0
+description:
+  - Gives every Node of a cluster the fence of its pool through the Kubernetes API, the label
+    C(node-restriction.kubernetes.io/gpufleet-pool=<pool>) (plus
+    C(node-restriction.kubernetes.io/gpufleet-tenant=<tenant>) for a tenant's pool) and the taint
+    C(node-restriction.kubernetes.io/gpufleet-pool=<pool>:NoSchedule). Pools of kind C(system)
+    are labelled but not tainted.
+  - The node to pool mapping comes from the cluster's pool lock
+    (C(<inventory>/snapshots/<cluster>/pools.lock.yaml), written by the renderer) or from
+    O(assignment).
+  - Labels and taints under these keys that no longer match are removed, also from Nodes that left
+    every pool. Other labels and taints are never touched.
+  - Each Node is patched with the C(resourceVersion) it was read with; a concurrent change makes
+    the patch conflict, and the Node is read and planned again.
+author:
+  - gpufleet maintainers
+requirements:
+  - kubernetes (Python client)
+  - PyYAML
+  - jsonschema
+options:
+  inventory:
+    description:
+      - Inventory directory holding the fleet model; the mapping is read from the lock of O(cluster).
+      - Mutually exclusive with O(assignment).
+    type: path
+  cluster:
+    description: Name of the cluster in the inventory. Required with O(inventory).
+    type: str
+  assignment:
+    description:
+      - Explicit node to pool mapping. A value is a pool name (treated as a tainted pool without
+        tenant) or a mapping with C(pool), C(kind) and C(tenant).
+      - Nodes of the cluster that are not listed lose their pool labels and taints.
+    type: dict
+  kubeconfig:
+    description:
+      - Path to a kubeconfig file.
+      - Without it and O(context), the client's default (C(KUBECONFIG), C(~/.kube/config)) or the in-cluster config.
+    type: path
+  context:
+    description: Kubeconfig context to use.
+    type: str
+attributes:
+  check_mode:
+    support: full
+    description: Plans the changes and reports them without patching any Node.
+  diff_mode:
+    support: full
+    description: One diff per changed Node with its pool labels and taints before and after.
+  platform:
+    support: full
+    platforms: posix
+notes:
+  - C(changed) is true only when at least one Node's pool labels or taints differ.
+"""
+
+EXAMPLES = r"""
+- name: Fence the nodes of gpu-east from the inventory and its pool lock
+  gpufleet.core.node_pools:
+    inventory: "{{ inventory_dir }}"
+    cluster: gpu-east
+    kubeconfig: ~/.kube/gpu-east
+  diff: true
+
+- name: Fence two nodes explicitly
+  gpufleet.core.node_pools:
+    assignment:
+      gpu001: {pool: pretrain, kind: slurm, tenant: llm-pretrain}
+      gpu002: spare
+    context: gpu-east-admin
+"""
+
+RETURN = r"""
+changes:
+  description: Nodes whose pool labels or taints were (or, in check mode, would be) changed.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - node: gpu001
+      pool: pretrain
+      before: {labels: {}, taints: []}
+      after:
+        labels: {node-restriction.kubernetes.io/gpufleet-pool: pretrain}
+        taints: [{key: node-restriction.kubernetes.io/gpufleet-pool, value: pretrain, effect: NoSchedule}]
+missing:
+  description: Nodes in the mapping that are not in the cluster (not fenced).
+  returned: always
+  type: list
+  elements: str
+nodes:
+  description: Number of Nodes in the cluster.
+  returned: always
+  type: int
+lock:
+  description: The pool lock file read (with O(inventory)).
+  returned: when O(inventory) is given
+  type: str
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+
+try:
+    from ansible_collections.gpufleet.core.plugins.module_utils import pool_apply
+except ImportError:
+    pool_apply = None
+    IMPORT_ERROR = traceback.format_exc()
+else:
+    IMPORT_ERROR = None
+
+try:
+    import kubernetes  # noqa: F401
+except ImportError:
+    K8S_ERROR = traceback.format_exc()
+else:
+    K8S_ERROR = None
+
+ARGUMENT_SPEC = {
+    "inventory": {"type": "path"},
+    "cluster": {"type": "str"},
+    "assignment": {"type": "dict"},
+    "kubeconfig": {"type": "path"},
+    "context": {"type": "str"},
+}
+
+
+def run(module, params):
+    result = {"changed": False, "changes": [], "missing": [], "nodes": 0}
+    if params["assignment"] is not None:
+        mapping = pool_apply.mapping_from_explicit(params["assignment"])
+    else:
+        mapping, lock = pool_apply.mapping_from_inventory(params["inventory"], params["cluster"])
+        result["lock"] = str(lock)
+    api = pool_apply.core_api(params["kubeconfig"], params["context"])
+    nodes = pool_apply.list_nodes(api)
+    changes, result["missing"] = pool_apply.plan(nodes, mapping)
+    if changes and not module.check_mode:
+        changes = pool_apply.apply_changes(api, changes, mapping)
+    result["nodes"] = len(nodes)
+    result["changed"] = bool(changes)
+    result["changes"] = [{"node": c.node, "pool": c.pool, "before": c.before, "after": c.after} for c in changes]
+    if module._diff:
+        result["diff"] = [
+            {"before_header": c.node, "after_header": c.node, "before": c.before, "after": c.after} for c in changes
+        ]
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=ARGUMENT_SPEC,
+        supports_check_mode=True,
+        mutually_exclusive=[("inventory", "assignment")],
+        required_one_of=[("inventory", "assignment")],
+        required_by={"inventory": "cluster"},
+    )
+    if pool_apply is None:
+        module.fail_json(msg=missing_required_lib("PyYAML and jsonschema"), exception=IMPORT_ERROR)
+    if K8S_ERROR is not None:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_ERROR)
+    try:
+        module.exit_json(**run(module, module.params))
+    except GpufleetError as exc:
+        module.fail_json(msg=str(exc))
+
+
+if __name__ == "__main__":
+    main()
