@@ -65,6 +65,21 @@ class ScaleResult:
     pushed: bool = False
     pull_request: dict[str, Any] | None = None
     messages: list[str] = field(default_factory=list)
+    contents: dict[str, tuple[bytes | None, bytes | None]] = field(default_factory=dict, repr=False)
+
+    def diffs(self) -> list[dict[str, str]]:
+        """Ansible diff entries (before/after text) for every file the change touches, sorted by path."""
+        out = []
+        for path, (old, new) in sorted(self.contents.items()):
+            out.append(
+                {
+                    "before_header": path if old is not None else "/dev/null",
+                    "after_header": path if new is not None else "/dev/null",
+                    "before": (old or b"").decode("utf-8", "replace"),
+                    "after": (new or b"").decode("utf-8", "replace"),
+                }
+            )
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -249,6 +264,7 @@ def scale(
         inventory_diff=unified_line_diff(edit) if edit.changed else "",
         edit=edit,
         branch=branch if publish else None,
+        contents={k: (files_before.get(k), files_after.get(k)) for k in plan.files},
     )
     if check:
         return result

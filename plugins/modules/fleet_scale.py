@@ -1,0 +1,233 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: fleet_scale
+short_description: Scale a gpufleet node pool as a reviewed Git change (edit, re-render, plan, pull request)
+version_added: 0.1.0
+description:
+  - Sets the size of one pool in the inventory, in place, changing only that number in the vars file
+    (comments, quotes, layout and line ends are kept byte for byte).
+  - Re-renders the GitOps tree and the pool lock (one call for the whole fleet) and returns a plan, as
+    data and as Markdown tables, of what moves - nodes that change pool (from the pool lock, old
+    against new), Slurm partitions and NodeSets that change, topology files that change and every file
+    added, changed or removed under the GitOps tree.
+  - Refuses to scale when the GitOps tree or the pool lock is not current with the inventory before the
+    change, so the change under review is the scale change alone.
+  - With O(publish=true), first refuses a dirty working tree or a remote that moved (after
+    C(git fetch)), then commits the change on branch C(scale/<pool>-<size>) (C(-<size>gpus) for GPU
+    sizes), pushes it to C(gpufleet_fleet.gitops.remote) and opens a GitHub pull request or GitLab
+    merge request whose body is the plan, when a token is available (the environment variable named in
+    C(gpufleet_fleet.gitops.forge.token_env), or O(forge_token)). Without a token it returns the URL
+    where the pull request is opened by hand. Running it again finds the branch and the request already
+    there and changes nothing.
+  - Nothing is written or pushed when any check fails (unknown pool, negative size, a size the cluster
+    cannot hold, stale tree, dirty tree, moved remote).
+author:
+  - gpufleet maintainers
+requirements:
+  - jsonschema
+  - PyYAML
+  - ruamel.yaml
+  - git (command line) on the controller when O(publish=true)
+options:
+  inventory_dir:
+    description:
+      - The inventory directory (the folder holding C(hosts.yml) and C(group_vars/)), or its C(hosts.yml).
+    type: path
+    required: true
+  pool:
+    description: Name of the pool to scale (as in C(gpufleet_pools)).
+    type: str
+    required: true
+  size:
+    description:
+      - The new size, in the pool's own unit (C(nodes), or C(gpus) for a pool sized in GPUs) unless
+        O(size_unit) says otherwise.
+    type: int
+    required: true
+  size_unit:
+    description:
+      - Unit of O(size). Default is the unit the pool is sized in now. Giving the other unit switches the
+        pool's size key too (C(nodes:) <-> C(gpus:)).
+    type: str
+    choices: [nodes, gpus]
+  gitops_dir:
+    description:
+      - Root of the GitOps tree. Default is C(gpufleet_fleet.gitops.path) under the Git work tree that
+        holds the inventory.
+    type: path
+  publish:
+    description: Commit on a branch, push and open the pull/merge request.
+    type: bool
+    default: false
+  remote:
+    description: Git remote to push to. Default is C(gpufleet_fleet.gitops.remote).
+    type: str
+  base:
+    description: Branch the pull request targets. Default is C(gpufleet_fleet.gitops.revision).
+    type: str
+  forge_api_url:
+    description:
+      - REST API root of the forge. Default is C(gpufleet_fleet.gitops.forge.api_url), else derived from
+        C(gpufleet_fleet.gitops.repo_url) (C(https://api.github.com), C(https://<host>/api/v3) for GitHub
+        Enterprise, C(https://<host>) for GitLab).
+    type: str
+  forge_token:
+    description:
+      - API token for the forge. Default is the environment variable named in
+        C(gpufleet_fleet.gitops.forge.token_env). Never logged or returned.
+    type: str
+  open_pull_request:
+    description: With O(publish=true), also open the pull/merge request (else only push the branch).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description: >-
+      Computes the plan and the diff without writing, committing or pushing (with O(publish=true) the
+      preflight, including C(git fetch), still runs so a dirty tree or a moved remote is reported).
+  diff_mode:
+    support: full
+    description: Returns the diff of the inventory file and of the pool lock.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs where the inventory and its Git work tree are, normally the controller (C(localhost)).
+"""
+
+EXAMPLES = r"""
+- name: Grow the pretrain pool to 36 nodes and open a pull request
+  gpufleet.core.fleet_scale:
+    inventory_dir: "{{ inventory_dir }}"
+    pool: pretrain
+    size: 36
+    publish: true
+  register: fleet_scale_result
+
+- name: Show the plan
+  ansible.builtin.debug:
+    msg: "{{ fleet_scale_result.plan_markdown }}"
+
+- name: What would 104 GPUs for inference move? (nothing written)
+  gpufleet.core.fleet_scale:
+    inventory_dir: "{{ inventory_dir }}"
+    pool: inference
+    size: 104
+  check_mode: true
+"""
+
+RETURN = r"""
+summary:
+  description: One line, what changes and how many nodes move.
+  returned: success
+  type: str
+  sample: "scale pretrain: 32 nodes -> 36 nodes; 4 nodes move (4 spare -> pretrain); 9 files change"
+plan:
+  description:
+    - The plan as data. C(moves) (node, from, to), C(required_moves) (the change of the pool's node count),
+      C(pool_nodes) (pool -> before/after node counts), C(partitions), C(nodesets), C(topology) (each
+      name, file, change, fields), C(files) (added, changed, removed; paths relative to the Git work tree).
+  returned: success
+  type: dict
+plan_markdown:
+  description: The plan as Markdown tables (the pull request body).
+  returned: success
+  type: str
+inventory_diff:
+  description: Unified diff of the inventory vars file (one line).
+  returned: success
+  type: str
+written:
+  description: Files written (empty in check mode).
+  returned: success
+  type: list
+  elements: str
+branch:
+  description: The branch published (O(publish=true)), else null.
+  returned: success
+  type: str
+  sample: scale/pretrain-36
+commit:
+  description: Commit on the branch.
+  returned: when published
+  type: str
+pushed:
+  description: Whether this run pushed the branch.
+  returned: success
+  type: bool
+pull_request:
+  description: C(url), C(number), C(created), C(compare_url) and C(forge) of the pull/merge request.
+  returned: when published
+  type: dict
+  sample: {url: "https://github.com/example-org/gpu-fleet/pull/7", number: 7, created: true}
+messages:
+  description: Human notes (the compare URL when no token is set, already open requests).
+  returned: success
+  type: list
+  elements: str
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+
+try:
+    from ansible_collections.gpufleet.core.plugins.module_utils.scale import scale
+except ImportError:
+    scale = None
+    IMPORT_ERROR = traceback.format_exc()
+else:
+    IMPORT_ERROR = None
+
+
+def main():
+    spec = {
+        "inventory_dir": {"type": "path", "required": True},
+        "pool": {"type": "str", "required": True},
+        "size": {"type": "int", "required": True},
+        "size_unit": {"type": "str", "choices": ["nodes", "gpus"]},
+        "gitops_dir": {"type": "path"},
+        "publish": {"type": "bool", "default": False},
+        "remote": {"type": "str"},
+        "base": {"type": "str"},
+        "forge_api_url": {"type": "str"},
+        "forge_token": {"type": "str", "no_log": True},
+        "open_pull_request": {"type": "bool", "default": True},
+    }
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    if scale is None:
+        module.fail_json(msg=missing_required_lib("jsonschema, PyYAML and ruamel.yaml"), exception=IMPORT_ERROR)
+    p = module.params
+    try:
+        res = scale(
+            p["inventory_dir"],
+            p["pool"],
+            p["size"],
+            p["size_unit"],
+            check=module.check_mode,
+            publish=p["publish"],
+            gitops_dir=p["gitops_dir"],
+            remote=p["remote"],
+            base=p["base"],
+            token=p["forge_token"],
+            forge_api_url=p["forge_api_url"],
+            open_pr=p["open_pull_request"],
+        )
+    except (GpufleetError, OSError) as exc:
+        module.fail_json(msg=str(exc))
+    out = res.as_dict()
+    if module._diff:
+        out["diff"] = res.diffs()
+    module.exit_json(**out)
+
+
+if __name__ == "__main__":
+    main()
