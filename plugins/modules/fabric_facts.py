@@ -1,0 +1,145 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: fabric_facts
+short_description: Discover the InfiniBand fabric (ibnetdiscover) and report leaf groups and fabric health
+version_added: 0.1.0
+description:
+  - Runs C(ibnetdiscover) on a host with an HCA (read-only, so it also runs in check mode), or reads
+    saved output, a fabric YAML file or a Kubernetes Node list, and returns the leaf groups, the
+    switch tree and a health report (hosts missing rails, unnamed HCAs, missing or asymmetric spine
+    links, nodes missing from the fabric and the reverse).
+  - With O(dest), saves the raw C(ibnetdiscover) output as a snapshot file (atomically, only when
+    its bytes change), so a fabric change shows up as a diff in review.
+author:
+  - gpufleet maintainers
+requirements:
+  - C(ibnetdiscover) (infiniband-diags) on the target when O(src) is not given
+options:
+  src:
+    description: Saved C(ibnetdiscover) output (default or C(-p) format). Without it, C(ibnetdiscover) is run.
+    type: path
+  fabric:
+    description: Fabric YAML file instead of C(ibnetdiscover).
+    type: path
+  nodes_snapshot:
+    description: Kubernetes Node list; NVLink cliques, and the fabric when nothing else is given.
+    type: path
+  discover:
+    description:
+      - Run C(ibnetdiscover) when neither O(src) nor O(fabric) is given. Set to false to build the
+        fabric from the labels in O(nodes_snapshot) instead.
+    type: bool
+    default: true
+  ibnetdiscover_path:
+    description: The C(ibnetdiscover) binary to run.
+    type: str
+    default: ibnetdiscover
+  ports:
+    description: Run C(ibnetdiscover -p) (ports report) instead of the default format.
+    type: bool
+    default: false
+  extra_args:
+    description: More arguments for C(ibnetdiscover) (for example C(-C mlx5_0 -P 1) to pick the HCA port).
+    type: list
+    elements: str
+    default: []
+  nodes:
+    description: The node list to compare the fabric with (names or hostlist expressions).
+    type: list
+    elements: str
+  node_map:
+    description:
+      - Host name to node name mapping, a dict or C({pattern, replacement}).
+      - See M(gpufleet.core.slurm_topology).
+    type: dict
+  exclude:
+    description: Glob patterns of HCA descriptions, devices or switch names to leave out.
+    type: list
+    elements: str
+  dest:
+    description: Save the raw C(ibnetdiscover) output here (on the target).
+    type: path
+attributes:
+  check_mode:
+    support: full
+    description: Discovery is read-only and runs; O(dest) is not written.
+  diff_mode:
+    support: full
+    description: Shows the change of the saved snapshot.
+  platform:
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Discover the fabric from a host with an HCA and keep the snapshot
+  gpufleet.core.fabric_facts:
+    dest: /var/lib/gpufleet/ibnetdiscover.out
+  register: fabric
+
+- name: Show hosts that lost a rail
+  ansible.builtin.debug:
+    var: fabric.fabric.health.hosts_missing_rails
+"""
+
+RETURN = r"""
+fabric:
+  description: Roots, leaf groups, node to leaf group map, blocks and the health report.
+  returned: success
+  type: dict
+dest:
+  description: The snapshot file.
+  returned: when dest is set and ibnetdiscover ran
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.topology_task import run_fabric_facts
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "src": {"type": "path"},
+            "fabric": {"type": "path"},
+            "nodes_snapshot": {"type": "path"},
+            "discover": {"type": "bool", "default": True},
+            "ibnetdiscover_path": {"type": "str", "default": "ibnetdiscover"},
+            "ports": {"type": "bool", "default": False},
+            "extra_args": {"type": "list", "elements": "str", "default": []},
+            "nodes": {"type": "list", "elements": "str"},
+            "node_map": {"type": "dict"},
+            "exclude": {"type": "list", "elements": "str"},
+            "dest": {"type": "path"},
+        },
+        mutually_exclusive=[("src", "fabric")],
+        supports_check_mode=True,
+    )
+    p = dict(module.params)
+    text = None
+    if p["src"]:
+        p["ibnetdiscover"] = [p["src"]]
+    elif not p["fabric"] and p["discover"]:
+        binary = module.get_bin_path(p["ibnetdiscover_path"], required=True)
+        cmd = [binary, *(["-p"] if p["ports"] else []), *p["extra_args"]]
+        rc, text, err = module.run_command(cmd)
+        if rc != 0:
+            module.fail_json(msg=f"{' '.join(cmd)} failed (rc={rc}): {err.strip()}", rc=rc)
+        p["fabric_kind"] = "ibnetdiscover-ports" if p["ports"] else "ibnetdiscover"
+    try:
+        result = run_fabric_facts(p, text, check_mode=module.check_mode, diff_mode=module._diff)
+    except FabricError as e:
+        module.fail_json(msg=str(e))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

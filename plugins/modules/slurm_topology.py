@@ -1,0 +1,190 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: slurm_topology
+short_description: Render Slurm topology.conf (tree or block) or topology.yaml from the discovered fabric
+version_added: 0.1.0
+description:
+  - Reads the fabric from C(ibnetdiscover) output (default or C(-p) format), a fabric YAML file or
+    Kubernetes Node labels, folds rail-optimized leaves into leaf groups, builds a single-rooted switch
+    tree and renders C(topology.conf) for C(topology/tree) or C(topology/block), or C(topology.yaml)
+    (Slurm 25.05+) with several named topologies.
+  - Every rule slurmctld enforces (unique names up to 64 characters, no trailing digit run over 18,
+    defined children, no cycles, no line with both C(Nodes=) and C(Switches=), valid C(BlockSizes))
+    is checked before anything is written.
+  - Writes O(dest) atomically and reports C(changed) only when its bytes change, so a handler can run
+    C(scontrol reconfigure) only then.
+author:
+  - gpufleet maintainers
+requirements:
+  - PyYAML
+options:
+  ibnetdiscover:
+    description: Path(s) of saved C(ibnetdiscover) output (one per subnet/rail is fine; they are merged).
+    type: list
+    elements: path
+  fabric:
+    description: Path of a fabric YAML file (switch tree and blocks; topograph model format).
+    type: path
+  nodes_snapshot:
+    description:
+      - Path of a Kubernetes Node list (C(kubectl get nodes -o yaml)). Supplies NVLink cliques
+        (C(nvidia.com/gpu.clique)) for blocks, and the fabric itself (topograph or cloud topology labels)
+        when neither O(ibnetdiscover) nor O(fabric) is given.
+    type: path
+  fabric_kind:
+    description: Format of O(ibnetdiscover); C(auto) detects it.
+    type: str
+    choices: [auto, ibnetdiscover, ibnetdiscover-ports]
+    default: auto
+  format:
+    description: C(tree) and C(block) render C(topology.conf); C(yaml) renders C(topology.yaml).
+    type: str
+    choices: [tree, block, yaml]
+    default: tree
+  nodes:
+    description: Restrict the topology to these nodes (names or hostlist expressions).
+    type: list
+    elements: str
+  node_map:
+    description:
+      - Turns fabric host names (from HCA descriptions) into Slurm node names. Either a mapping
+        C(host: node) (unlisted hosts keep their name, an empty value drops the host) or
+        C({pattern: <regex>, replacement: <template>}) applied as a full match.
+    type: dict
+  exclude:
+    description: Glob patterns of HCA descriptions (C(stor* mlx5_0)), devices or switch names to leave out.
+    type: list
+    elements: str
+  block_sizes:
+    description: C(BlockSizes) for C(block); default base = smallest block, doubled up to the block count.
+    type: list
+    elements: int
+  topologies:
+    description:
+      - For C(yaml), the named topologies; each a dict with C(name), C(plugin) (tree, block, flat),
+        optional C(nodes), C(block_sizes), C(cluster_default). Default is C(topo-tree) (cluster default)
+        and C(topo-block) when blocks exist.
+    type: list
+    elements: dict
+  use_cliques:
+    description: Use NVLink cliques from O(nodes_snapshot) as blocks; false uses fabric leaf groups.
+    type: bool
+    default: true
+  slinky_tree_name:
+    description: Topology name used in the returned Slinky C(topology.slinky.slurm.net/spec) values.
+    type: str
+    default: default
+  strict:
+    description: Fail when the fabric health report is not clean (missing rails, unnamed HCAs, ...).
+    type: bool
+    default: false
+  dest:
+    description: Where to write the file. Without it the content is only returned.
+    type: path
+  mode:
+    description: File mode of O(dest).
+    type: str
+    default: "0644"
+attributes:
+  check_mode:
+    support: full
+    description: Renders and compares; never writes.
+  diff_mode:
+    support: full
+    description: Shows the old and new file content.
+  platform:
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Tree topology from a saved fabric dump, only for the Slurm nodes of tenant A
+  gpufleet.core.slurm_topology:
+    ibnetdiscover: snapshots/prod/ibnetdiscover.out
+    nodes: ["gpu[001-032]"]
+    node_map: {pattern: 'gpu(\d+)', replacement: 'gpu\1'}
+    dest: /etc/slurm/topology.conf
+  notify: scontrol reconfigure
+
+- name: topology.yaml with a tree and an NVLink block topology
+  gpufleet.core.slurm_topology:
+    ibnetdiscover: snapshots/prod/ibnetdiscover.out
+    nodes_snapshot: snapshots/prod/nodes.yaml
+    format: yaml
+    topologies:
+      - {name: topo-tree, plugin: tree, cluster_default: true}
+      - {name: topo-block, plugin: block, block_sizes: [8, 16, 32]}
+    dest: "{{ gitops_dir }}/slurm/topology.yaml"
+"""
+
+RETURN = r"""
+content:
+  description: The rendered file.
+  returned: success
+  type: str
+dest:
+  description: The file written (or that would be written in check mode).
+  returned: when dest is set
+  type: str
+health:
+  description:
+    - Fabric health report. Keys include C(hosts_missing_rails), C(unnamed_hcas), C(uplink_anomalies),
+      C(asymmetric_switches), C(hosts_outside_unit), C(nodes_not_in_fabric), C(fabric_not_in_nodes),
+      C(summary) and C(ok).
+  returned: success
+  type: dict
+topology:
+  description: Roots, leaf groups (in network order), node to leaf group map and blocks.
+  returned: success
+  type: dict
+slinky_spec:
+  description: Node name to C(topology.slinky.slurm.net/spec) annotation value.
+  returned: success
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.topology_task import run_slurm_topology
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "ibnetdiscover": {"type": "list", "elements": "path"},
+            "fabric": {"type": "path"},
+            "nodes_snapshot": {"type": "path"},
+            "fabric_kind": {"type": "str", "default": "auto",
+                            "choices": ["auto", "ibnetdiscover", "ibnetdiscover-ports"]},
+            "format": {"type": "str", "default": "tree", "choices": ["tree", "block", "yaml"]},
+            "nodes": {"type": "list", "elements": "str"},
+            "node_map": {"type": "dict"},
+            "exclude": {"type": "list", "elements": "str"},
+            "block_sizes": {"type": "list", "elements": "int"},
+            "topologies": {"type": "list", "elements": "dict"},
+            "use_cliques": {"type": "bool", "default": True},
+            "slinky_tree_name": {"type": "str", "default": "default"},
+            "strict": {"type": "bool", "default": False},
+            "dest": {"type": "path"},
+            "mode": {"type": "str", "default": "0644"},
+        },
+        required_one_of=[("ibnetdiscover", "fabric", "nodes_snapshot")],
+        mutually_exclusive=[("ibnetdiscover", "fabric")],
+        supports_check_mode=True,
+    )
+    try:
+        result = run_slurm_topology(module.params, check_mode=module.check_mode, diff_mode=module._diff)
+    except FabricError as e:
+        module.fail_json(msg=str(e))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
