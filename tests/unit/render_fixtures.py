@@ -45,3 +45,33 @@ def make_inventory(root: Path, hosts: int = 64) -> Path:
     shutil.copy(SAMPLE / "hosts.yml", inv / "hosts.yml")
     write_snapshots(inv / "snapshots" / "gpu-east", hosts=hosts)
     return inv
+
+
+def render_to(inv: Path, out: Path):
+    """Render ``inv`` into ``out``; returns (RenderResult, WriteReport)."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory, write_render
+
+    result = render_inventory(inv)
+    return result, write_render(result, out)
+
+
+def tree_state(out: Path) -> dict[str, bytes]:
+    """Every file under ``out`` (relative path -> bytes)."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def yaml_objects(files: dict[str, bytes]):
+    """(path, object) for every YAML document of the rendered tree."""
+    for rel, data in sorted(files.items()):
+        if rel.endswith(".yaml"):
+            for doc in yaml.safe_load_all(data):
+                if doc is not None:
+                    yield rel, doc
+
+
+def edit_vars(inv: Path, name: str, fn) -> None:
+    """Load group_vars/all/<name>, apply ``fn`` to the data, write it back."""
+    f = inv / "group_vars" / "all" / name
+    data = yaml.safe_load(f.read_text(encoding="utf-8"))
+    fn(data)
+    f.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")

@@ -1,0 +1,206 @@
+"""Render behaviour: deterministic bytes, idempotent, minimal and atomic writes, ownership, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from render_fixtures import REPO, edit_vars, make_inventory, render_to, tree_state
+
+from ansible_collections.gpufleet.core.plugins.module_utils import tree_writer
+from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import (
+    render_inventory,
+    run,
+)
+
+CLI = [sys.executable, str(REPO / "scripts" / "gpufleet.py")]
+
+
+@pytest.fixture
+def inv(tmp_path: Path) -> Path:
+    return make_inventory(tmp_path)
+
+
+def test_same_inputs_same_bytes_anywhere(tmp_path: Path) -> None:
+    a = render_inventory(make_inventory(tmp_path / "a"))
+    b = render_inventory(make_inventory(tmp_path / "b"))
+    assert a.files == b.files
+    assert render_inventory(make_inventory(tmp_path / "c")).files == a.files
+    for rel, data in a.files.items():  # no paths of the machine, no timestamps
+        assert str(tmp_path) not in data.decode(), rel
+        assert b"\r" not in data, rel
+
+
+def test_second_render_writes_nothing(inv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    _, first = render_to(inv, out)
+    assert first.plan.added and first.changed
+    before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
+    _, second = render_to(inv, out)
+    assert not second.changed
+    assert second.plan.added == second.plan.changed == second.plan.removed == []
+    assert second.plan.unchanged == len(first.plan.added)
+    after = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_only_changed_files_are_rewritten(inv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    render_to(inv, out)
+    inodes = {p.relative_to(out).as_posix(): p.stat().st_ino for p in out.rglob("*") if p.is_file()}
+
+    def shrink(d: dict) -> None:
+        for p in d["gpufleet_pools"]:
+            if p["name"] == "research-batch":
+                p["size"]["nodes"] = 10
+
+    edit_vars(inv, "pools.yml", shrink)
+    _, rep = render_to(inv, out)
+    changed = set(rep.plan.changed)
+    assert "clusters/gpu-east/tenants/research/slurm/values.yaml" in changed
+    assert "clusters/gpu-east/POOLS.md" in changed
+    assert not rep.plan.added and not rep.plan.removed
+    for rel, ino in inodes.items():
+        if rel in changed or rel == tree_writer.MANIFEST:
+            continue
+        assert (out / rel).stat().st_ino == ino, f"{rel} was rewritten although unchanged"
+    assert rep.locks_changed  # the pool lock moved two nodes back to spare
+
+
+def test_dropped_files_removed_unowned_files_kept(inv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    render_to(inv, out)
+    (out / "NOTES.md").write_text("mine\n")
+    (out / "clusters" / "gpu-east" / "tenants" / "research" / "extra.yaml").write_text("kind: Mine\n")
+    def drop_tenant(d: dict) -> None:
+        d["gpufleet_tenants"] = [t for t in d["gpufleet_tenants"] if t["name"] != "research"]
+
+    def drop_pools(d: dict) -> None:
+        d["gpufleet_pools"] = [p for p in d["gpufleet_pools"] if not p["name"].startswith("research")]
+
+    edit_vars(inv, "tenants.yml", drop_tenant)
+    edit_vars(inv, "pools.yml", drop_pools)
+    _, rep = render_to(inv, out)
+    assert any(r.startswith("clusters/gpu-east/tenants/research/") for r in rep.plan.removed)
+    assert "clusters/gpu-east/apps/tenant-research-6-slurm.yaml" in rep.plan.removed
+    assert (out / "NOTES.md").read_text() == "mine\n"
+    assert (out / "clusters/gpu-east/tenants/research/extra.yaml").read_text() == "kind: Mine\n"
+    assert not (out / "clusters/gpu-east/tenants/research/vcluster").exists()
+    owned = tree_writer.read_manifest(out)
+    assert "NOTES.md" not in owned and not any("research" in p for p in owned)
+
+
+def test_refuses_to_overwrite_unowned_file(inv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    (out / "clusters" / "gpu-east").mkdir(parents=True)
+    (out / "clusters" / "gpu-east" / "REPORT.md").write_text("hand written\n")
+    with pytest.raises(tree_writer.TreeError, match="not owned"):
+        render_to(inv, out)
+    assert tree_state(out) == {"clusters/gpu-east/REPORT.md": b"hand written\n"}
+
+
+def test_check_mode_writes_nothing_and_plans(inv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    res = run(inv, out, check=True, diff=True)
+    assert res["changed"] and res["files_added"] and not out.exists()
+    assert not (inv / "snapshots" / "gpu-east" / "pools.lock.yaml").exists()
+    assert {d["after_header"] for d in res["diff"]} >= {f"{out}/{f}" for f in res["files_added"]}
+    res2 = run(inv, out)
+    assert res2["changed"] and res2["files_added"] == res["files_added"]
+    res3 = run(inv, out, check=True, diff=True)
+    assert not res3["changed"] and res3["diff"] == [] and res3["files_unchanged"] == len(res["files_added"])
+
+
+def test_recover_after_interrupted_fallback_swap(tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    tree_writer.write(out, {"a.yaml": b"old\n"})
+    # state left by a kill between the two renames of the non-exchange fallback
+    os.rename(out, tmp_path / ".gitops.gpufleet-old")
+    (tmp_path / ".gitops.gpufleet-new").mkdir()
+    (tmp_path / ".gitops.gpufleet-new" / "half").write_text("x")
+    tree_writer.recover(out)
+    assert tree_state(out)["a.yaml"] == b"old\n"
+    assert not (tmp_path / ".gitops.gpufleet-new").exists()
+    plan = tree_writer.write(out, {"a.yaml": b"new\n"})
+    assert plan.changed == ["a.yaml"] and (out / "a.yaml").read_bytes() == b"new\n"
+
+
+def test_bad_paths_rejected(tmp_path: Path) -> None:
+    for bad in ("../x", "/abs", "a/../b", ".gpufleet-manifest", ""):
+        with pytest.raises(tree_writer.TreeError):
+            tree_writer.plan(tmp_path, {bad: b""})
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False)
+
+
+def test_cli_render_and_check(inv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    p = cli("render", "--inventory", str(inv), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert cli("render", "--inventory", str(inv), "--out", str(out), "--check").returncode == 0
+    (out / "clusters" / "gpu-east" / "REPORT.md").write_text("edited by hand\n")
+    (out / "clusters" / "gpu-east" / "apps" / "10-cilium.yaml").unlink()
+    p = cli("render", "--inventory", str(inv), "--out", str(out), "--check")
+    assert p.returncode == 1
+    assert "changed: clusters/gpu-east/REPORT.md" in p.stderr
+    assert "added: clusters/gpu-east/apps/10-cilium.yaml" in p.stderr
+    assert (out / "clusters" / "gpu-east" / "REPORT.md").read_text() == "edited by hand\n"  # --check wrote nothing
+
+
+def test_cli_schema_matches_docs() -> None:
+    p = cli("schema")
+    assert p.returncode == 0
+    from ansible_collections.gpufleet.core.plugins.module_utils.fleet_schema import SCHEMA
+
+    assert p.stdout == json.dumps(SCHEMA, indent=2, sort_keys=True) + "\n"
+    assert p.stdout == (REPO / "docs" / "fleet.schema.json").read_text(encoding="utf-8")
+
+
+BAD_INPUTS = {
+    "yaml": ("group_vars/all/pools.yml", lambda t: t + "\n  - {bad: [\n", "pools.yml"),
+    "schema": ("group_vars/all/pools.yml", lambda t: t.replace("nodes: 32", "nodes: thirty-two"), "pools.yml:"),
+    "reference": ("group_vars/all/tenants.yml", lambda t: t.replace("pools: [pretrain]", "pools: [nope]"), "nope"),
+    "pool too big": ("group_vars/all/pools.yml", lambda t: t.replace("nodes: 32", "nodes: 320"), "pretrain"),
+    "nodes snapshot": ("snapshots/gpu-east/nodes.yaml", lambda t: "kind: List\nitems: [{kind: Pod}]\n", "nodes.yaml"),
+    "nodes yaml": ("snapshots/gpu-east/nodes.yaml", lambda t: "items: [\n", "nodes.yaml"),
+    "fabric": ("snapshots/gpu-east/fabric.ibnetdiscover", lambda t: "garbage\n", "fabric"),
+    "lock": ("snapshots/gpu-east/pools.lock.yaml", lambda t: "cluster: [\n", "pools.lock.yaml"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_cli_bad_input_exit_2_nothing_written(case: str, inv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    assert cli("render", "--inventory", str(inv), "--out", str(out)).returncode == 0
+    (out / "NOTES.md").write_text("mine\n")
+    state = tree_state(out)
+    rel, edit, needle = BAD_INPUTS[case]
+    f = inv / rel
+    f.write_text(edit(f.read_text(encoding="utf-8") if f.exists() else ""), encoding="utf-8")
+    lock = (inv / "snapshots/gpu-east/pools.lock.yaml").read_bytes()
+    p = cli("render", "--inventory", str(inv), "--out", str(out))
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr
+    assert p.stderr.startswith("gpufleet: error:") and needle in p.stderr, p.stderr
+    assert tree_state(out) == state
+    assert (inv / "snapshots/gpu-east/pools.lock.yaml").read_bytes() == lock
+
+
+def test_cli_missing_snapshot(inv: Path, tmp_path: Path) -> None:
+    shutil.rmtree(inv / "snapshots")
+    p = cli("render", "--inventory", str(inv), "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and "nodes.yaml" in p.stderr and "discover" in p.stderr
+    assert not (tmp_path / "o").exists()
