@@ -18,7 +18,7 @@ description:
     certificate covers (not C(.svc)).
   - Pure transformation on the controller; apply the returned O(ignore:secret) with
     M(kubernetes.core.k8s). The result holds credentials, so run this task and the apply with
-    C(no_log: true); never write it to Git.
+    C(no_log=true); never write it to Git.
 author:
   - gpufleet maintainers
 requirements:
