@@ -23,11 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric import HOST, SHARP, UNNAMED, Fabric, FabricError
-
-try:  # shared hostlist helper (another module's file); a private fallback until it exists
-    from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
-except ImportError:  # pragma: no cover - exercised only before hostlist.py lands
-    compress = expand = None  # type: ignore[assignment]
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 
 MAX_NAME = 64
 MAX_DIGIT_TAIL = 18
@@ -43,82 +39,15 @@ def natural_key(s: str) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in _NAT.split(s))
 
 
-def _fallback_compress(names: Iterable[str]) -> str:
-    groups: dict[tuple[str, int], list[int]] = {}
-    plain: list[str] = []
-    for n in sorted(set(names), key=natural_key):
-        m = re.match(r"^(.*?)(\d+)$", n)
-        if not m:
-            plain.append(n)
-            continue
-        groups.setdefault((m.group(1), len(m.group(2))), []).append(int(m.group(2)))
-    parts: list[tuple[tuple, str]] = [(natural_key(p), p) for p in plain]
-    for (prefix, width), nums in groups.items():
-        nums.sort()
-        ranges: list[str] = []
-        start = prev = nums[0]
-        for x in [*nums[1:], None]:
-            if x is not None and x == prev + 1:
-                prev = x
-                continue
-            a, b = str(start).zfill(width), str(prev).zfill(width)
-            ranges.append(a if start == prev else f"{a}-{b}")
-            if x is not None:
-                start = prev = x
-        text = f"{prefix}{ranges[0]}" if len(ranges) == 1 and "-" not in ranges[0] else f"{prefix}[{','.join(ranges)}]"
-        parts.append((natural_key(prefix + str(nums[0]).zfill(width)), text))
-    return ",".join(t for _, t in sorted(parts))
-
-
-def _fallback_expand(expr: str) -> list[str]:
-    out: list[str] = []
-    for item in _split_top(expr):
-        m = re.match(r"^([^\[\]]*)\[([^\[\]]+)\]([^\[\]]*)$", item)
-        if not m:
-            if "[" in item or "]" in item:
-                raise ValueError(f"bad hostlist {expr!r}")
-            if item:
-                out.append(item)
-            continue
-        pre, body, post = m.groups()
-        for r in body.split(","):
-            a, dash, b = r.partition("-")
-            if not a.isdigit() or (dash and not b.isdigit()):
-                raise ValueError(f"bad hostlist range {r!r} in {expr!r}")
-            lo, hi = int(a), int(b) if dash else int(a)
-            if hi < lo or hi - lo > 1_000_000:
-                raise ValueError(f"bad hostlist range {r!r} in {expr!r}")
-            out.extend(f"{pre}{str(i).zfill(len(a))}{post}" for i in range(lo, hi + 1))
-    return out
-
-
-def _split_top(expr: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in expr.strip():
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur).strip())
-    return [p for p in parts if p]
-
-
 def hostlist_compress(names: Iterable[str]) -> str:
-    names = list(names)
-    if compress is not None:
-        return compress(names)
-    return _fallback_compress(names)
+    try:
+        return compress(list(names))
+    except ValueError as e:
+        raise FabricError(f"cannot write a hostlist: {e}") from None
 
 
 def hostlist_expand(expr: str) -> list[str]:
-    if expand is not None:
-        return expand(expr)
-    return _fallback_expand(expr)
+    return expand(expr)
 
 
 def node_list(nodes: str | Iterable[str] | None) -> list[str] | None:

@@ -192,3 +192,18 @@ def test_fuzz_mutated_real_output(base, data):
             from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
 
             build_topology(fab)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="abz019_.-", min_size=1, max_size=30), min_size=1, max_size=6))
+def test_fuzz_host_names_render_or_fabric_error(hosts):
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import render_tree
+
+    text = 'Switch\t65 "S-0000000000000001"\t\t# "MF0;leaf:X/U1" enhanced port 0 lid 1 lmc 0\n'
+    for i, h in enumerate(hosts, 1):
+        text += f'[{i}]\t"H-{i:016x}"[1]({i:016x}) \t\t# "{h} mlx5_0" lid {i + 1} 4xNDR\n'
+    try:
+        render_tree(build_topology(parse_default(text, "fuzz")))
+    except FabricError:
+        pass
