@@ -31,7 +31,7 @@ the rows into a reviewable Markdown table, one node per line.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
@@ -154,6 +154,12 @@ class _Box:
     atomic: bool
     nodes: list[str]
     children: list[_Box] | None = None
+    expand: Callable[[], list[_Box]] | None = None  # builds ``children`` when first entered
+
+    def inner(self) -> list[_Box] | None:
+        if self.children is None and self.expand is not None:
+            self.children = self.expand()
+        return self.children
 
 
 def _fill(boxes: list[_Box], need: int, exact: bool) -> tuple[list[str], int]:
@@ -166,7 +172,7 @@ def _fill(boxes: list[_Box], need: int, exact: bool) -> tuple[list[str], int]:
     got = 0
     if need <= 0 or not boxes:
         return taken, got
-    if all(b.children is None for b in boxes) and len({b.weight for b in boxes}) == 1:
+    if all(b.children is None and b.expand is None for b in boxes) and len({b.weight for b in boxes}) == 1:
         w = boxes[0].weight  # uniform leaves: the first ones in key order
         if w <= 0:
             return taken, got
@@ -187,11 +193,12 @@ def _fill(boxes: list[_Box], need: int, exact: bool) -> tuple[list[str], int]:
         best = next((b for b in left if covers(b)), None)
         if best is not None:
             left.remove(best)
-            if best.atomic or best.children is None:
+            inner = None if best.atomic else best.inner()
+            if inner is None:
                 taken.extend(best.nodes)
                 got += best.weight
             else:
-                t, g = _fill(best.children, rem, exact)
+                t, g = _fill(inner, rem, exact)
                 taken.extend(t)
                 got += g
             continue
@@ -218,6 +225,8 @@ class _Ctx:
     index: dict[str, int]
     domain_nodes: dict[str, list[str]]
     domain_group: dict[str, str] = field(default_factory=dict)
+    eligible: dict[str, set[str]] = field(default_factory=dict)  # pool -> nodes it may hold
+    sorted_names: list[str] = field(default_factory=list)
 
     def key(self, pool: Pool, attr: str) -> str:
         return f"gpufleet_pools[{self.index[pool.name]}].{attr}"
@@ -236,9 +245,19 @@ def _expand_all(ctx: _Ctx, pool: Pool, attr: str, exprs: Iterable[str]) -> list[
     return sorted(set(out))
 
 
-def _eligible(ctx: _Ctx, pool: Pool, node: NodeInfo, excluded: set[str]) -> bool:
-    if node.name in excluded:
-        return False
+def _eligible_sets(ctx: _Ctx, pools: list[Pool], excluded: dict[str, set[str]]) -> dict[str, set[str]]:
+    """pool -> eligible node names; pools with the same constraints share one scan of the nodes."""
+    base: dict[tuple, set[str]] = {}
+    out: dict[str, set[str]] = {}
+    for p in pools:
+        sig = (p.gpu_product, tuple(sorted(p.node_selector.items())), p.size_gpus is not None)
+        if sig not in base:
+            base[sig] = {n.name for n in ctx.nodes.values() if _matches(p, n)}
+        out[p.name] = base[sig] - excluded[p.name] if excluded[p.name] else base[sig]
+    return out
+
+
+def _matches(pool: Pool, node: NodeInfo) -> bool:
     if pool.gpu_product and node.gpu_product != pool.gpu_product:
         return False
     if pool.size_gpus is not None and node.gpus <= 0:
@@ -329,31 +348,43 @@ def _boxes(ctx: _Ctx, pool: Pool, candidates: list[str]) -> dict[str, _Box]:
         d = ctx.nodes[n].nvlink_domain
         g = ctx.domain_group[d] if d is not None else ctx.group.get(n, NO_GROUP)  # a domain sits in one box
         by_group.setdefault(g, {}).setdefault(d, []).append(n)
+    by_gpus = pool.size_gpus is not None
     out: dict[str, _Box] = {}
     for g, doms in by_group.items():
-        children: list[_Box] = []
+        usable: list[tuple[str | None, list[str]]] = []
         for d, members in doms.items():
-            leaves = [_Box((n,), _weight(pool, ctx.nodes[n]), True, [n]) for n in members]
-            if d is None:
-                children.extend(leaves)
-            elif pool.split_nvlink_domains:
-                children.append(_Box(("~" + d,), sum(b.weight for b in leaves), False, list(members), leaves))
-            elif all(x in cand for x in ctx.domain_nodes[d]):  # whole domain free and eligible
-                children.append(_Box(("~" + d,), sum(b.weight for b in leaves), True, list(members)))
-        nodes = [n for c in children for n in c.nodes]
+            if d is None or pool.split_nvlink_domains or all(x in cand for x in ctx.domain_nodes[d]):
+                usable.append((d, members))  # a domain kept whole must be entirely free and eligible
+        nodes = [n for _, members in usable for n in members]
         if nodes:
-            out[g] = _Box((g,), sum(c.weight for c in children), False, nodes, children)
+            weight = sum(ctx.nodes[n].gpus for n in nodes) if by_gpus else len(nodes)
+            out[g] = _Box((g,), weight, False, nodes, None, lambda usable=usable: _domain_boxes(ctx, pool, usable))
     return out
 
 
-def _grow(ctx: _Ctx, pool: Pool, held: set[str], free: set[str], excluded: set[str]) -> list[str]:
+def _domain_boxes(ctx: _Ctx, pool: Pool, usable: list[tuple[str | None, list[str]]]) -> list[_Box]:
+    """The boxes inside a leaf group: nodes without a domain, and domains (atomic unless splittable)."""
+    children: list[_Box] = []
+    for d, members in usable:
+        leaves = [_Box((n,), _weight(pool, ctx.nodes[n]), True, [n]) for n in members]
+        if d is None:
+            children.extend(leaves)
+        elif pool.split_nvlink_domains:
+            children.append(_Box(("~" + d,), sum(b.weight for b in leaves), False, list(members), leaves))
+        else:
+            children.append(_Box(("~" + d,), sum(b.weight for b in leaves), True, list(members)))
+    return children
+
+
+def _grow(ctx: _Ctx, pool: Pool, held: set[str], free: set[str]) -> list[str]:
     """Take free nodes until the pool reaches its size; the pool's own leaf groups first."""
+    elig = ctx.eligible[pool.name]
     taken: list[str] = []
     # a pool that may not split a domain completes the domains it holds part of (pins)
     if not pool.split_nvlink_domains:
         for d in sorted({ctx.nodes[n].nvlink_domain for n in held} - {None}):
             rest = [x for x in ctx.domain_nodes[d] if x not in held]
-            if rest and all(x in free and _eligible(ctx, pool, ctx.nodes[x], excluded) for x in rest):
+            if rest and all(x in free and x in elig for x in rest):
                 taken.extend(rest)
     forced = len(taken)
     have = set(held) | set(taken)
@@ -363,7 +394,8 @@ def _grow(ctx: _Ctx, pool: Pool, held: set[str], free: set[str], excluded: set[s
         need, exact = pool.size_gpus - sum(ctx.nodes[n].gpus for n in have), False
     if need <= 0:
         return taken
-    cands = [n for n in sorted(free) if n not in have and _eligible(ctx, pool, ctx.nodes[n], excluded)]
+    pick = free & elig
+    cands = [n for n in ctx.sorted_names if n in pick and n not in have]
     want_gpus = pool.kind != "system"
     tiers = [
         [n for n in cands if (ctx.nodes[n].gpus > 0) == want_gpus],
@@ -379,7 +411,7 @@ def _grow(ctx: _Ctx, pool: Pool, held: set[str], free: set[str], excluded: set[s
         for g in own:
             if got >= need:
                 break
-            t, w = _fill(boxes.pop(g).children or [], need - got, exact)
+            t, w = _fill(boxes.pop(g).inner() or [], need - got, exact)
             taken.extend(t)
             got += w
         if got < need:
@@ -455,9 +487,9 @@ def assign(
     sized = [p for p in pools if p is not rest]
 
     excluded = {p.name: set(_expand_all(ctx, p, "exclude", p.exclude)) for p in pools}
-    eligible_count = {
-        p.name: sum(1 for n in node_map.values() if _eligible(ctx, p, n, excluded[p.name])) for p in sized
-    }
+    ctx.eligible = _eligible_sets(ctx, sized, excluded)
+    ctx.sorted_names = sorted(node_map)
+    eligible_count = {p.name: len(ctx.eligible[p.name]) for p in sized}
 
     # pins: fixed members, checked first
     pinned_by: dict[str, str] = {}
@@ -471,7 +503,7 @@ def assign(
             if n in pinned_by:
                 other = fleet.pools[pinned_by[n]]
                 raise ctx.err(p, "pin", f"node {n!r} is also pinned by pool {other.name!r} ({ctx.key(other, 'pin')})")
-            if p is not rest and not _eligible(ctx, p, node_map[n], excluded[p.name]):
+            if p is not rest and n not in ctx.eligible[p.name]:
                 raise ctx.err(
                     p, "pin", f"pinned node {n!r} cannot be in the pool: {_why_not(p, node_map[n], excluded[p.name])}"
                 )
@@ -486,7 +518,7 @@ def assign(
         if n not in node_map or pname not in held or n in pinned_by:
             continue
         p = fleet.pools[pname]
-        if _eligible(ctx, p, node_map[n], excluded[pname]):
+        if n in ctx.eligible[pname]:
             held[pname].add(n)
     for n, pname in pinned_by.items():
         if pname in held:
@@ -504,7 +536,7 @@ def assign(
     rest_pins = pins[rest.name] if rest is not None else set()
     free = set(node_map) - set().union(set(), *held.values()) - rest_pins
     for p in _order(ctx, sized, eligible_count):
-        took = _grow(ctx, p, held[p.name], free, excluded[p.name])
+        took = _grow(ctx, p, held[p.name], free)
         held[p.name].update(took)
         free.difference_update(took)
 
