@@ -1,0 +1,82 @@
+# Copyright: gpufleet contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fabric topology filters: ``fabric_topology``, ``slurm_topology_conf``, ``slinky_topology_spec``,
+``kueue_topology_labels``.
+
+The input is the fabric itself: ``ibnetdiscover`` output (either format) or a fabric YAML file, as
+text or a path on the controller, or a list of Kubernetes Node objects (topology labels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric_labels import domains_from_nodes, fabric_from_nodes
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+    kueue_node_labels,
+    render,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+    slinky_topology_spec as _slinky,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.topology_task import topology_summary
+
+
+def _topo(name, src, kind="auto", nodes=None, node_map=None, exclude=None, domains=None):
+    try:
+        if isinstance(src, Mapping) or isinstance(src, list):
+            fab = fabric_from_nodes(src)
+        elif isinstance(src, str):
+            fab = load_fabric(src, kind=kind)
+        else:
+            raise AnsibleFilterError(f"{name}: expected fabric text, a path or a Node list, got {type(src).__name__}")
+        if domains is not None and not (isinstance(domains, Mapping) and "items" not in domains):
+            domains = domains_from_nodes(domains)
+        return build_topology(fab, node_map=node_map, nodes=nodes, exclude=exclude, domains=domains)
+    except GpufleetError as e:
+        raise AnsibleFilterError(f"{name}: {e}") from e
+
+
+def fabric_topology(src, kind="auto", nodes=None, node_map=None, exclude=None, domains=None):
+    """Leaf groups, node -> group, blocks, roots and the health report of a fabric."""
+    topo = _topo("fabric_topology", src, kind, nodes, node_map, exclude, domains)
+    return {**topology_summary(topo), "health": topo.health}
+
+
+def slurm_topology_conf(src, format="tree", kind="auto", nodes=None, node_map=None, exclude=None, domains=None,
+                        block_sizes=None, topologies=None):
+    """topology.conf (tree or block) or topology.yaml text, validated against Slurm's rules."""
+    topo = _topo("slurm_topology_conf", src, kind, nodes, node_map, exclude, domains)
+    try:
+        return render(topo, format, block_sizes=block_sizes, topologies=topologies)
+    except GpufleetError as e:
+        raise AnsibleFilterError(f"slurm_topology_conf: {e}") from e
+
+
+def slinky_topology_spec(src, tree="default", block=None, kind="auto", nodes=None, node_map=None, exclude=None,
+                         domains=None):
+    """Node -> value of the ``topology.slinky.slurm.net/spec`` annotation."""
+    topo = _topo("slinky_topology_spec", src, kind, nodes, node_map, exclude, domains)
+    return _slinky(topo, tree=tree, block=block)
+
+
+def kueue_topology_labels(src, prefix="topology.gpufleet.io", kind="auto", nodes=None, node_map=None, exclude=None,
+                          domains=None):
+    """Node -> the topology labels a Kueue ``Topology`` with the same prefix needs."""
+    topo = _topo("kueue_topology_labels", src, kind, nodes, node_map, exclude, domains)
+    return kueue_node_labels(topo, prefix=prefix)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "fabric_topology": fabric_topology,
+            "slurm_topology_conf": slurm_topology_conf,
+            "slinky_topology_spec": slinky_topology_spec,
+            "kueue_topology_labels": kueue_topology_labels,
+        }
