@@ -1,0 +1,157 @@
+"""`ansible-playbook site.yml` for real, as users type it (README), on the sample inventory.
+
+Proves: a render from scratch produces the committed gitops/ byte for byte; a second run reports
+changed=0; check mode writes nothing and --diff shows what would change; a broken inventory fails
+in the validation step (before any stage runs) with a clear, file/line-naming message. Timings are
+in bench/bench_site.py, never asserted here.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def require_path(path: Path, why: str = "") -> Path:
+    """require_path of the lead's tests/conftest.py (skip locally, fail with CI=true), loaded by path."""
+    name = "gpufleet_tests_conftest"  # the same name other tests use, so it is loaded once
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "conftest.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name].require_path(path, why)
+
+
+pytestmark = pytest.mark.ansible
+
+SAMPLE = REPO / "inventories" / "sample"
+COMMITTED = REPO / "gitops"
+RECAP = re.compile(r"^localhost\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+def playbook(*args: str, cwd: Path = REPO) -> tuple[int, str, dict[str, int]]:
+    env = dict(os.environ)
+    env.pop("ANSIBLE_CONFIG", None)  # the repo's ansible.cfg, as for a user at the repo root
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(REPO / ".build" / "collections")
+    env["ANSIBLE_NOCOLOR"] = "1"
+    env["ANSIBLE_FORCE_COLOR"] = "0"
+    env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    exe = REPO / ".venv" / "bin" / "ansible-playbook"
+    proc = subprocess.run(
+        [str(exe) if exe.exists() else "ansible-playbook", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    m = RECAP.search(out)
+    recap = dict(zip(("ok", "changed", "unreachable", "failed"), map(int, m.groups()), strict=True)) if m else {}
+    return proc.returncode, out, recap
+
+
+def tree(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture()
+def work(tmp_path: Path) -> Path:
+    """A copy of the sample inventory (render writes pool locks next to it) and an empty tree dir."""
+    require_path(COMMITTED / "README.md", "the committed sample gitops/ tree")
+    shutil.copytree(SAMPLE, tmp_path / "inv")
+    return tmp_path
+
+
+def site(work: Path, *extra: str) -> tuple[int, str, dict[str, int]]:
+    return playbook("-i", str(work / "inv"), "site.yml", "-e", f"gpufleet_gitops_dir={work / 'gitops'}", *extra)
+
+
+def test_render_from_scratch_is_the_committed_tree_then_idempotent(work: Path):
+    rc, out, recap = site(work)
+    assert rc == 0, out
+    assert recap["failed"] == 0 and recap["changed"] >= 1, out
+    rendered, committed = tree(work / "gitops"), tree(COMMITTED)
+    assert sorted(rendered) == sorted(committed), "file sets differ"
+    mismatch = [f for f in committed if not filecmp.cmp(work / "gitops" / f, COMMITTED / f, shallow=False)]
+    assert mismatch == [], f"bytes differ from the committed gitops/: {mismatch}"
+    assert "apply skipped" in out and "publish skipped" in out  # offline by default
+
+    rc, out, recap = site(work)
+    assert rc == 0, out
+    assert recap["changed"] == 0, out
+    assert tree(work / "gitops") == rendered
+
+
+def test_readme_command_in_check_mode_finds_the_committed_tree_current():
+    before = tree(COMMITTED)
+    rc, out, recap = playbook("-i", "inventories/sample", "site.yml", "--check", "--diff")
+    assert rc == 0, out
+    assert recap["changed"] == 0, f"committed gitops/ is stale (re-render and commit):\n{out}"
+    assert tree(COMMITTED) == before
+
+
+def test_check_mode_writes_nothing_and_diff_shows_the_change(work: Path):
+    assert site(work)[0] == 0
+    before = tree(work / "gitops")
+    tenants = work / "inv" / "group_vars" / "all" / "tenants.yml"
+    text = tenants.read_text()
+    new = "Research group, now with a renamed description (check-mode test)"
+    tenants.write_text(text.replace("Research group with a batch partition and a debug partition (Slurm)", new))
+    assert tenants.read_text() != text
+
+    rc, out, recap = site(work, "--check", "--diff")
+    assert rc == 0, out
+    assert recap["changed"] >= 1, out
+    assert tree(work / "gitops") == before, "check mode wrote files"
+    assert new in out, "the diff does not show the new description"
+    assert re.search(r"^\+.*" + re.escape(new), out, re.M), out
+
+    rc, out, recap = site(work)
+    assert rc == 0 and recap["changed"] >= 1, out
+    changed = {f for f, h in tree(work / "gitops").items() if before.get(f) != h}
+    assert changed and all("research" in f or f.endswith(".md") for f in changed), changed
+    assert site(work)[2]["changed"] == 0
+
+
+def test_broken_inventory_fails_first_with_every_problem(work: Path):
+    tenants = work / "inv" / "group_vars" / "all" / "tenants.yml"
+    tenants.write_text(tenants.read_text().replace("pools: [pretrain]", "pools: [pretrian]"))
+    pools = work / "inv" / "group_vars" / "all" / "pools.yml"
+    pools.write_text(pools.read_text().replace("kind: spare", "kind: sparse"))
+
+    rc, out, recap = site(work)
+    assert rc != 0
+    assert recap.get("failed") == 1, out
+    assert "Validate the fleet model" in out  # failed in the first step, before discover/render
+    assert "Render the fleet" not in out and not (work / "gitops").exists()
+    assert re.search(r"\d+ problems? in the fleet inventory", out), out
+    assert re.search(r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.pools\[0\]: pool 'pretrian'", out) or re.search(
+        r"pools\.yml:\d+: gpufleet_pools\[5\]\.kind", out
+    ), out
+    # one message per line, not a JSON string with \n escapes
+    assert "\\n  - " not in out
+
+
+def test_string_booleans_from_the_command_line(work: Path):
+    rc, out, _ = site(work, "--tags", "render", "-e", "gpufleet_apply=maybe")
+    assert rc != 0 and "gpufleet_apply must be true or false" in out, out
+    rc, out, _ = site(work, "-e", "gpufleet_apply=false")
+    assert rc == 0 and "apply skipped" in out, out
