@@ -31,6 +31,10 @@ TEMPLATES: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {
         ("partitions",): ("partitions", "all"),
     },
 }
+# maps of user-chosen keys (label maps, Slurm option maps, quotas): free-form even when upstream
+# ships a non-empty default (e.g. nodeSelector: {kubernetes.io/os: linux})
+FREE_FORM_KEYS = {"nodeSelector", "labels", "annotations", "extraConfMap", "configMap", "configFiles", "quota",
+                  "limits", "requests"}
 # chart -> key paths present upstream only as commented-out documentation, with the text to find
 COMMENTED: dict[str, dict[tuple[str, ...], str]] = {
     "gpu-operator": {
@@ -92,17 +96,18 @@ def unknown_values_keys(values: Any, chart: str, shared: Path) -> list[str]:
     def walk(node: Any, ref: Any, path: tuple[str, ...]) -> None:
         if not isinstance(node, dict):
             return
-        if path and (ref is None or (isinstance(ref, dict) and not ref)):
+        if path in templates:
+            tmpl = _get(up, templates[path])
+            for k, v in node.items():
+                walk(v, tmpl, (*path, str(k)))
+            return
+        if path and (ref is None or (isinstance(ref, dict) and not ref) or path[-1] in FREE_FORM_KEYS):
             return  # free-form upstream: anything below is allowed
         if not isinstance(ref, dict):
             out.append(".".join(path) + f" (upstream is {type(ref).__name__}, not a map)")
             return
         for k, v in node.items():
             p = (*path, str(k))
-            if path in templates:
-                tmpl = _get(up, templates[path])
-                walk(v, tmpl, p)
-                continue
             if k in ref:
                 walk(v, ref[k], p)
             elif p in commented and commented[p] in text:
@@ -153,9 +158,11 @@ def _strict(schema: Any) -> Any:
 
 @functools.cache
 def _crd_docs(path: Path) -> tuple:
-    return tuple(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(d for d in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader) if d)
 
 
+@functools.cache
 def crd_validator(crd_file: Path, version: str) -> jsonschema.protocols.Validator:
     for doc in _crd_docs(crd_file):
         for v in doc["spec"]["versions"]:
