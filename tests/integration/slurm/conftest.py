@@ -1,0 +1,72 @@
+"""Fixture ``slurm_cluster``: start real Slurm clusters (harness.py) and always tear them down.
+
+    def test_x(slurm_cluster):
+        c = slurm_cluster(conf_text, topology=topo_text, gres=gres_text, gpu_devices=8)
+        c.sbatch("-N", "2", "--switches=1")
+        assert c.ctld_problems() == []
+
+The factory may be called several times in one test; every cluster started is stopped in the
+finalizer, also when the test fails. Needs root (slurmd) and the Debian packages slurmctld,
+slurmd, slurm-client, munge (scripts/debian-packages.txt); without them the tests skip outside CI
+and fail in CI (require_tool from tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from harness import TOOLS, SlurmCluster
+
+
+def _lead_conftest():
+    """The lead's tests/conftest.py, loaded by path under a fixed name (nested conftests shadow it)."""
+    name = "gpufleet_tests_conftest"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[2] / "conftest.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+def require_slurm() -> None:
+    lead = _lead_conftest()
+    for tool in TOOLS:
+        lead.require_tool(tool, "Debian packages slurmctld slurmd slurm-client munge")
+    if os.geteuid() != 0:
+        msg = "slurmd must run as root to emulate nodes"
+        if lead.IN_CI:
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+
+
+@pytest.fixture
+def slurm_cluster(tmp_path, request):
+    require_slurm()
+    started: list[SlurmCluster] = []
+
+    def make(conf: str, topology: str | None = None, gres: str | None = None, start: bool = True, **kw):
+        c = SlurmCluster(tmp_path / f"cluster{len(started)}", conf, topology=topology, gres=gres, **kw)
+        started.append(c)
+        if start:
+            c.start()
+        return c
+
+    yield make
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    for c in started:
+        if failed:
+            sys.stderr.write(f"\n--- slurmctld log of {c.workdir} (tail)\n{c.tail('slurmctld', 60)}\n")
+        c.stop()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    rep = yield
+    setattr(item, f"rep_{rep.when}", rep)
+    return rep

@@ -1,0 +1,504 @@
+"""A real Slurm cluster on this machine: munged + slurmctld + one ``slurmd -N <name>`` per emulated node.
+
+Given a work directory, the slurm.conf body (NodeName/PartitionName lines and any other keys, for
+example the output of plugins/module_utils/slurm_conf.py), topology.conf and gres.conf text, the
+harness writes a complete slurm.conf around it:
+
+* ``SlurmctldHost=localhost``, free TCP ports, ``Port=`` per node (each NodeName line is split into
+  one line per node with ``NodeHostname=localhost NodeAddr=127.0.0.1 Port=<free>``);
+* ``%n`` in SlurmdSpoolDir/SlurmdPidFile/SlurmdLogFile, StateSaveLocation in the work dir;
+* ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``, no cgroups, no accounting;
+* ``SlurmdParameters=config_overrides`` so the emulated nodes may claim more CPUs/memory/GPUs
+  than this host has;
+* ``AuthType=auth/munge`` with a private munged (own key made with dd, own socket). 22.05 still
+  ships auth/none (``auth_none.so``) but munge is what production uses, so it is the default;
+  ``auth="none"`` switches.
+
+Keys the harness must own (ports, paths, auth, plugins that need root-only host features) are
+dropped from the given body and replaced; everything else (TopologyPlugin, TopologyParam,
+GresTypes, partitions, SelectType, ...) is kept as given.
+
+All daemons run in the foreground as children of this process (``-D``), each in its own session.
+``stop()`` cancels jobs, terminates the daemons, then kills any leftover process whose environment
+carries this cluster's ``SLURM_CONF`` (slurmstepd and job tasks): only processes this harness
+started, found by their id. It runs on test failure too (context manager / fixture finalizer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
+
+TOOLS = ("slurmctld", "slurmd", "scontrol", "sbatch", "squeue", "sinfo", "scancel", "munged")
+
+# Keys the harness writes itself; the same keys in the given body are dropped (case-insensitive).
+OWNED_KEYS = {
+    k.lower()
+    for k in (
+        "SlurmctldHost ControlMachine ControlAddr BackupController SlurmctldPort SlurmdPort SlurmUser SlurmdUser "
+        "AuthType AuthInfo AuthAltTypes CredType StateSaveLocation SlurmdSpoolDir SlurmctldPidFile SlurmdPidFile "
+        "SlurmctldLogFile SlurmdLogFile SlurmctldDebug SlurmdDebug ProctrackType TaskPlugin JobAcctGatherType "
+        "AccountingStorageType AccountingStorageHost JobCompType SwitchType MpiDefault ReturnToService "
+        "SlurmdParameters SlurmctldParameters PluginDir LaunchType PrologFlags"
+    ).split()
+}
+NODE_OWNED = {"nodehostname", "nodeaddr", "port"}
+
+# slurmctld "error:" lines that a fresh StateSaveLocation always produces (no state to recover)
+FRESH_STATE_NOISE = (
+    re.compile(r"error: Could not open (job|node|reservation|trigger|front_end|part|resv|assoc_mgr)\w* state file"),
+    re.compile(r"error: NOTE: Trying backup state save file"),
+)
+# this sandbox (gVisor) has a slow clock call; slurmctld reports it at start-up
+ENV_NOISE = (re.compile(r"error: High latency for \d+ calls to gettimeofday\(\)"),)
+PROBLEM = re.compile(r"\b(error|fatal|warning|WARNING)\b|\bfatal:|\berror:")
+
+
+class SlurmHarnessError(RuntimeError):
+    pass
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free TCP ports on 127.0.0.1 (held open together, then released)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _key(line: str) -> str:
+    return line.split("=", 1)[0].strip().lower() if "=" in line else ""
+
+
+def _split_fields(line: str) -> list[tuple[str, str]]:
+    out = []
+    for tok in line.split():
+        k, _, v = tok.partition("=")
+        out.append((k, v))
+    return out
+
+
+@dataclass
+class Job:
+    job_id: str
+    state: str
+    nodes: list[str]
+    reason: str
+
+
+class SlurmCluster:
+    """See the module docstring. Use as a context manager or call start()/stop()."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        conf: str,
+        topology: str | None = None,
+        gres: str | None = None,
+        nodes: Iterable[str] | None = None,
+        auth: str = "munge",
+        cluster_name: str | None = None,
+        debug: str = "info",
+        gpu_devices: int = 0,
+    ):
+        self.workdir = Path(workdir).resolve()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.auth = auth
+        self.debug = debug
+        self.gpu_devices = gpu_devices
+        self._procs: dict[str, subprocess.Popen] = {}
+        self._sockdir: Path | None = None
+        self.body = conf
+        self.topology = topology
+        self.gres = gres
+        self.cluster_name = cluster_name
+        self.conf_path = self.workdir / "slurm.conf"
+        self.log_dir = self.workdir / "log"
+        self.all_nodes = [n for line in conf.splitlines() if _key(line) == "nodename" for n in self._line_nodes(line)]
+        self.nodes = list(nodes) if nodes is not None else list(self.all_nodes)
+        unknown = sorted(set(self.nodes) - set(self.all_nodes))
+        if unknown:
+            raise SlurmHarnessError(f"nodes not in any NodeName line: {compress(unknown)}")
+        self.env = dict(os.environ, SLURM_CONF=str(self.conf_path), TERM="dumb")
+        self.env.pop("SLURM_JOB_ID", None)
+        self.timings: dict[str, float] = {}
+
+    @staticmethod
+    def _line_nodes(line: str) -> list[str]:
+        name = _split_fields(line)[0][1]
+        return [] if name.upper() == "DEFAULT" else expand(name)
+
+    # ------------------------------------------------------------------ config
+
+    def _device_dir(self) -> Path:
+        return self.workdir / "dev"
+
+    def write_config(self) -> None:
+        wd = self.workdir
+        for d in ("state", "spool", "log", "jobs"):
+            (wd / d).mkdir(exist_ok=True)
+        ports = free_ports(2 + len(self.all_nodes))
+        self.ctld_port, self.slurmd_port = ports[0], ports[1]
+        self.node_ports = dict(zip(self.all_nodes, ports[2:], strict=True))
+        kept: list[str] = []
+        node_lines: list[str] = []
+        name = self.cluster_name
+        for raw in self.body.splitlines():
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            key = _key(line)
+            if key in OWNED_KEYS:
+                continue
+            if key == "clustername":
+                name = name or line.split("=", 1)[1].strip()
+                continue
+            if key == "nodename":
+                fields = _split_fields(line)
+                if fields[0][1].upper() == "DEFAULT":
+                    node_lines.append(line)
+                    continue
+                rest = " ".join(f"{k}={v}" for k, v in fields[1:] if k.lower() not in NODE_OWNED)
+                for node in expand(fields[0][1]):
+                    where = f"NodeHostname=localhost NodeAddr=127.0.0.1 Port={self.node_ports[node]}"
+                    node_lines.append(f"NodeName={node} {where} {rest}".rstrip())
+                continue
+            kept.append(line)
+        if self.auth == "munge":
+            auth = [
+                "AuthType=auth/munge",
+                f"AuthInfo=socket={self._munge_socket()}",
+                "CredType=cred/munge",
+            ]
+        elif self.auth == "none":
+            auth = ["AuthType=auth/none", "CredType=cred/none"]
+        else:
+            raise SlurmHarnessError(f"unknown auth {self.auth!r}")
+        head = [
+            f"ClusterName={name or 'harness'}",
+            "SlurmctldHost=localhost",
+            f"SlurmctldPort={self.ctld_port}",
+            f"SlurmdPort={self.slurmd_port}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            *auth,
+            f"StateSaveLocation={wd / 'state'}",
+            f"SlurmdSpoolDir={wd / 'spool'}/%n",
+            f"SlurmctldPidFile={wd / 'slurmctld.pid'}",
+            f"SlurmdPidFile={wd / 'spool'}/slurmd-%n.pid",
+            f"SlurmctldLogFile={self.log_dir / 'slurmctld.log'}",
+            f"SlurmdLogFile={self.log_dir}/slurmd-%n.log",
+            f"SlurmctldDebug={self.debug}",
+            f"SlurmdDebug={self.debug}",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none",
+            "SwitchType=switch/none",
+            "MpiDefault=none",
+            "ReturnToService=2",
+            "SlurmdParameters=config_overrides",
+            "MailProg=/bin/true",
+        ]
+        text = "# written by tests/integration/slurm/harness.py\n" + "\n".join([*head, *kept, *node_lines]) + "\n"
+        self.conf_path.write_text(text)
+        topo = wd / "topology.conf"
+        if self.topology is not None:
+            topo.write_text(self.topology)
+        elif topo.exists():
+            topo.unlink()
+        gres = wd / "gres.conf"
+        if self.gres is not None:
+            gres.write_text(self.gres)
+        elif gres.exists():
+            gres.unlink()
+        if self.gpu_devices:
+            # fake GPU device files: symlinks to /dev/null (a character device, so slurmd accepts them)
+            dev = self._device_dir()
+            dev.mkdir(exist_ok=True)
+            for i in range(self.gpu_devices):
+                p = dev / f"nvidia{i}"
+                if not p.is_symlink():
+                    p.symlink_to("/dev/null")
+        for node in self.nodes:
+            (wd / "spool" / node).mkdir(parents=True, exist_ok=True)
+
+    @property
+    def device_path(self) -> str:
+        """``device_path`` for slurm_conf.render_gres_conf pointing at the fake GPU devices."""
+        return str(self._device_dir() / "nvidia")
+
+    def _munge_socket(self) -> Path:
+        if self._sockdir is None:
+            # unix socket paths are limited to 107 bytes: keep it short, outside the work dir
+            self._sockdir = Path(tempfile.mkdtemp(prefix="gf-munge-", dir="/tmp"))
+        return self._sockdir / "munge.sock"
+
+    # ------------------------------------------------------------------ processes
+
+    def _spawn(self, key: str, argv: Sequence[str]) -> subprocess.Popen:
+        out = open(self.log_dir / f"{key}.out", "ab")  # closed in stop()
+        proc = subprocess.Popen(
+            list(argv),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=self.env,
+            cwd=self.workdir,
+            start_new_session=True,
+        )
+        proc._gf_out = out  # type: ignore[attr-defined]
+        self._procs[key] = proc
+        return proc
+
+    def _start_munge(self) -> None:
+        sock = self._munge_socket()
+        key = self._sockdir / "munge.key"
+        subprocess.run(
+            ["dd", "if=/dev/urandom", f"of={key}", "bs=1024", "count=1"],
+            check=True,
+            capture_output=True,
+        )
+        key.chmod(0o600)
+        self._spawn(
+            "munged",
+            [
+                shutil.which("munged") or "munged",
+                "-F",
+                "-f",
+                f"--socket={sock}",
+                f"--key-file={key}",
+                f"--pid-file={self._sockdir / 'munged.pid'}",
+                f"--log-file={self.log_dir / 'munged.log'}",
+                f"--seed-file={self._sockdir / 'munged.seed'}",
+                "--num-threads=4",
+            ],
+        )
+        self._wait(lambda: sock.exists(), 10, "munged socket", "munged")
+
+    def _wait(self, cond, timeout: float, what: str, proc_key: str | None = None) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if cond():
+                return
+            if proc_key and self._procs[proc_key].poll() is not None:
+                raise SlurmHarnessError(
+                    f"{proc_key} exited ({self._procs[proc_key].returncode}) waiting for {what}:\n{self.tail(proc_key)}"
+                )
+            time.sleep(0.1)
+        raise SlurmHarnessError(f"timeout ({timeout}s) waiting for {what}\n{self.tail('slurmctld')}")
+
+    def tail(self, key: str, lines: int = 30) -> str:
+        texts = []
+        for p in (self.log_dir / f"{key}.out", self.log_dir / f"{key}.log"):
+            if p.exists():
+                texts.append("\n".join(p.read_text(errors="replace").splitlines()[-lines:]))
+        return "\n".join(texts)
+
+    def start(self, timeout: float = 60) -> SlurmCluster:
+        t0 = time.monotonic()
+        for tool in TOOLS:
+            if shutil.which(tool) is None:
+                raise SlurmHarnessError(f"{tool} not found")
+        self.write_config()
+        if self.auth == "munge":
+            self._start_munge()
+        self._spawn("slurmctld", ["slurmctld", "-D", "-i"])
+        self._wait(
+            lambda: self._run(["scontrol", "ping"], check=False).returncode == 0, timeout, "slurmctld", "slurmctld"
+        )
+        self.timings["slurmctld"] = time.monotonic() - t0
+        for node in self.nodes:
+            self._spawn(f"slurmd-{node}", ["slurmd", "-D", "-N", node])
+        self.wait_idle(self.nodes, timeout)
+        self.timings["start"] = time.monotonic() - t0
+        return self
+
+    def wait_idle(self, nodes: Iterable[str], timeout: float = 60) -> None:
+        want = set(nodes)
+
+        def idle() -> bool:
+            states = self.node_states()
+            return all(states.get(n) == "idle" for n in want)
+
+        try:
+            self._wait(idle, timeout, f"nodes {compress(want)} idle")
+        except SlurmHarnessError as e:
+            raise SlurmHarnessError(f"{e}\nnode states: {self.node_states()}") from None
+
+    def node_states(self) -> dict[str, str]:
+        r = self._run(["sinfo", "-h", "-N", "-o", "%N %T"], check=False)
+        out = {}
+        for line in r.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                out[parts[0]] = parts[1]
+        return out
+
+    def stop(self) -> None:
+        if self._procs.get("slurmctld") is not None and self._procs["slurmctld"].poll() is None:
+            with contextlib.suppress(Exception):
+                self._run(["scancel", "--quiet", "--user=root"], check=False, timeout=10)
+                # let the steps end so slurmd exits promptly on SIGTERM
+                end = time.monotonic() + 10
+                while time.monotonic() < end and self._run(["squeue", "-h", "-o", "%i"], check=False).stdout.strip():
+                    time.sleep(0.2)
+        order = [k for k in self._procs if k.startswith("slurmd-")] + ["slurmctld", "munged"]
+        for key in order:
+            proc = self._procs.get(key)
+            if proc is not None and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        for key in order:
+            proc = self._procs.get(key)
+            if proc is None:
+                continue
+            try:
+                t = time.monotonic()
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                self.timings[f"stop-{key}"] = time.monotonic() - t
+            except subprocess.TimeoutExpired:
+                self.timings[f"killed-{key}"] = 1
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+            proc._gf_out.close()  # type: ignore[attr-defined]
+        self._kill_leftovers()
+        self._procs.clear()
+        if self._sockdir is not None:
+            shutil.rmtree(self._sockdir, ignore_errors=True)
+            self._sockdir = None
+
+    def _kill_leftovers(self) -> None:
+        """Kill slurmstepd/job processes of *this* cluster: their environment holds our SLURM_CONF."""
+        marker = f"SLURM_CONF={self.conf_path}".encode()
+        me = os.getpid()
+        for _ in range(3):
+            found = []
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit() or int(entry.name) == me:
+                    continue
+                try:
+                    env = (entry / "environ").read_bytes()
+                except OSError:
+                    continue
+                if marker in env.split(b"\0"):
+                    found.append(int(entry.name))
+            if not found:
+                return
+            for pid in found:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.2)
+
+    def __enter__(self) -> SlurmCluster:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ commands
+
+    def _run(self, argv: Sequence[str], check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
+        r = subprocess.run(list(argv), capture_output=True, text=True, env=self.env, timeout=timeout, check=False)
+        if check and r.returncode != 0:
+            raise SlurmHarnessError(f"{' '.join(argv)} failed ({r.returncode}): {r.stderr.strip()}")
+        return r
+
+    def scontrol(self, *args: str) -> str:
+        return self._run(["scontrol", *args]).stdout
+
+    def sinfo(self, *args: str) -> str:
+        return self._run(["sinfo", *args]).stdout
+
+    def squeue(self, *args: str) -> str:
+        return self._run(["squeue", *args]).stdout
+
+    def sbatch(self, *args: str, wrap: str = "sleep 30") -> str:
+        """Submit; returns the job id. Output goes to <workdir>/jobs/."""
+        out = self._run(
+            [
+                "sbatch",
+                "--parsable",
+                f"--chdir={self.workdir / 'jobs'}",
+                f"--output={self.workdir / 'jobs'}/%j.out",
+                *args,
+                "--wrap",
+                wrap,
+            ]
+        ).stdout.strip()
+        return out.split(";")[0]
+
+    def scancel(self, *job_ids: str) -> None:
+        self._run(["scancel", *job_ids])
+
+    def job(self, job_id: str) -> Job:
+        text = self.scontrol("show", "job", "-o", job_id)
+        fields = dict(re.findall(r"(\w+)=(\S*)", text))
+        nodes = fields.get("NodeList", "")
+        return Job(
+            job_id,
+            fields.get("JobState", ""),
+            [] if nodes in ("", "(null)") else expand(nodes),
+            fields.get("Reason", ""),
+        )
+
+    def wait_job(self, job_id: str, states: Iterable[str] = ("RUNNING",), timeout: float = 30) -> Job:
+        want = set(states)
+        result: list[Job] = []
+
+        def ok() -> bool:
+            j = self.job(job_id)
+            result[:] = [j]
+            return j.state in want
+
+        try:
+            self._wait(ok, timeout, f"job {job_id} in {sorted(want)}")
+        except SlurmHarnessError:
+            raise SlurmHarnessError(f"job {job_id} is {result[-1] if result else '?'}, wanted {sorted(want)}") from None
+        return result[-1]
+
+    # ------------------------------------------------------------------ logs
+
+    def ctld_log(self) -> str:
+        p = self.log_dir / "slurmctld.log"
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    def ctld_problems(self, allow: Iterable[str] = ()) -> list[str]:
+        """slurmctld log lines with error/fatal/warning, minus fresh-state noise and ``allow`` regexes."""
+        extra = [re.compile(a) for a in allow]
+        out = []
+        for line in self.ctld_log().splitlines():
+            if not PROBLEM.search(line):
+                continue
+            if any(p.search(line) for p in (*FRESH_STATE_NOISE, *ENV_NOISE, *extra)):
+                continue
+            out.append(line)
+        return out
+
+    def slurmd_log(self, node: str) -> str:
+        p = self.log_dir / f"slurmd-{node}.log"
+        return p.read_text(errors="replace") if p.exists() else ""
