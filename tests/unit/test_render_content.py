@@ -1,0 +1,255 @@
+"""What the rendered tree says: the known pitfalls are handled, the fence is consistent everywhere,
+the app-of-apps is wired (projects exist, $values files exist, waves ordered)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from render_fixtures import edit_vars, make_inventory, yaml_objects
+
+from ansible_collections.gpufleet.core.plugins.module_utils import fence, versions
+from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory
+
+C = "clusters/gpu-east"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    return render_inventory(make_inventory(tmp_path_factory.mktemp("inv"))).files
+
+
+def load(files: dict[str, bytes], rel: str):
+    return yaml.safe_load(files[rel])
+
+
+def apps(files: dict[str, bytes]) -> dict[str, dict]:
+    return {
+        o["metadata"]["name"]: o
+        for r, o in yaml_objects(files)
+        if r.startswith(f"{C}/apps/") and o["kind"] == "Application"
+    }
+
+
+def projects(files: dict[str, bytes]) -> dict[str, dict]:
+    return {o["metadata"]["name"]: o for r, o in yaml_objects(files) if o.get("kind") == "AppProject"}
+
+
+def wave(app: dict) -> int:
+    return int(app["metadata"]["annotations"][argo.WAVE])
+
+
+def test_health_check_for_child_app_waves(files) -> None:
+    cm = load(files, f"{C}/platform/argocd-config/argocd-cm.yaml")
+    lua = cm["data"]["resource.customizations.health.argoproj.io_Application"]
+    assert "obj.status.health.status" in lua and 'hs.status = "Progressing"' in lua
+    assert "ServerSideApply=true" in cm["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
+    a = apps(files)
+    assert wave(a["gpu-east-argocd-config"]) < min(wave(x) for n, x in a.items() if n != "gpu-east-argocd-config")
+
+
+def test_root_app_syncs_the_apps_dir(files) -> None:
+    root = load(files, f"{C}/root-app.yaml")
+    assert root["kind"] == "Application" and root["spec"]["source"]["path"] == f"gitops/{C}/apps"
+    assert f"{C}/root-app.yaml" not in [r for r in files if r.startswith(f"{C}/apps/")]
+
+
+def test_waves_crds_then_operators_then_clusters(files) -> None:
+    a = apps(files)
+    for t in ("research", "llm-pretrain"):
+        chain = [f"{t}-host", f"{t}-vcluster", f"{t}-slurm-operator-crds", f"{t}-slurm-operator", f"{t}-slurm"]
+        waves = [wave(a[n]) for n in chain]
+        assert waves == sorted(waves) and len(set(waves)) == len(waves), dict(zip(chain, waves, strict=True))
+    assert wave(a["gpu-east-cert-manager"]) < wave(a["gpu-east-gpu-operator"]) < wave(a["research-vcluster"])
+    assert wave(a["inference-kueue"]) < wave(a["inference-objects"])
+    assert all(wave(p) < min(map(wave, a.values())) for p in projects(files).values())
+
+
+def test_every_app_is_wired(files) -> None:
+    projs = projects(files)
+    for name, app in apps(files).items():
+        assert app["spec"]["project"] in projs, name
+        sources = app["spec"].get("sources") or [app["spec"]["source"]]
+        for s in sources:
+            if "chart" in s:
+                pinned = {(c["repo_url"], c["chart"], c["version"]) for c in versions.CHARTS.values()}
+                assert (s["repoURL"], s["chart"], s["targetRevision"]) in pinned, name
+                for vf in s["helm"]["valueFiles"]:
+                    assert vf.startswith("$values/gitops/") and vf.removeprefix("$values/gitops/") in files, vf
+            elif "path" in s:
+                d = s["path"].removeprefix("gitops/")
+                assert any(r.startswith(d + "/") for r in files), (name, d)
+            else:
+                assert s == {
+                    "repoURL": "https://github.com/example-org/gpu-fleet.git",
+                    "targetRevision": "main",
+                    "ref": "values",
+                }
+        dest = app["spec"]["destination"]["server"]
+        proj = projs[app["spec"]["project"]]
+        assert any(d["server"] == dest for d in proj["spec"]["destinations"]), (name, dest)
+
+
+def test_cilium_gitops_safe(files, tmp_path: Path) -> None:
+    v = load(files, f"{C}/platform/cilium/values.yaml")
+    assert v["hubble"]["tls"]["auto"]["method"] == "cronJob"
+    assert v["cni"]["exclusive"] is True
+    inv = make_inventory(tmp_path)
+    edit_vars(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["components"]["cilium"].update(exclusive=False))
+    v2 = yaml.safe_load(render_inventory(inv).files[f"{C}/platform/cilium/values.yaml"])
+    assert v2["cni"]["exclusive"] is False
+
+
+def test_gpu_operator_tolerates_every_pool_and_maps_jobs(files) -> None:
+    v = load(files, f"{C}/platform/gpu-operator/values.yaml")
+    tol = v["daemonsets"]["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in tol
+    assert {"key": fence.POOL_KEY, "operator": "Exists", "effect": "NoSchedule"} in tol
+    assert {"key": fence.POOL_KEY, "operator": "Exists", "effect": "NoSchedule"} in v["node-feature-discovery"][
+        "worker"
+    ]["tolerations"]
+    assert v["dcgmExporter"]["hpcJobMapping"] == {"enabled": True, "directory": "/var/lib/dcgm-exporter/job-mapping"}
+    slurm = load(files, f"{C}/tenants/research/slurm/values.yaml")
+    assert slurm["vendor"]["nvidia"]["dcgm"]["jobMappingDir"] == v["dcgmExporter"]["hpcJobMapping"]["directory"]
+
+
+def test_slurm_values(files) -> None:
+    v = load(files, f"{C}/tenants/research/slurm/values.yaml")
+    assert v["slurmKey"] == {"create": False, "secretRef": {"name": "slurm-auth-slurm", "key": "slurm.key"}}
+    assert v["jwtKey"]["create"] is False and v["jwtKey"]["secretRef"]["name"]
+    assert v["controller"]["extraConfMap"]["GresTypes"] == ["gpu"]
+    assert set(v["nodesets"]) == {"research-batch", "research-debug"}
+    for name, ns in v["nodesets"].items():
+        frag = fence.slinky_nodeset_fragment(name)["podSpec"]
+        assert ns["podSpec"]["tolerations"] == frag["tolerations"]
+        assert frag["nodeSelector"].items() <= ns["podSpec"]["nodeSelector"].items()
+        assert ns["scalingMode"] == "DaemonSet" and "replicas" not in ns
+        assert ns["extraConfMap"]["Gres"] == ["gpu:8"]
+    assert v["partitions"]["batch"]["nodesets"] == ["research-batch"]
+    assert v["partitions"]["batch"]["configMap"]["Default"] == "YES"
+    assert v["partitions"]["debug"]["configMap"]["MaxTime"] == "02:00:00"
+    assert "Default" not in v["partitions"]["debug"]["configMap"]
+    assert v["partitions"]["all"]["enabled"] is False
+    assert v["configFiles"]["topology.conf"] == files[f"{C}/tenants/research/slurm/topology.conf"].decode()
+    assert v["controller"]["extraConfMap"]["TopologyPlugin"] == "topology/tree"
+
+
+def test_tenant_topology_holds_only_its_nodes(files) -> None:
+    pools = {}
+    for line in files[f"{C}/POOLS.md"].decode().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 8 and cells[0].startswith(("gpu", "sys")):
+            pools[cells[0]] = cells[1]
+    ann = load(files, f"{C}/tenants/llm-pretrain/slurm/node-topology.yaml")["nodes"]
+    assert ann and all(pools[n] == "pretrain" for n in ann)
+    assert len(ann) == 32
+    conf = files[f"{C}/tenants/llm-pretrain/slurm/topology.conf"].decode()
+    research = [n for n, p in pools.items() if p.startswith("research")]
+    assert research and not any(n in conf for n in research)
+
+
+def test_autoscaled_pool_gets_replicas_and_ignore_differences(tmp_path: Path) -> None:
+    inv = make_inventory(tmp_path)
+
+    def autoscale(d: dict) -> None:
+        for p in d["gpufleet_pools"]:
+            if p["name"] == "research-batch":
+                p["slurm"]["autoscale"] = True
+
+    edit_vars(inv, "pools.yml", autoscale)
+    files = render_inventory(inv).files
+    v = load(files, f"{C}/tenants/research/slurm/values.yaml")
+    assert v["nodesets"]["research-batch"]["scalingMode"] == "StatefulSet"
+    assert v["nodesets"]["research-batch"]["replicas"] == 12
+    app = apps(files)["research-slurm"]
+    assert {"group": "slinky.slurm.net", "kind": "NodeSet", "jsonPointers": ["/spec/replicas"]} in app["spec"][
+        "ignoreDifferences"
+    ]
+    assert "RespectIgnoreDifferences=true" in app["spec"]["syncPolicy"]["syncOptions"]
+
+
+def test_vcluster_fence_quota_and_endpoint(files) -> None:
+    v = load(files, f"{C}/tenants/research/vcluster/values.yaml")
+    assert v["sync"]["fromHost"]["nodes"]["selector"]["labels"] == {fence.TENANT_KEY: "research"}
+    assert v["sync"]["toHost"]["pods"]["enforceTolerations"] == [
+        f"{fence.POOL_KEY}=research-batch:NoSchedule",
+        f"{fence.POOL_KEY}=research-debug:NoSchedule",
+    ]
+    assert v["sync"]["fromHost"]["nodes"]["syncBackChanges"] is False
+    q = v["policies"]["resourceQuota"]["quota"]
+    for k in ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory", "count/pods"):
+        assert k in q and q[k] is None, k
+    assert q["requests.nvidia.com/gpu"] == 14 * 8
+    assert v["policies"]["limitRange"]["enabled"] is False
+    assert v["exportKubeConfig"]["server"] == "https://research.vc-research:443"
+    assert "research.vc-research.svc" in v["controlPlane"]["proxy"]["extraSANs"]
+    app = apps(files)["research-slurm"]
+    assert app["spec"]["destination"]["server"] == "https://research.vc-research:443"
+    single = load(files, f"{C}/tenants/llm-pretrain/vcluster/values.yaml")
+    assert single["sync"]["fromHost"]["nodes"]["selector"]["labels"] == {fence.POOL_KEY: "pretrain"}
+
+
+def test_tenant_project_fences(files) -> None:
+    p = projects(files)["research"]["spec"]
+    assert p["destinations"] == [{"server": "https://research.vc-research:443", "namespace": "*"}]
+    assert p["permitOnlyProjectScopedClusters"] is True
+    kinds = {(x["group"], x["kind"]) for x in p["namespaceResourceBlacklist"]}
+    assert {("", "ResourceQuota"), ("", "LimitRange"), ("networking.k8s.io", "NetworkPolicy")} <= kinds
+    ckinds = {(x["group"], x["kind"]) for x in p["clusterResourceBlacklist"]}
+    assert ("kueue.x-k8s.io", "ClusterQueue") in ckinds
+    host = "https://kubernetes.default.svc"
+    assert all(d["server"] != host for d in p["destinations"])  # no host destination: no host cluster kinds
+    tenant_apps = [a for a in apps(files).values() if a["spec"]["project"] == "research"]
+    assert [a["metadata"]["name"] for a in tenant_apps] == ["research-slurm"]
+
+
+def test_network_isolation_per_tenant(files) -> None:
+    pol = load(files, f"{C}/tenants/research/host/network-policy.yaml")
+    sel = pol["spec"]["endpointSelector"]["matchLabels"]
+    assert sel == {"k8s:io.cilium.k8s.namespace.labels.gpufleet.io/tenant": "research"}
+    assert pol["spec"]["ingress"][0]["fromEndpoints"] == [{"matchLabels": sel}]
+    ns = load(files, f"{C}/tenants/research/host/namespace.yaml")
+    assert ns["metadata"]["labels"][fence.NAMESPACE_TENANT_LABEL] == "research"
+
+
+def test_slurm_home_static_pv_pvc(files) -> None:
+    pv = load(files, f"{C}/platform/slurm-home/pv-research.yaml")
+    assert pv["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert pv["spec"]["csi"]["driver"] == "nfs.csi.k8s.io"
+    assert pv["spec"]["claimRef"] == {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "namespace": "vc-research",
+        "name": "slurm-home-x-slurm-x-research",
+    }
+    objs = list(yaml.safe_load_all(files[f"{C}/tenants/research/objects/objects.yaml"]))
+    pvc = next(o for o in objs if o and o["kind"] == "PersistentVolumeClaim")
+    assert pvc["metadata"] == {"name": "slurm-home", "namespace": "slurm"}
+    assert pvc["spec"]["storageClassName"] == "" and pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+def test_kueue_queues_for_kubernetes_pools_only(files) -> None:
+    objs = [o for o in yaml.safe_load_all(files[f"{C}/tenants/inference/objects/objects.yaml"]) if o]
+    kinds = sorted((o["kind"], o["metadata"]["name"], o["metadata"].get("namespace", "")) for o in objs)
+    assert ("ClusterQueue", "inference", "") in kinds and ("ResourceFlavor", "inference", "") in kinds
+    assert ("LocalQueue", "inference", "serving") in kinds and ("LocalQueue", "inference", "eval") in kinds
+    cq = next(o for o in objs if o["kind"] == "ClusterQueue")
+    gpu = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][-1]
+    assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": 96, "borrowingLimit": 0}
+    for t in ("research", "llm-pretrain"):
+        text = files[f"{C}/tenants/{t}/objects/objects.yaml"].decode()
+        assert "kueue" not in text
+
+
+def test_report_says_what_runs_where(files) -> None:
+    r = files[f"{C}/REPORT.md"].decode()
+    assert "### research" in r and "Slurm partition `batch`" in r and "https://research.vc-research:443" in r
+    assert "Kueue ClusterQueue `inference`" in r and "slurm-auth-jwt" in r
+    assert "| pretrain | slurm | llm-pretrain | 32 | 256 |" in r
