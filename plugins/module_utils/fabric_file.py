@@ -119,7 +119,7 @@ def parse_fabric_yaml(text: str, source: str = "<text>") -> Fabric:
 
     switches = doc.get("switches") or _LDict()
     if not isinstance(switches, dict):
-        raise FabricError("'switches' must be a mapping of switch name to {switches, nodes}", source,
+        raise FabricError("'switches' must map each switch name to its switches and nodes", source,
                           _line(switches, _line(doc)), "switches")
     for name, spec in switches.items():
         key = f"switches.{name}"

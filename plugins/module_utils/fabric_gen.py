@@ -192,7 +192,7 @@ def render_ibnetdiscover(g: GenFabric) -> str:
     for n in nodes:
         if n.kind != "S":
             continue
-        nports = max(g.spec.radix, max(n.ports, default=0))
+        nports = max(g.spec.radix, *n.ports) if n.ports else g.spec.radix
         out.append(f"vendid=0x2c9\ndevid=0xd2f2\nsysimgguid=0x{n.guid:x}\nswitchguid=0x{n.guid:x}(0x{n.guid:x})\n")
         out.append(f'Switch\t{nports + 1} "S-{n.guid:016x}"\t\t# "{n.desc}" enhanced port 0 lid {n.lid} lmc 0\n')
         for p in sorted(n.ports):

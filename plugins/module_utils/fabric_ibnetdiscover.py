@@ -106,7 +106,7 @@ def parse_default(text: str, source: str = "<text>") -> Fabric:
             cur_kind = kind
             _add_node(fab, kind, cur, m.group(5) if m.group(5) is not None else "", lineno)
             continue
-        key, eq, _ = line.partition("=")
+        key, eq, _value = line.partition("=")
         if eq and key in _HEADER_KEYS:
             continue
         raise FabricError(f"unrecognised line: {_clip(line)}", source, lineno)

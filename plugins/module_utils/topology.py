@@ -98,9 +98,6 @@ def name_problems(name: str) -> list[str]:
 
 # ---------------------------------------------------------------- node name mapping
 
-NodeMap = Mapping[str, str | None] | Callable[[str], str | None] | None
-
-
 def make_node_map(spec: object) -> Callable[[str], str | None]:
     """Build the host -> node name hook.
 
@@ -203,7 +200,7 @@ class Topology:
         groups = [(g, [n for n in ns if n in keep]) for g, ns in self.leaf_groups]
         groups = [(g, ns) for g, ns in groups if ns]
         live: set[str] = set()
-        for g, _ in groups:
+        for g, _nodes in groups:
             cur: str | None = g
             while cur is not None and cur not in live:
                 live.add(cur)
@@ -226,7 +223,7 @@ class Topology:
         return Topology(
             sws, [r for r in self.roots if r in live], groups,
             {n: g for n, g in self.node_group.items() if n in keep},
-            blocks, {b: d for b, d in self.block_domains.items() if any(b == x for x, _ in blocks)},
+            blocks, {b: d for b, d in self.block_domains.items() if any(b == x for x, _nodes in blocks)},
             self.block_source, health, [n for n in self.order if n in keep], self.source,
         )
 
@@ -482,7 +479,7 @@ def build_topology(
             leaf_groups.append((nm, list(sw.nodes)))
         else:
             stack.extend(reversed(sw.children))
-    order = [n for _, ns in leaf_groups for n in ns]
+    order = [n for _group, ns in leaf_groups for n in ns]
 
     # 7. blocks
     doms = dict(domains) if domains is not None else dict(fabric.domains)
@@ -637,7 +634,7 @@ def _blocks(
     if not doms:
         if not leaf_groups:
             return [], {}, "none"
-        return [(g, list(ns)) for g, ns in leaf_groups], {g: g for g, _ in leaf_groups}, "fabric"
+        return [(g, list(ns)) for g, ns in leaf_groups], {g: g for g, _nodes in leaf_groups}, "fabric"
     pos = {n: i for i, n in enumerate(order)}
     members: dict[str, list[str]] = {}
     for n, d in doms.items():

@@ -102,7 +102,7 @@ def validate_tree(switches: list[tuple[str, str, list[str]]], source: str = "top
                 state[nm] = 2
                 depth[nm] = 1 + max((depth.get(c, 0) for c in children.get(nm, []) if c in names), default=0)
 
-    for name, _, _ in switches:
+    for name, _kind, _members in switches:
         if name not in state:
             visit(name)
     if depth and max(depth.values()) > MAX_DEPTH:
@@ -147,7 +147,7 @@ def infer_block_sizes(blocks: list[tuple[str, list[str]]]) -> list[int]:
     """Topograph's rule: base = smallest block, then base*2^k up to floor(log2(#blocks))."""
     if not blocks:
         return []
-    base = min(len(ns) for _, ns in blocks)
+    base = min(len(ns) for _block, ns in blocks)
     k = max(0, len(blocks).bit_length() - 1)
     return [base << i for i in range(min(k, 15) + 1)]
 
@@ -330,7 +330,7 @@ def kueue_levels(topo: Topology, prefix: str = "topology.gpufleet.io", hostname:
 
 
 def _blocks_nest(topo: Topology) -> bool:
-    for _, ns in topo.blocks:
+    for _block, ns in topo.blocks:
         if len({topo.node_group.get(n) for n in ns}) > 1:
             return False
     return True

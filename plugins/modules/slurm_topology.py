@@ -54,7 +54,7 @@ options:
   node_map:
     description:
       - Turns fabric host names (from HCA descriptions) into Slurm node names. Either a mapping
-        C(host: node) (unlisted hosts keep their name, an empty value drops the host) or
+        C(host) to C(node) (unlisted hosts keep their name, an empty value drops the host) or
         C({pattern: <regex>, replacement: <template>}) applied as a full match.
     type: dict
   exclude:
