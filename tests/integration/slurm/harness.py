@@ -502,3 +502,29 @@ class SlurmCluster:
     def slurmd_log(self, node: str) -> str:
         p = self.log_dir / f"slurmd-{node}.log"
         return p.read_text(errors="replace") if p.exists() else ""
+
+
+# ---------------------------------------------------------------------- parsing helpers for tests
+
+
+def parse_show_topology(text: str) -> dict[str, dict[str, object]]:
+    """``scontrol show topology`` -> {switch: {level, nodes, switches}} (hostlists expanded)."""
+    out = {}
+    for line in text.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S+)", line))
+        if "SwitchName" not in fields:
+            continue
+        out[fields["SwitchName"]] = {
+            "level": int(fields["Level"]),
+            "nodes": expand(fields.get("Nodes", "")),
+            "switches": expand(fields.get("Switches", "")),
+        }
+    return out
+
+
+def leaf_of(nodes: list[str], leaves: dict[str, list[str]]) -> str | None:
+    """The one leaf holding all ``nodes``, else None."""
+    for name, members in leaves.items():
+        if set(nodes) <= set(members):
+            return name
+    return None
