@@ -254,7 +254,7 @@ def test_scheduler_keeps_tenants_in_their_pools(setup):
     kube, a, fleet = setup["kube"], setup["assignment"], setup["fleet"]
     run_module(setup)  # idempotent; makes this test independent of the order
     a_k8s = fleet.pools["np-a-k8s"]
-    tainted = {n for n, p in a.pool_of.items() if fence.node_taints(fleet.pools[p])} | {"np-extra"}
+    tainted = {n for n, p in a.pool_of.items() if fence.node_taints(fleet.pools[p])}  # np-extra: fence removed
     mine = set(a.members("np-a-k8s"))
     assert len(mine) == 2
 
@@ -298,6 +298,10 @@ def test_scheduler_keeps_tenants_in_their_pools(setup):
     )
     cond = _wait_unschedulable(kube, "a-to-b")
     assert "taint" in cond.get("message", "") or "untolerated" in cond.get("message", ""), cond
+
+    # the selector alone does not get a pod in: the taint keeps it out
+    kube.kubectl("create", "-f", "-", input=json.dumps(_pod("plain-to-a", fence.node_selector(a_k8s), None, gpus=0)))
+    _wait_unschedulable(kube, "plain-to-a")
 
     # a pod without any fence never lands on a tainted pool node
     for i in range(3):
