@@ -33,7 +33,7 @@ def _import_path() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--base", required=True, help="revision the pull request targets (e.g. origin/main)")
     ap.add_argument("--inventory", action="append", help="inventory directory (repeatable); default inventories/sample")
     ap.add_argument("--gitops", help="GitOps tree root (default: gpufleet_fleet.gitops.path in the work tree)")

@@ -244,7 +244,8 @@ def commit_and_push(git: Git, pre: Preflight, branch: str, paths: list[str], mes
             os.unlink(msg_file)
         created = True
     head = git.rev("HEAD")
-    assert head is not None
+    if head is None:
+        raise PublishError(f"{git.root}: HEAD does not point at a commit after committing")
     if existing_remote == head:
         return PushResult(branch=branch, commit=head, pushed=False, created_commit=created, files=sorted(staged))
     if existing_remote:

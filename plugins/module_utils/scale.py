@@ -276,7 +276,8 @@ def scale(
     result.written = list(plan.files)
 
     if publish:
-        assert git is not None and pre is not None
+        if git is None or pre is None:  # set above whenever publish is true
+            raise ScaleError("internal error: publish without a Git preflight")
         if not plan.files and pre.branch != branch:
             result.messages.append(f"pool {pool!r} is already {edit.size} {edit.unit}: nothing to publish")
             result.branch = None

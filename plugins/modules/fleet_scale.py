@@ -28,7 +28,7 @@ description:
   - Nothing is written or pushed when any check fails (unknown pool, negative size, a size the cluster
     cannot hold, stale tree, dirty tree, moved remote).
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 requirements:
   - jsonschema
   - PyYAML

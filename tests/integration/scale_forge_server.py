@@ -122,7 +122,7 @@ class ForgeServer:
         if rec.headers.get("accept") != "application/vnd.github+json" or not rec.headers.get("x-github-api-version"):
             h._send(400, {"message": "missing Accept: application/vnd.github+json or X-GitHub-Api-Version"})
             return
-        owner = self.owner_repo.split("/")[0]
+        owner = self.owner_repo.split("/", maxsplit=1)[0]
         if rec.method == "GET":
             head = rec.query.get("head", [""])[0]
             branch = head.split(":", 1)[1] if ":" in head else head

@@ -218,27 +218,33 @@ def test_chart_values_nodesets_partitions_and_topology_key() -> None:
     assert parts == []
     assert [(c.name, c.fields) for c in nsets] == [("pretrain", (("replicas", "32", "36"),))]
     assert [(c.name, c.change) for c in topo] == [("topology.conf", "changed")]
-    parts, _, _ = file_changes("v.yaml", old, _b(VALUES.format(n=32, t="1-00:00:00", nodes="n[1-32]")))
+    parts, nsets, topo = file_changes("v.yaml", old, _b(VALUES.format(n=32, t="1-00:00:00", nodes="n[1-32]")))
     assert [(c.name, c.fields) for c in parts] == [("pretrain", (("configMap.MaxTime", "7-00:00:00", "1-00:00:00"),))]
 
 
 def test_values_embedded_in_an_application_string() -> None:
-    _, nsets, _ = file_changes("app.yaml", _b(APP.format(n=12)), _b(APP.format(n=10)))
+    _parts, nsets, _topo = file_changes("app.yaml", _b(APP.format(n=12)), _b(APP.format(n=10)))
     assert [(c.name, c.fields) for c in nsets] == [("batch", (("replicas", "12", "10"),))]
 
 
 def test_slurm_conf_partition_lines() -> None:
-    parts, _, _ = file_changes("cm.yaml", _b(SLURM_CONF.format(nodes="n[1-3]")), _b(SLURM_CONF.format(nodes="n[1-2]")))
+    parts, _nsets, _topo = file_changes(
+        "cm.yaml", _b(SLURM_CONF.format(nodes="n[1-3]")), _b(SLURM_CONF.format(nodes="n[1-2]"))
+    )
     [c] = parts
     assert c.name == "batch" and c.fields == (("Nodes", "n[1-3]", "n[1-2]"),)
 
 
 def test_topology_file_added_changed_removed() -> None:
-    _, _, topo = file_changes("gitops/c/slurm/topology.conf", b"SwitchName=a Nodes=n1\n", b"SwitchName=a Nodes=n2\n")
+    parts, nsets, topo = file_changes(
+        "gitops/c/slurm/topology.conf", b"SwitchName=a Nodes=n1\n", b"SwitchName=a Nodes=n2\n"
+    )
+    assert parts == nsets == []
     assert [(c.name, c.change, c.fields) for c in topo] == [("topology.conf", "changed", (("lines", "-1", "+1"),))]
-    _, _, topo = file_changes("gitops/c/slurm/topology.yaml", None, b"- topology: x\n")
+    parts, nsets, topo = file_changes("gitops/c/slurm/topology.yaml", None, b"- topology: x\n")
+    assert parts == nsets == []
     assert [c.change for c in topo] == ["added"]
-    _, _, topo = file_changes("gitops/c/slurm/topology.conf", b"x\n", None)
+    _parts, _nsets, topo = file_changes("gitops/c/slurm/topology.conf", b"x\n", None)
     assert [c.change for c in topo] == ["removed"]
 
 
