@@ -98,6 +98,7 @@ def name_problems(name: str) -> list[str]:
 
 # ---------------------------------------------------------------- node name mapping
 
+
 def make_node_map(spec: object) -> Callable[[str], str | None]:
     """Build the host -> node name hook.
 
@@ -211,8 +212,13 @@ class Topology:
             if name not in live:
                 continue
             sws[name] = TreeSwitch(
-                name, sw.tier, list(sw.members), [c for c in sw.children if c in live],
-                gnodes.get(name, []), sw.parent, list(sw.member_names),
+                name,
+                sw.tier,
+                list(sw.members),
+                [c for c in sw.children if c in live],
+                gnodes.get(name, []),
+                sw.parent,
+                list(sw.member_names),
             )
         blocks = [(b, [n for n in ns if n in keep]) for b, ns in self.blocks]
         blocks = [(b, ns) for b, ns in blocks if ns]
@@ -221,10 +227,16 @@ class Topology:
         health["nodes_not_in_fabric"] = sorted(keep - fabric_nodes, key=natural_key)
         health["fabric_not_in_nodes"] = sorted(fabric_nodes - keep, key=natural_key)
         return Topology(
-            sws, [r for r in self.roots if r in live], groups,
+            sws,
+            [r for r in self.roots if r in live],
+            groups,
             {n: g for n, g in self.node_group.items() if n in keep},
-            blocks, {b: d for b, d in self.block_domains.items() if any(b == x for x, _nodes in blocks)},
-            self.block_source, health, [n for n in self.order if n in keep], self.source,
+            blocks,
+            {b: d for b, d in self.block_domains.items() if any(b == x for x, _nodes in blocks)},
+            self.block_source,
+            health,
+            [n for n in self.order if n in keep],
+            self.source,
         )
 
 
@@ -298,10 +310,13 @@ def build_topology(
             continue
         if ca.kind == UNNAMED:
             if links:
-                unnamed.append({
-                    "guid": ca.id[2:], "description": ca.desc,
-                    "switch": ", ".join(sorted(sw_all[s].name for s in links)),
-                })
+                unnamed.append(
+                    {
+                        "guid": ca.id[2:],
+                        "description": ca.desc,
+                        "switch": ", ".join(sorted(sw_all[s].name for s in links)),
+                    }
+                )
             continue
         if ca.kind != HOST or not links or ca.host is None:
             continue
@@ -348,11 +363,29 @@ def build_topology(
         g = max(cnt2.items(), key=lambda kv: (kv[1], kv[0] == own, kv[0]))[0]
         host_group[node] = g
         if len(cnt2) > 1:
-            outside_unit.append({"node": node, "foreign_leaves": sorted(
-                sw_all[s].name for s in lst if group_of_leaf[s] != g)})
+            outside_unit.append(
+                {"node": node, "foreign_leaves": sorted(sw_all[s].name for s in lst if group_of_leaf[s] != g)}
+            )
 
     # 3. tiers by hop distance from the leaves (BFS over switch links)
     alive_ids = {s.id for s in alive}
+    # dangling switches: no hosts and at most one switch neighbour (empty leaves, cables to nowhere)
+    # add no path between hosts; left in, they would pose as a top tier
+    deg = {s.id: sum(1 for p in s.peers if p in alive_ids) for s in alive}
+    queue = sorted(sid for sid, d in deg.items() if d <= 1 and sid not in leaf_hosts)
+    gone: set[str] = set()
+    while queue:
+        sid = queue.pop()
+        if sid in gone:
+            continue
+        gone.add(sid)
+        for p in sw_all[sid].peers:
+            if p in alive_ids and p not in gone:
+                deg[p] -= 1
+                if deg[p] <= 1 and p not in leaf_hosts:
+                    queue.append(p)
+    alive_ids -= gone
+    dangling = sorted((sw_all[sid].name for sid in gone), key=natural_key)
     tier: dict[str, int] = {leaf: 0 for leaf in leaf_hosts}
     frontier = sorted(leaf_hosts)
     t = 0
@@ -365,7 +398,7 @@ def build_topology(
                     nxt.append(p)
         frontier = nxt
         t += 1
-    isolated = sorted((s.name for s in alive if s.id not in tier), key=natural_key)
+    isolated = sorted((s.name for s in alive if s.id not in tier and s.id not in gone), key=natural_key)
 
     # entities: tier 0 = leaf groups; entity id = index into ent_* lists
     ent_members: list[list[str]] = []
@@ -423,6 +456,18 @@ def build_topology(
             for c in union:
                 ent_parent[c] = eid
 
+    # a top switch (group) above a single child adds nothing: drop it, the child becomes the top
+    removed: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for eid in range(len(ent_members)):
+            if eid in removed or ent_parent[eid] is not None or ent_tier[eid] == 0 or len(ent_children[eid]) != 1:
+                continue
+            removed.add(eid)
+            ent_parent[ent_children[eid][0]] = None
+            changed = True
+
     # 4. one root per connected fabric
     comp = _DSU()
     for s in tier:
@@ -435,7 +480,7 @@ def build_topology(
             comp.union(lst[0], s)
     tops_by_comp: dict[str, list[int]] = {}
     for eid in range(len(ent_members)):
-        if ent_parent[eid] is None:
+        if ent_parent[eid] is None and eid not in removed:
             tops_by_comp.setdefault(comp.find(ent_members[eid][0]), []).append(eid)
     synthetic: list[int] = []
     for key in sorted(tops_by_comp):
@@ -451,12 +496,17 @@ def build_topology(
             synthetic.append(eid)
 
     # 5. names
-    names = _name_entities(fabric, ent_members, ent_tier, synthetic)
+    names = _name_entities(fabric, ent_members, ent_tier, removed)
     switches: dict[str, TreeSwitch] = {}
     for eid, nm in enumerate(names):
+        if eid in removed:
+            continue
         switches[nm] = TreeSwitch(
-            nm, ent_tier[eid], list(ent_members[eid]),
-            sorted((names[c] for c in ent_children[eid]), key=natural_key), [],
+            nm,
+            ent_tier[eid],
+            list(ent_members[eid]),
+            sorted((names[c] for c in ent_children[eid]), key=natural_key),
+            [],
             names[ent_parent[eid]] if ent_parent[eid] is not None else None,  # type: ignore[index]
             sorted((sw_all[m].name for m in ent_members[eid]), key=natural_key),
         )
@@ -491,10 +541,14 @@ def build_topology(
         expected = group_leaves[g]
         have = set(host_leaves[node])
         if len(expected) > 1 and not set(expected) <= have:
-            missing_rails.append({
-                "node": node, "rails": len(have & set(expected)), "expected": len(expected),
-                "missing_leaves": sorted((sw_all[s].name for s in expected if s not in have), key=natural_key),
-            })
+            missing_rails.append(
+                {
+                    "node": node,
+                    "rails": len(have & set(expected)),
+                    "expected": len(expected),
+                    "missing_leaves": sorted((sw_all[s].name for s in expected if s not in have), key=natural_key),
+                }
+            )
     missing_rails.sort(key=lambda d: natural_key(d["node"]))
     health = {
         "summary": {
@@ -516,14 +570,16 @@ def build_topology(
         "uplink_anomalies": _uplink_anomalies(sw_all, tier),
         "asymmetric_switches": asymmetric,
         "isolated_switches": isolated[:_LIST_CAP],
+        "dangling_switches": dangling[:_LIST_CAP],
         "excluded": {"hcas": excluded_hcas, "switches": dropped_switches[:_LIST_CAP]},
         "unmapped_hosts": sorted(set(unmapped), key=natural_key)[:_LIST_CAP],
         "synthetic_roots": sorted(names[e] for e in synthetic),
         "nodes_not_in_fabric": [],
         "fabric_not_in_nodes": [],
     }
-    topo = Topology(switches, roots, leaf_groups, node_group, blocks, block_domains, block_source, health, order,
-                    fabric.source)
+    topo = Topology(
+        switches, roots, leaf_groups, node_group, blocks, block_domains, block_source, health, order, fabric.source
+    )
     if nodes is not None:
         topo = topo.subset(nodes)
     topo.health["ok"] = _healthy(topo.health)
@@ -531,9 +587,15 @@ def build_topology(
 
 
 def _healthy(h: dict) -> bool:
-    return not (h["hosts_missing_rails_count"] or h["unnamed_hcas_count"] or h["uplink_anomalies"]
-                or h["asymmetric_switches"] or h["hosts_outside_unit"] or h["nodes_not_in_fabric"]
-                or h["summary"]["roots"] > h["summary"]["fabrics"])
+    return not (
+        h["hosts_missing_rails_count"]
+        or h["unnamed_hcas_count"]
+        or h["uplink_anomalies"]
+        or h["asymmetric_switches"]
+        or h["hosts_outside_unit"]
+        or h["nodes_not_in_fabric"]
+        or h["summary"]["roots"] > h["summary"]["fabrics"]
+    )
 
 
 def _uplink_anomalies(sw_all: dict, tier: dict[str, int]) -> list[dict]:
@@ -560,13 +622,20 @@ def _uplink_anomalies(sw_all: dict, tier: dict[str, int]) -> list[dict]:
             freq: dict[int, int] = {}
             for v in counts.values():
                 freq[v] = freq.get(v, 0) + 1
-            mode = max(freq.items(), key=lambda kv: (kv[1], kv[0]))[0]
-            if direction == "up" and mode == 0:
+            mode, support = max(freq.items(), key=lambda kv: (kv[1], kv[0]))
+            if (direction == "up" and mode == 0) or support < 2 or support * 2 <= len(counts):
                 continue
             for s in sorted(counts, key=lambda x: natural_key(sw_all[x].name)):
                 if counts[s] < mode and len(out) < _LIST_CAP:
-                    out.append({"switch": sw_all[s].name, "tier": t, "direction": direction,
-                                "links": counts[s], "expected": mode})
+                    out.append(
+                        {
+                            "switch": sw_all[s].name,
+                            "tier": t,
+                            "direction": direction,
+                            "links": counts[s],
+                            "expected": mode,
+                        }
+                    )
     return out
 
 
@@ -585,7 +654,7 @@ def _common_prefix_name(names: list[str]) -> str | None:
     return pre if len(pre) >= 3 else None
 
 
-def _name_entities(fabric: Fabric, members: list[list[str]], tiers: list[int], synthetic: list[int]) -> list[str]:
+def _name_entities(fabric: Fabric, members: list[list[str]], tiers: list[int], skip: set[int]) -> list[str]:
     sw_all = fabric.switches
     proposals: list[str] = []
     fallback: list[str] = []
@@ -600,12 +669,15 @@ def _name_entities(fabric: Fabric, members: list[list[str]], tiers: list[int], s
         proposals.append(safe_name(pre) if pre else first)
         fallback.append(first)
     count: dict[str, int] = {}
-    for p in proposals:
-        count[p] = count.get(p, 0) + 1
-    chosen = [p if count[p] == 1 else fallback[i] for i, p in enumerate(proposals)]
+    for i, p in enumerate(proposals):
+        if i not in skip:
+            count[p] = count.get(p, 0) + 1
+    chosen = [p if count.get(p, 0) == 1 else fallback[i] for i, p in enumerate(proposals)]
     # synthetic roots: "root", or "root-<first child>" when several fabrics need one
     used: set[str] = set()
-    order = sorted(range(len(members)), key=lambda e: (tiers[e], natural_key(chosen[e]), e))
+    order = sorted(
+        (e for e in range(len(members)) if e not in skip), key=lambda e: (tiers[e], natural_key(chosen[e]), e)
+    )
     final = [""] * len(members)
     for eid in order:
         base = chosen[eid]
@@ -653,7 +725,7 @@ def _blocks(
         nm = f"nvl-{m.group(1)}-{m.group(2)}" if m else safe_name(d)
         base, k = nm, 2
         while nm in used:
-            nm = safe_name(f"{base[:MAX_NAME - 4]}_{k}")
+            nm = safe_name(f"{base[: MAX_NAME - 4]}_{k}")
             k += 1
         used.add(nm)
         blocks.append((nm, sorted(ns, key=lambda n: (pos.get(n, big), natural_key(n)))))

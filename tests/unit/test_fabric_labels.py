@@ -50,9 +50,12 @@ def test_topograph_tiers_and_domains():
       "topology.nebius.com/tier-2": "spine"}, ["spine", "leaf"]),
 ])
 def test_cloud_label_schemes(labels, path):
-    topo = build_topology(fabric_from_nodes(nodes_list([node("a", **labels), node("b", **labels)])))
-    assert topo.path("a") == path
-    assert topo.leaf_groups == [(path[-1], ["a", "b"])]
+    leaf_key = next(k for k, v in labels.items() if v == path[-1])
+    other = {**labels, leaf_key: path[-1] + "x"}
+    topo = build_topology(fabric_from_nodes(nodes_list([node("a", **labels), node("b", **labels),
+                                                        node("c", **other)])))
+    assert topo.path("a") == path[-2:]  # levels above a single child fold away
+    assert topo.leaf_groups == [(path[-1], ["a", "b"]), (path[-1] + "x", ["c"])]
 
 
 def test_gfd_clique_domain_and_nodes_without_fabric():

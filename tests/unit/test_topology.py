@@ -237,3 +237,23 @@ def test_example_bad_has_no_topology(topograph):
     assert topo.leaf_groups == []
     with pytest.raises(FabricError, match="no switches"):
         render_tree(topo)
+
+
+def test_empty_leaf_does_not_pose_as_a_top_tier():
+    g = gen(hosts=64, rails=1, su_size=8, radix=16)
+    text = fabric_gen.render_ibnetdiscover(g)
+    # unplug every host of the last SU: its leaf still hangs off all 4 spines, with no hosts
+    drop = tuple(f'"gpu{i:03d} mlx5_0"' for i in range(57, 65))
+    text = "".join(ln for ln in text.splitlines(keepends=True) if not any(d in ln for d in drop))
+    topo = build_topology(load_fabric(text))
+    assert topo.roots == ["spine-r1"]
+    assert topo.switches["spine-r1"].tier == 1 and len(topo.switches["spine-r1"].children) == 7
+    assert "su08" not in render_tree(topo)
+
+
+def test_dangling_switch_is_pruned_and_reported():
+    doc = ("switches:\n  core: {switches: [s1, s2, spare]}\n  s1: {nodes: [a]}\n  s2: {nodes: [b]}\n"
+           "  spare: {switches: [spare2]}\n")
+    topo = build_topology(load_fabric(doc, kind="file"))
+    assert topo.roots == ["core"] and topo.switches["core"].children == ["s1", "s2"]
+    assert topo.health["dangling_switches"] == ["spare", "spare2"]
