@@ -149,15 +149,19 @@ report=()
 for g in "${groups[@]}"; do
   t0=$SECONDS
   set +e
-  ( set -e; "build_$g" ) 2> >(tee "$LOGS/build-$g.log" >&2)
+  # inner subshell: the build (set -e); outer: records the children's CPU time
+  ( ( set -e; "build_$g" ); r=$?; times >"$TMPB/cpu-$g"; exit $r ) \
+    2> >(tee "$LOGS/build-$g.log" >&2)
   rc=$?
   set -e
   dt=$((SECONDS - t0))
+  cpu="$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } } END { printf "%d", t }' \
+    "$TMPB/cpu-$g" 2>/dev/null || echo 0)"
   if ((rc == 10)); then
-    report+=("$(printf '%-10s %-8s %6ss' "$g" up-to-date "$dt")")
+    report+=("$(printf '%-10s %-10s %6ss wall %6ss cpu' "$g" up-to-date "$dt" "$cpu")")
   elif ((rc == 0)); then
-    log "built group '$g' in ${dt}s"
-    report+=("$(printf '%-10s %-8s %6ss' "$g" built "$dt")")
+    log "built group '$g' in ${dt}s (cpu ${cpu}s)"
+    report+=("$(printf '%-10s %-10s %6ss wall %6ss cpu' "$g" built "$dt" "$cpu")")
   else
     die "building group '$g' failed (exit $rc); see $LOGS/build-$g.log"
   fi

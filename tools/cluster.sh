@@ -131,7 +131,7 @@ alive() { local s; s="$(ps -o stat= -p "$(cat "$STATE/pids/$1")" 2>/dev/null)" &
 trap shutdown TERM INT HUP
 
 if [[ -n "${OWNER_PID:-}" ]]; then
-  ( while kill -0 "$OWNER_PID" 2>/dev/null; do sleep 1; done
+  ( while s="$(ps -o stat= -p "$OWNER_PID" 2>/dev/null)" && [[ "$s" != Z* ]]; do sleep 1; done
     echo "owner $OWNER_PID gone, tearing down" >>"$STATE/logs/runner.log"
     kill -TERM 0 ) &
   echo $! >"$STATE/pids/owner-watch"
@@ -246,7 +246,7 @@ do_up() {
   command -v python3 >/dev/null || die "python3 not found (used to pick free ports)"
   if [[ -d "$STATE" ]]; then
     if runner_alive; then die "a cluster is already running in $STATE (use 'down' first)"; fi
-    rm -rf "$STATE"
+    do_down  # leftovers of a crashed cluster
   fi
 
   local attempt t0=$SECONDS
