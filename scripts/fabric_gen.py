@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Generate a synthetic InfiniBand fabric (ibnetdiscover output) and the matching Kubernetes Node list.
 
 Deterministic for a given set of options (seeded). The sample fleet is made with:

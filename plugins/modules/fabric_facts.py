@@ -17,7 +17,7 @@ description:
   - With O(dest), saves the raw C(ibnetdiscover) output as a snapshot file (atomically, only when
     its bytes change), so a fabric change shows up as a diff in review.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 requirements:
   - C(ibnetdiscover) (infiniband-diags) on the target when O(src) is not given
 options:
@@ -55,7 +55,7 @@ options:
     elements: str
   node_map:
     description:
-      - Host name to node name mapping, a dict or C({pattern, replacement}).
+      - Host name to node name mapping, a dict, or a dict with keys C(pattern) and C(replacement).
       - See M(gpufleet.core.slurm_topology).
     type: dict
   exclude:
@@ -75,6 +75,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Runs on the host that has the files (or the HCA); pure Python otherwise.
 """
 
 EXAMPLES = r"""

@@ -20,7 +20,7 @@ description:
   - Writes O(dest) atomically and reports C(changed) only when its bytes change, so a handler can run
     C(scontrol reconfigure) only then.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 requirements:
   - PyYAML
 options:
@@ -54,8 +54,9 @@ options:
   node_map:
     description:
       - Turns fabric host names (from HCA descriptions) into Slurm node names. Either a mapping
-        C(host) to C(node) (unlisted hosts keep their name, an empty value drops the host) or
-        C({pattern: <regex>, replacement: <template>}) applied as a full match.
+        from host to node (unlisted hosts keep their name, an empty value drops the host), or a dict
+        with keys C(pattern) (a regular expression, full match) and C(replacement) (its expansion
+        template, for example C(slinky-\\1)).
     type: dict
   exclude:
     description: Glob patterns of HCA descriptions (C(stor* mlx5_0)), devices or switch names to leave out.
@@ -101,6 +102,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Runs on the host that has the files (or the HCA); pure Python otherwise.
 """
 
 EXAMPLES = r"""
