@@ -67,8 +67,14 @@ mkdir -p "$(dirname "$link")"
 [ -e "$link" ] || ln -sfn "$ROOT" "$link"
 
 # --- 3. Go-built control plane ------------------------------------------------------------------
+# Binaries are cached per user outside the checkout (like Go's own build cache), so a fresh clone
+# on a warm machine copies them instead of rebuilding; build.sh's stamps decide what is current.
 if ! $python_only && [ -x tools/build.sh ]; then
+  cache="${GPUFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufleet}/bin"
+  mkdir -p .build/bin "$cache"
+  cp -a "$cache/." .build/bin/ 2>/dev/null || true
   log "building control-plane binaries (tools/build.sh; skipped when already built)"
   tools/build.sh || die "tools/build.sh failed"
+  cp -a .build/bin/. "$cache/" 2>/dev/null || log "warning: could not update the binary cache $cache"
 fi
 log "setup complete"
