@@ -13,36 +13,10 @@ and fail in CI (require_tool from tests/conftest.py).
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import sys
-from pathlib import Path
 
 import pytest
-from harness import TOOLS, SlurmCluster
-
-
-def _lead_conftest():
-    """The lead's tests/conftest.py, loaded by path under a fixed name (nested conftests shadow it)."""
-    name = "gpufleet_tests_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[2] / "conftest.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-def require_slurm() -> None:
-    lead = _lead_conftest()
-    for tool in TOOLS:
-        lead.require_tool(tool, "Debian packages slurmctld slurmd slurm-client munge")
-    if os.geteuid() != 0:
-        msg = "slurmd must run as root to emulate nodes"
-        if lead.IN_CI:
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
+from harness import SlurmCluster, require_slurm
 
 
 @pytest.fixture

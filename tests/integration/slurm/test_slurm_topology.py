@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
-from harness import SlurmHarnessError, leaf_of, parse_show_topology
+from harness import SlurmCluster as SlurmHarness
+from harness import SlurmHarnessError, leaf_of, parse_show_topology, require_slurm
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand
 from ansible_collections.gpufleet.core.plugins.module_utils.slurm_conf import (
@@ -37,8 +39,10 @@ SwitchName=spine Switches=leaf[1-2]
 """
 
 
-def test_two_leaf_topology_loads_clean(slurm_cluster):
-    c = slurm_cluster(EIGHT_NODES, topology=TWO_LEAVES)
+@pytest.mark.parametrize("auth", ["munge", "none"])
+def test_two_leaf_topology_loads_clean(slurm_cluster, auth):
+    # 22.05 still ships auth/none (removed in later releases); munge is what production runs
+    c = slurm_cluster(EIGHT_NODES, topology=TWO_LEAVES, auth=auth)
     assert c.ctld_problems() == []
     topo = parse_show_topology(c.scontrol("show", "topology"))
     assert topo == {
@@ -133,3 +137,17 @@ def test_topology_block_is_not_in_22_05(slurm_cluster):
     log = c.ctld_log()
     assert "cannot find topo plugin for topology/block" in log, c.tail("slurmctld")
     assert "fatal: Failed to initialize topology plugin" in log
+
+
+def test_teardown_kills_everything_even_when_the_test_fails(tmp_path):
+    require_slurm()
+    c = SlurmHarness(tmp_path / "c", EIGHT_NODES, topology=TWO_LEAVES)
+    with pytest.raises(RuntimeError, match="boom"), c:
+        j = c.sbatch("-N", "2", wrap="sleep 300")
+        c.wait_job(j)
+        pids = [p.pid for p in c._procs.values()]
+        assert c.leftover_pids(), "the running job's processes carry SLURM_CONF"
+        raise RuntimeError("boom")
+    assert c.leftover_pids() == []
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
