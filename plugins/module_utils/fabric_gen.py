@@ -183,13 +183,38 @@ _HEAD = (
 )
 
 
-def render_ibnetdiscover(g: GenFabric) -> str:
+def planes(g: GenFabric) -> list[list[int]]:
+    """Node indexes of each subnet (connected component): one per rail plane in a rail-optimized fabric.
+
+    A real ``ibnetdiscover`` run sees only the subnet of the HCA port it runs from.
+    """
+    seen = [False] * len(g.nodes)
+    out: list[list[int]] = []
+    for start in range(len(g.nodes)):
+        if seen[start] or g.nodes[start].kind != "S":
+            continue
+        comp, stack = [], [start]
+        seen[start] = True
+        while stack:
+            i = stack.pop()
+            comp.append(i)
+            for j, _rport in g.nodes[i].ports.values():
+                if not seen[j]:
+                    seen[j] = True
+                    stack.append(j)
+        out.append(sorted(comp))
+    return out
+
+
+def render_ibnetdiscover(g: GenFabric, subset: list[int] | None = None) -> str:
     """The default ``ibnetdiscover`` format (switches first, then CAs, like the real tool)."""
     nodes = g.nodes
+    idx = range(len(nodes)) if subset is None else subset
     out: list[str] = []
-    first = next((n for n in nodes if n.kind == "H"), nodes[0])
+    first = next((nodes[i] for i in idx if nodes[i].kind == "H"), nodes[idx[0]])
     out.append(_HEAD.format(g=first.guid))
-    for n in nodes:
+    for i in idx:
+        n = nodes[i]
         if n.kind != "S":
             continue
         nports = max(g.spec.radix, *n.ports) if n.ports else g.spec.radix
@@ -203,7 +228,8 @@ def render_ibnetdiscover(g: GenFabric) -> str:
             else:
                 out.append(f'[{p}]\t"H-{r.guid:016x}"[{rp}]({r.guid:016x}) \t\t# "{r.desc}" lid {r.lid} 4xNDR\n')
         out.append("\n")
-    for n in nodes:
+    for i in idx:
+        n = nodes[i]
         if n.kind != "H":
             continue
         out.append(f"vendid=0x2c9\ndevid=0x1021\nsysimgguid=0x{n.guid:x}\ncaguid=0x{n.guid:x}\n")
@@ -218,11 +244,12 @@ def render_ibnetdiscover(g: GenFabric) -> str:
     return "".join(out)
 
 
-def render_ports(g: GenFabric) -> str:
+def render_ports(g: GenFabric, subset: list[int] | None = None) -> str:
     """The ``ibnetdiscover -p`` ports report (ports walked high to low, as the tool does)."""
     nodes = g.nodes
     out: list[str] = []
-    for n in nodes:
+    for i in range(len(nodes)) if subset is None else subset:
+        n = nodes[i]
         t = "SW" if n.kind == "S" else "CA"
         for p in sorted(n.ports, reverse=True):
             ri, rp = n.ports[p]

@@ -44,6 +44,15 @@ options:
     description: Run C(ibnetdiscover -p) (ports report) instead of the default format.
     type: bool
     default: false
+  hcas:
+    description:
+      - HCA ports to discover from, as C(<device>) or C(<device>:<port>) (for example C(mlx5_0:1)); one
+        C(ibnetdiscover -C <device> -P <port>) run each. Rail-optimized fabrics have one subnet per rail,
+        so list one HCA per rail; the outputs are concatenated (and saved so in O(dest)).
+      - Empty runs C(ibnetdiscover) once on the default port.
+    type: list
+    elements: str
+    default: []
   extra_args:
     description: More arguments for C(ibnetdiscover) (for example C(-C mlx5_0 -P 1) to pick the HCA port).
     type: list
@@ -115,6 +124,7 @@ def main() -> None:
             "discover": {"type": "bool", "default": True},
             "ibnetdiscover_path": {"type": "str", "default": "ibnetdiscover"},
             "ports": {"type": "bool", "default": False},
+            "hcas": {"type": "list", "elements": "str", "default": []},
             "extra_args": {"type": "list", "elements": "str", "default": []},
             "nodes": {"type": "list", "elements": "str"},
             "node_map": {"type": "dict"},
@@ -130,10 +140,18 @@ def main() -> None:
         p["ibnetdiscover"] = [p["src"]]
     elif not p["fabric"] and p["discover"]:
         binary = module.get_bin_path(p["ibnetdiscover_path"], required=True)
-        cmd = [binary, *(["-p"] if p["ports"] else []), *p["extra_args"]]
-        rc, text, err = module.run_command(cmd)
-        if rc != 0:
-            module.fail_json(msg=f"{' '.join(cmd)} failed (rc={rc}): {err.strip()}", rc=rc)
+        outputs = []
+        for hca in p["hcas"] or [None]:
+            where = []
+            if hca:
+                dev, _sep, port = hca.partition(":")
+                where = ["-C", dev, *(["-P", port] if port else [])]
+            cmd = [binary, *(["-p"] if p["ports"] else []), *where, *p["extra_args"]]
+            rc, out, err = module.run_command(cmd)
+            if rc != 0:
+                module.fail_json(msg=f"{' '.join(cmd)} failed (rc={rc}): {err.strip()}", rc=rc)
+            outputs.append(out if out.endswith("\n") or not out else out + "\n")
+        text = "".join(outputs)
         p["fabric_kind"] = "ibnetdiscover-ports" if p["ports"] else "ibnetdiscover"
     try:
         result = run_fabric_facts(p, text, check_mode=module.check_mode, diff_mode=module._diff)

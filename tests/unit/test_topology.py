@@ -257,3 +257,20 @@ def test_dangling_switch_is_pruned_and_reported():
     topo = build_topology(load_fabric(doc, kind="file"))
     assert topo.roots == ["core"] and topo.switches["core"].children == ["s1", "s2"]
     assert topo.health["dangling_switches"] == ["spare", "spare2"]
+
+
+@pytest.mark.parametrize("ports", [False, True])
+def test_one_dump_per_rail_plane_merges_to_the_same_topology(ports):
+    g = gen(hosts=64, rails=8, su_size=8, sharp=-1, cut_cables=1, seed=2)
+    whole = build_topology(load_fabric(fabric_gen.render_ibnetdiscover(g)))
+    planes = fabric_gen.planes(g)
+    assert len(planes) == 8
+    render = fabric_gen.render_ports if ports else fabric_gen.render_ibnetdiscover
+    dumps = [render(g, p) for p in planes]
+    merged = build_topology(load_fabric(dumps))
+    assert render_tree(merged) == render_tree(whole)
+    # concatenated output (one file from several runs) parses the same
+    assert render_tree(build_topology(load_fabric("".join(dumps)))) == render_tree(whole)
+    # a single plane alone: every host on one leaf per SU, still 8 groups
+    one = build_topology(load_fabric(dumps[0]))
+    assert [len(ns) for _, ns in one.leaf_groups] == [8] * 8 or sum(len(ns) for _, ns in one.leaf_groups) == 63

@@ -26,6 +26,8 @@ def fleet(tmp_path_factory):
     (d / "ibnetdiscover.out").write_text(fabric_gen.render_ibnetdiscover(g))
     (d / "ibnetdiscover-p.out").write_text(fabric_gen.render_ports(g))
     (d / "nodes.yaml").write_text(yaml.safe_dump(fabric_gen.nodes_snapshot(g)))
+    for r, plane in enumerate(fabric_gen.planes(g)):
+        (d / f"plane-mlx5_{r}.out").write_text(fabric_gen.render_ibnetdiscover(g, plane))
     return d
 
 
@@ -114,3 +116,20 @@ def test_fabric_facts_from_labels(fleet, tmp_path):
 def test_task_needs_a_source():
     with pytest.raises(FabricError, match="one of"):
         run_slurm_topology({})
+
+
+def test_fabric_facts_one_run_per_rail_hca(fleet, tmp_path):
+    # stand-in for ibnetdiscover -C <dev>: each HCA sees only its rail's subnet
+    shim = tmp_path / "bin" / "ibnetdiscover"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\n[ "$1" = -C ] && exec cat {fleet}/plane-"$2".out\nexit 3\n')
+    shim.chmod(0o755)
+    env = {"PATH": f"{shim.parent}:{os.environ['PATH']}"}
+    hcas = [f"mlx5_{r}:1" for r in range(8)]
+    r = run_module("fabric_facts", {"hcas": hcas, "dest": str(tmp_path / "f.out")}, tmp_path, env=env)
+    assert [len(g["nodes"]) for g in r["fabric"]["leaf_groups"]] == [8] * 8
+    assert r["fabric"]["roots"] == ["spine"]
+    r1 = run_module("fabric_facts", {"hcas": hcas[:1]}, tmp_path, env=env)
+    assert len(r1["fabric"]["leaf_groups"]) == 8  # one rail still shows the units
+    r = run_module("fabric_facts", {}, tmp_path, env=env)
+    assert r["failed"] is True and "rc=3" in r["msg"]
