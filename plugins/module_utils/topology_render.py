@@ -120,10 +120,13 @@ def validate_tree(switches: list[tuple[str, str, list[str]]], source: str = "top
     return warnings
 
 
-def render_tree(topo: Topology, nodes: str | Iterable[str] | None = None, header: bool = True) -> str:
-    """topology.conf for ``TopologyPlugin=topology/tree``."""
+def render_tree(topo: Topology, nodes: str | Iterable[str] | None = None, header: bool = True,
+                warnings: list[str] | None = None) -> str:
+    """topology.conf for ``TopologyPlugin=topology/tree``; non-fatal findings go to ``warnings``."""
     sws = tree_switches(topo, nodes)
-    validate_tree(sws)
+    found = validate_tree(sws)
+    if warnings is not None:
+        warnings.extend(found)
     lines = [HEADER] if header else []
     for name, kind, members in sws:
         sw = topo.switches.get(name)
@@ -181,7 +184,8 @@ def validate_block(blocks: list[tuple[str, list[str]]], sizes: list[int], source
             errors.append("BlockSizes must be increasing")
         small = [name for name, ns in blocks if len(ns) < base]
         if small:
-            errors.append(f"{len(small)} block(s) smaller than the base block size {base}: {', '.join(small[:5])}")
+            # Slurm does not check it; such blocks just never take a base-size job
+            warnings.append(f"{len(small)} block(s) smaller than the base block size {base}: {', '.join(small[:5])}")
     if errors:
         raise FabricError("; ".join(errors[:20]), file=source)
     return warnings
@@ -194,12 +198,14 @@ def _block_list(topo: Topology, nodes) -> list[tuple[str, list[str]]]:
 
 def render_block(
     topo: Topology, block_sizes: list[int] | None = None, nodes: str | Iterable[str] | None = None,
-    header: bool = True,
+    header: bool = True, warnings: list[str] | None = None,
 ) -> str:
     """topology.conf for ``TopologyPlugin=topology/block``: BlockName lines in adjacency order."""
     blocks = _block_list(topo, nodes)
     sizes = [int(x) for x in block_sizes] if block_sizes else infer_block_sizes(blocks)
-    validate_block(blocks, sizes)
+    found = validate_block(blocks, sizes)
+    if warnings is not None:
+        warnings.extend(found)
     lines = [HEADER] if header else []
     for name, ns in blocks:
         dom = topo.block_domains.get(name)
@@ -220,7 +226,8 @@ def default_topologies(topo: Topology) -> list[dict]:
     return out or [{"name": "topo-flat", "plugin": "flat", "cluster_default": True}]
 
 
-def topology_yaml_data(topo: Topology, topologies: list[Mapping] | None = None) -> list[dict]:
+def topology_yaml_data(topo: Topology, topologies: list[Mapping] | None = None,
+                       warnings: list[str] | None = None) -> list[dict]:
     specs = list(topologies) if topologies else default_topologies(topo)
     out: list[dict] = []
     names: set[str] = set()
@@ -240,42 +247,46 @@ def topology_yaml_data(topo: Topology, topologies: list[Mapping] | None = None) 
         entry: dict = {"topology": name, "cluster_default": default}
         if plugin == "tree":
             sws = tree_switches(topo, nodes)
-            validate_tree(sws, source=f"topology.yaml {name}")
+            found = validate_tree(sws, source=f"topology.yaml {name}")
             entry["tree"] = {"switches": [
                 {"switch": n, ("nodes" if k == "nodes" else "children"): hostlist_compress(m)} for n, k, m in sws
             ]}
         elif plugin == "block":
             blocks = _block_list(topo, nodes)
             sizes = [int(x) for x in spec.get("block_sizes") or []] or infer_block_sizes(blocks)
-            validate_block(blocks, sizes, source=f"topology.yaml {name}")
+            found = validate_block(blocks, sizes, source=f"topology.yaml {name}")
             entry["block"] = {"block_sizes": sizes,
                               "blocks": [{"block": b, "nodes": hostlist_compress(ns)} for b, ns in blocks]}
         elif plugin == "flat":
+            found = []
             entry["flat"] = True
         else:
             raise FabricError(f"unknown plugin {plugin!r} (tree, block or flat)", key=f"{key}.plugin")
+        if warnings is not None:
+            warnings.extend(f"{name}: {w}" for w in found)
         out.append(entry)
     return out
 
 
-def render_yaml(topo: Topology, topologies: list[Mapping] | None = None) -> str:
+def render_yaml(topo: Topology, topologies: list[Mapping] | None = None, warnings: list[str] | None = None) -> str:
     """topology.yaml (Slurm 25.05+): one entry per named topology (tree, block or flat)."""
     import yaml
 
-    data = topology_yaml_data(topo, topologies)
+    data = topology_yaml_data(topo, topologies, warnings)
     body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=1 << 20, explicit_start=True)
     return HEADER + body
 
 
-def render(topo: Topology, fmt: str, nodes=None, block_sizes=None, topologies=None) -> str:
+def render(topo: Topology, fmt: str, nodes=None, block_sizes=None, topologies=None,
+           warnings: list[str] | None = None) -> str:
     if fmt == "tree":
-        return render_tree(topo, nodes=nodes)
+        return render_tree(topo, nodes=nodes, warnings=warnings)
     if fmt == "block":
-        return render_block(topo, block_sizes=block_sizes, nodes=nodes)
+        return render_block(topo, block_sizes=block_sizes, nodes=nodes, warnings=warnings)
     if fmt == "yaml":
         if nodes is not None:
             topo = topo.subset(nodes)
-        return render_yaml(topo, topologies)
+        return render_yaml(topo, topologies, warnings)
     raise FabricError(f"unknown format {fmt!r}: tree, block or yaml", key="format")
 
 

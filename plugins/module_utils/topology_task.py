@@ -85,13 +85,15 @@ def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff
     """Render topology.conf / topology.yaml; write ``dest`` atomically when its bytes change."""
     topo = topology_from_params(params)
     fmt = params.get("format") or "tree"
+    warnings: list[str] = []
     content = render(topo, fmt, block_sizes=params.get("block_sizes") or None,
-                     topologies=params.get("topologies") or None)
+                     topologies=params.get("topologies") or None, warnings=warnings)
     if params.get("strict") and not topo.health.get("ok"):
         raise FabricError("fabric health check failed (strict): " + _health_line(topo.health))
     result: dict = {
         "changed": False,
         "content": content,
+        "warnings": warnings,
         "health": topo.health,
         "topology": topology_summary(topo),
         "slinky_spec": slinky_topology_spec(
