@@ -256,6 +256,12 @@ def scale(
         files_after=files_after,
         inventory_file=inv_file_rel,
         inventory_line=edit.line,
+        slurm_pools={
+            p.name: (f"{p.tenant}/{p.slurm.partition}", f"{p.tenant}/{p.name}")
+            for p in (*fleet.cluster_pools(cluster), *new_fleet.cluster_pools(cluster))
+            if p.kind == "slurm" and p.slurm is not None
+        },
+        lock_file=_rel(lock_path_of(fleet, cluster), root),
     )
     result = ScaleResult(
         plan=plan,

@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
+
 _TOPOLOGY_NAME = re.compile(r"(^|[/._-])topology([._-]|$)", re.IGNORECASE)  # file names
 _TOPOLOGY_KEY = re.compile(r"topology[^/]*\.(conf|ya?ml)$", re.IGNORECASE)  # ConfigMap / configFiles keys
 _SLURM_LINE = re.compile(r"^\s*(PartitionName|NodeSet)=(\S+)(.*)$", re.MULTILINE)
@@ -51,7 +53,7 @@ class ObjectChange:
             return self.change
         if len(self.fields) == 1 and self.fields[0][0] == "lines":
             return f"{self.fields[0][1]} {self.fields[0][2]} lines"
-        shown = [f"{k}: {o} → {n}" for k, o, n in self.fields[:_MAX_FIELDS]]
+        shown = [f"{k}: {n}" if o == "" else f"{k}: {o} → {n}" for k, o, n in self.fields[:_MAX_FIELDS]]
         more = len(self.fields) - _MAX_FIELDS
         return "; ".join(shown) + (f"; … {more} more" if more > 0 else "")
 
@@ -264,6 +266,25 @@ def _compare(name: str, file: str, old: Any, new: Any, missing: object) -> Objec
     return ObjectChange(name, file, "changed", fields)
 
 
+def _membership(
+    pool: str, moves: list[Move], counts: Mapping[str, tuple[int, int]]
+) -> tuple[tuple[str, str, str], ...]:
+    """Node count and the nodes that join and leave ``pool`` (hostlist-compressed)."""
+    joined = [m.node for m in moves if m.to_pool == pool]
+    left = [m.node for m in moves if m.from_pool == pool]
+    if not joined and not left:
+        return ()
+    out: list[tuple[str, str, str]] = []
+    if pool in counts:
+        before, after = counts[pool]
+        out.append(("nodes", str(before), str(after)))
+    if joined:
+        out.append(("in", "", compress(joined)))
+    if left:
+        out.append(("out", "", compress(left)))
+    return tuple(out)
+
+
 def file_changes(
     path: str, old: bytes | None, new: bytes | None
 ) -> tuple[list[ObjectChange], list[ObjectChange], list[ObjectChange]]:
@@ -320,10 +341,15 @@ def build_plan(
     files_after: Mapping[str, bytes | None],
     inventory_file: str = "",
     inventory_line: int | None = None,
+    slurm_pools: Mapping[str, tuple[str, str]] | None = None,
+    lock_file: str = "",
 ) -> ScalePlan:
     """Assemble the plan. ``files_before``/``files_after``: repo-relative path -> bytes (None: absent).
 
     Only paths in either mapping are considered; pass exactly the files that changed.
+    ``slurm_pools``: pool -> (partition, NodeSet) labels; a Slurm pool whose members change is listed
+    as a partition and a NodeSet change (node count, nodes in and out) even when its rendered
+    definition is the same (membership follows the pool label on the Node, not the values file).
     """
     plan = ScalePlan(
         pool=pool,
@@ -351,6 +377,11 @@ def build_plan(
         plan.partitions += parts
         plan.nodesets += nsets
         plan.topology += topo
+    for pool_name, (partition, nodeset) in sorted((slurm_pools or {}).items()):
+        fields = _membership(pool_name, plan.moves, plan.pool_nodes)
+        if fields:
+            plan.partitions.append(ObjectChange(partition, lock_file, "changed", fields))
+            plan.nodesets.append(ObjectChange(nodeset, lock_file, "changed", fields))
     plan.partitions.sort()
     plan.nodesets.sort()
     plan.topology.sort()

@@ -123,6 +123,9 @@ def test_scale_publishes_branch_commit_push_and_pull_request(repos: Repos) -> No
     assert set(changed) == set(plan.files)
     assert {p for p, s in changed.items() if s == "M"} == set(plan.changed)
     assert any(t.file.endswith("/topology.conf") for t in plan.topology)
+    [part] = plan.partitions
+    assert part.name == "llm-pretrain/pretrain" and part.fields[0] == ("nodes", "32", "36")
+    assert [n.name for n in plan.nodesets] == ["llm-pretrain/pretrain"]
     # commit message carries the plan summary
     msg = repos.remote_git("log", "-1", "--format=%B", "scale/pretrain-36")
     assert msg.startswith("scale(pretrain): 32 nodes -> 36 nodes\n\n" + plan.summary())
@@ -172,6 +175,7 @@ def test_shrinking_moves_exactly_k_nodes_to_spare(repos: Repos) -> None:
     old, new = _lock_at(repos, "main"), _lock_at(repos, res.branch)
     moved = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
     assert len(moved) == 3 and all(old[n] == "research-batch" and new[n] == "spare" for n in moved)
+    assert [(c.name, c.fields[0]) for c in res.plan.partitions] == [("research/batch", ("nodes", "12", "9"))]
     assert check_scale_change(repos.work, "origin/main", [INV]).ok
 
 

@@ -339,3 +339,27 @@ def test_markdown_caps_long_move_lists() -> None:
     )
     md = render_markdown(plan, max_moves=10)
     assert "… and 490 more" in md and md.count("| `n0") == 10
+
+
+def test_slurm_membership_is_listed_as_partition_and_nodeset_change() -> None:
+    old = {"n01": "batch", "n02": "batch", "n03": "spare", "n04": "spare", "n05": "debug"}
+    new = old | {"n03": "batch", "n04": "batch"}
+    plan = build_plan(
+        pool="batch",
+        cluster="c",
+        old_unit="nodes",
+        old_size=2,
+        unit="nodes",
+        size=4,
+        old_assignment=old,
+        new_assignment=new,
+        files_before={},
+        files_after={},
+        slurm_pools={"batch": ("research/batch", "research/batch"), "debug": ("research/debug", "research/debug")},
+        lock_file="inv/snapshots/c/pools.lock.yaml",
+    )
+    assert [(c.name, c.file, c.summary()) for c in plan.partitions] == [
+        ("research/batch", "inv/snapshots/c/pools.lock.yaml", "nodes: 2 → 4; in: n[03-04]")
+    ]
+    assert [c.name for c in plan.nodesets] == ["research/batch"]  # debug did not change
+    assert "| `research/batch` | `inv/snapshots/c/pools.lock.yaml` | nodes: 2 → 4; in: n[03-04] |" in plan.markdown()
