@@ -172,6 +172,11 @@ def preflight(git: Git, remote: str, base: str, paths: list[str], allow_branch: 
             f"the working tree {git.root} has uncommitted changes; commit or stash them first "
             f"(a scale pull request must contain only the scale change):\n  {shown}"
         )
+    if not git.ok("var", "GIT_COMMITTER_IDENT"):
+        raise PublishError(
+            f"git has no committer identity in {git.root}: set user.name and user.email "
+            "(git config user.name ...; git config user.email ...) so the scale commit can be made"
+        )
     remotes = git.run("remote").split()
     if remote not in remotes:
         raise PublishError(

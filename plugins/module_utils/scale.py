@@ -38,6 +38,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.inventory_edit impor
 from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import lock_path as lock_path_of
 from ansible_collections.gpufleet.core.plugins.module_utils.publish_forge import (
+    ForgeError,
+    compare_url,
     open_pull_request,
     resolve_target,
 )
@@ -299,7 +301,14 @@ def scale(
             )
             tok = token if token is not None else os.environ.get(forge.token_env) or None
             title = f"Scale {pool} to {edit.size} {edit.unit}"
-            pr = open_pull_request(target, branch, pre.base, title, plan.markdown(), tok)
+            try:
+                pr = open_pull_request(target, branch, pre.base, title, plan.markdown(), tok)
+            except ForgeError as exc:
+                where = compare_url(target, branch, pre.base) or "your forge"
+                raise ScaleError(
+                    f"pushed {branch} to {pre.remote} ({(push.commit or '')[:12]}), but opening the pull request "
+                    f"failed: {exc}. Open it at {where}, or run again (the push is not repeated)"
+                ) from None
             result.pull_request = pr.as_dict()
             result.changed = result.changed or pr.created
             if pr.url:

@@ -154,6 +154,20 @@ def test_scale_publishes_branch_commit_push_and_pull_request(repos: Repos) -> No
     assert again.pull_request["created"] is False and again.pull_request["number"] == 1
 
 
+def test_forge_failure_after_push_is_clear_and_a_rerun_opens_the_request(repos: Repos) -> None:
+    with ForgeServer(token="the-right-one") as srv:
+        with pytest.raises(GpufleetError) as err:
+            scale(repos.work / INV, "pretrain", 36, publish=True, token=TOKEN, forge_api_url=srv.url)
+        msg = str(err.value)
+        assert "pushed scale/pretrain-36 to origin" in msg and "401" in msg and TOKEN not in msg
+        assert "https://github.com/example-org/gpu-fleet/compare/main...scale/pretrain-36?expand=1" in msg
+        assert repos.remote_branches() == ["main", "scale/pretrain-36"]
+        pushed = repos.remote_git("rev-parse", "scale/pretrain-36")
+        again = scale(repos.work / INV, "pretrain", 36, publish=True, token="the-right-one", forge_api_url=srv.url)
+    assert not again.pushed and again.pull_request["created"] and again.changed
+    assert repos.remote_git("rev-parse", "scale/pretrain-36") == pushed
+
+
 def test_gpu_sized_pool_without_token_prints_the_compare_url(repos: Repos) -> None:
     with ForgeServer(token=TOKEN) as srv:
         res = scale(repos.work / INV, "inference", 104, publish=True, token=None, forge_api_url=srv.url)
