@@ -387,11 +387,13 @@ class SlurmCluster:
     def stop(self) -> None:
         if self._procs.get("slurmctld") is not None and self._procs["slurmctld"].poll() is None:
             with contextlib.suppress(Exception):
+                t0 = time.monotonic()
                 self._run(["scancel", "--quiet", "--user=root"], check=False, timeout=10)
                 # let the steps end so slurmd exits promptly on SIGTERM
                 end = time.monotonic() + 10
                 while time.monotonic() < end and self._run(["squeue", "-h", "-o", "%i"], check=False).stdout.strip():
                     time.sleep(0.2)
+                self.timings["stop-drain"] = time.monotonic() - t0
         order = [k for k in self._procs if k.startswith("slurmd-")] + ["slurmctld", "munged"]
         for key in order:
             proc = self._procs.get(key)
