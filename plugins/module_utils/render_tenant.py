@@ -218,36 +218,29 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
 # ------------------------------------------------------------------ Slurm inside the vCluster
 
 
-def _topology_conf(cluster: Cluster, inputs: ClusterInputs, nodes: list[str]) -> tuple[str, str] | None:
-    """(file name, text) of the tenant's topology, restricted to its Slurm nodes."""
-    topo = inputs.topology
-    if topo is None or not nodes:
+def _topology_conf(cluster: Cluster, sub: Any) -> tuple[str, str] | None:
+    """(file name, text) of the tenant's topology (``sub``: the cluster topology restricted to the
+    tenant's Slurm nodes)."""
+    if sub is None:
         return None
     from ansible_collections.gpufleet.core.plugins.module_utils import topology_render as tr
 
     plugin = cluster.topology.plugin
-    sub = topo.subset(nodes)
-    if not sub.node_group and plugin != "block":
-        return None
-    if plugin == "tree":
+    if plugin == "tree" and sub.node_group:
         return "topology.conf", tr.render_tree(sub)
-    if plugin == "block":
-        if not sub.blocks:
-            return None
+    if plugin == "block" and sub.blocks:
         return "topology.conf", tr.render_block(sub, block_sizes=list(cluster.topology.block_sizes) or None)
-    if plugin == "yaml":
+    if plugin == "yaml" and sub.node_group:
         return "topology.yaml", tr.render_yaml(sub)
     return None
 
 
-def topology_annotations(inputs: ClusterInputs, nodes: list[str], plugin: str) -> dict[str, str]:
+def topology_annotations(sub: Any, plugin: str) -> dict[str, str]:
     """Node annotation ``topology.slinky.slurm.net/spec`` values (the apply step sets them)."""
-    topo = inputs.topology
-    if topo is None or not nodes:
+    if sub is None:
         return {}
     from ansible_collections.gpufleet.core.plugins.module_utils import topology_render as tr
 
-    sub = topo.subset(nodes)
     if plugin == "block":
         return tr.slinky_topology_spec(sub, tree=None, block="default")
     return tr.slinky_topology_spec(sub)
@@ -303,7 +296,8 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
     slurm_nodes = sorted({n for p in pools for n in inputs.members.get(p.name, [])})
     conf_map: dict[str, Any] = {"GresTypes": ["gpu"]}
     config_files: dict[str, str] = {"gres.conf": GRES_CONF, "cgroup.conf": CGROUP_CONF}
-    topo = _topology_conf(cluster, inputs, slurm_nodes)
+    sub = inputs.topology_view(slurm_nodes) if slurm_nodes else None
+    topo = _topology_conf(cluster, sub)
     plugin = cluster.topology.plugin
     if topo:
         config_files[topo[0]] = topo[1]
@@ -331,7 +325,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
                 },
             }
         }
-    ann = topology_annotations(inputs, slurm_nodes, plugin)
+    ann = topology_annotations(sub, plugin)
     return deep_merge(values, tenant.slurm_values), ann
 
 

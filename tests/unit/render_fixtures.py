@@ -75,3 +75,53 @@ def edit_vars(inv: Path, name: str, fn) -> None:
     data = yaml.safe_load(f.read_text(encoding="utf-8"))
     fn(data)
     f.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def make_big_inventory(root: Path, nodes: int = 10_000, tenants: int = 100, fabric: bool = True) -> Path:
+    """A generated fleet: ``nodes`` GPU nodes (+16 CPU system nodes), ``tenants`` tenants.
+
+    Two tenants in three run Slurm (two pools: 2/3 and 1/3 of their share), the others
+    Kubernetes-native (one pool sized in GPUs). Shares are whole 8-node units; the rest is spare.
+    """
+    inv = root / "inv"
+    gv = inv / "group_vars" / "all"
+    gv.mkdir(parents=True)
+    shutil.copy(SAMPLE / "group_vars" / "all" / "fleet.yml", gv / "fleet.yml")
+    clusters = yaml.safe_load((SAMPLE / "group_vars" / "all" / "clusters.yml").read_text(encoding="utf-8"))
+    if not fabric:
+        clusters["gpufleet_clusters"][0]["fabric"] = {"source": "none"}
+    (gv / "clusters.yml").write_text(yaml.safe_dump(clusters, sort_keys=False), encoding="utf-8")
+    share = (nodes // tenants) // 8 * 8 - 8 if nodes // tenants >= 16 else 8
+    pools = [{"name": "system", "cluster": "gpu-east", "kind": "system", "size": {"nodes": 16}}]
+    tlist = []
+    for i in range(tenants):
+        t = f"team{i:03d}"
+        if i % 3 != 2:
+            a = share * 2 // 3 // 8 * 8 or 8
+            b = share - a or 8
+            pools += [
+                {"name": f"{t}-a", "cluster": "gpu-east", "kind": "slurm", "size": {"nodes": a},
+                 "slurm": {"partition": "main", "default": True}},
+                {"name": f"{t}-b", "cluster": "gpu-east", "kind": "slurm", "size": {"nodes": b},
+                 "slurm": {"partition": "debug", "max_time": "02:00:00"}},
+            ]
+            tlist.append({"name": t, "cluster": "gpu-east", "pools": [f"{t}-a", f"{t}-b"]})
+        else:
+            pools.append({"name": f"{t}-k8s", "cluster": "gpu-east", "kind": "kubernetes", "size": {"gpus": share * 8}})
+            tlist.append({"name": t, "cluster": "gpu-east", "pools": [f"{t}-k8s"], "namespaces": ["jobs"]})
+    pools.append({"name": "spare", "cluster": "gpu-east", "kind": "spare"})
+    (gv / "pools.yml").write_text(yaml.safe_dump({"gpufleet_pools": pools}, sort_keys=False), encoding="utf-8")
+    (gv / "tenants.yml").write_text(yaml.safe_dump({"gpufleet_tenants": tlist}, sort_keys=False), encoding="utf-8")
+    snap = inv / "snapshots" / "gpu-east"
+    snap.mkdir(parents=True)
+    spec = fabric_gen.GenSpec(hosts=nodes, rails=8, su_size=8, tiers=2 if nodes <= 2048 else 3)
+    fab = fabric_gen.generate(spec)
+    if fabric:
+        (snap / "fabric.ibnetdiscover").write_text(fabric_gen.render_ibnetdiscover(fab), encoding="utf-8")
+    snapshot = fabric_gen.nodes_snapshot(fab)
+    for item in snapshot["items"]:
+        item["metadata"]["labels"].pop("nvidia.com/gpu.clique", None)
+    snapshot["items"] += [cpu_node(f"sys{i:02d}") for i in range(1, 17)]
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    (snap / "nodes.yaml").write_text(yaml.dump(snapshot, Dumper=dumper, sort_keys=True), encoding="utf-8")
+    return inv

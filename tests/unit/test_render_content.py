@@ -253,3 +253,19 @@ def test_report_says_what_runs_where(files) -> None:
     assert "### research" in r and "Slurm partition `batch`" in r and "https://research.vc-research:443" in r
     assert "Kueue ClusterQueue `inference`" in r and "slurm-auth-jwt" in r
     assert "| pretrain | slurm | llm-pretrain | 32 | 256 |" in r
+
+
+def test_topology_view_renders_like_subset(tmp_path: Path) -> None:
+    from ansible_collections.gpufleet.core.plugins.module_utils import topology_render as tr
+    from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import cluster_inputs
+    from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+
+    fleet = load_fleet(make_inventory(tmp_path))
+    inputs = cluster_inputs(fleet, fleet.clusters["gpu-east"])
+    for pools in (["pretrain"], ["research-batch", "research-debug"], ["research-debug"], ["inference", "pretrain"]):
+        nodes = sorted(n for p in pools for n in inputs.members[p])
+        view, sub = inputs.topology_view(nodes), inputs.topology.subset(nodes)
+        assert tr.render_tree(view) == tr.render_tree(sub)
+        assert tr.render_yaml(view) == tr.render_yaml(sub)
+        assert tr.slinky_topology_spec(view) == tr.slinky_topology_spec(sub)
+        assert view.order == sub.order and view.leaf_groups == sub.leaf_groups and view.roots == sub.roots
