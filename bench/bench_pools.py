@@ -104,16 +104,21 @@ def main() -> int:
 
     slurm = next(p for p in fleet.pools.values() if p.kind == "slurm" and p.gpu_product == H100)
     k8s = next(p for p in fleet.pools.values() if p.size_gpus)
-    unit = args.nvlink or 1
-    for label, pool, field, delta, expect in [
+    steps = [
         ("grow slurm pool by k=1 node", slurm, "size_nodes", 1, 1),
         ("grow slurm pool by k=16 nodes", slurm, "size_nodes", 16, 16),
         ("shrink slurm pool by k=16 nodes", slurm, "size_nodes", -16, 16),
         ("grow k8s pool by 64 GPUs (k=8 nodes)", k8s, "size_gpus", 64, 8),
         ("shrink k8s pool by 64 GPUs (k=8 nodes)", k8s, "size_gpus", -64, 8),
-    ]:
-        if delta > 0 and expect * unit > spare and field == "size_nodes":
-            continue
+    ]
+    if args.nvlink:
+        b200 = next(p for p in fleet.pools.values() if p.gpu_product == B200)
+        n = args.nvlink
+        steps += [
+            (f"grow B200 pool by one NVLink domain (k={n})", b200, "size_nodes", n, n),
+            (f"shrink B200 pool by one NVLink domain (k={n})", b200, "size_nodes", -n, n),
+        ]
+    for label, pool, field, delta, expect in steps:
         new = dict(fleet.pools)
         new[pool.name] = replace(pool, **{field: getattr(pool, field) + delta})
         f2 = replace(fleet, pools=new)
