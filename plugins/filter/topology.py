@@ -1,7 +1,7 @@
 # Copyright: gpufleet contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fabric topology filters: ``fabric_topology``, ``slurm_topology_conf``, ``slinky_topology_spec``,
-``kueue_topology_labels``.
+``kueue_topology_labels``, ``kueue_topology``.
 
 The input is the fabric itself: ``ibnetdiscover`` output (either format) or a fabric YAML file, as
 text or a path on the controller, or a list of Kubernetes Node objects (topology labels).
@@ -20,6 +20,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology import buil
 from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
     kueue_node_labels,
     render,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+    kueue_topology as _kueue_topology,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
     slinky_topology_spec as _slinky,
@@ -72,6 +75,13 @@ def kueue_topology_labels(src, prefix="topology.gpufleet.io", kind="auto", nodes
     return kueue_node_labels(topo, prefix=prefix)
 
 
+def kueue_topology(src, name="gpufleet-fabric", prefix="topology.gpufleet.io", api_version="kueue.x-k8s.io/v1beta1",
+                   kind="auto", nodes=None, node_map=None, exclude=None, domains=None):
+    """The Kueue ``Topology`` object (levels coarse to fine, hostname last) for the same labels."""
+    topo = _topo("kueue_topology", src, kind, nodes, node_map, exclude, domains)
+    return _kueue_topology(topo, name=name, prefix=prefix, api_version=api_version)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -79,4 +89,5 @@ class FilterModule:
             "slurm_topology_conf": slurm_topology_conf,
             "slinky_topology_spec": slinky_topology_spec,
             "kueue_topology_labels": kueue_topology_labels,
+            "kueue_topology": kueue_topology,
         }

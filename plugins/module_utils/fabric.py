@@ -43,6 +43,7 @@ ROUTER = "router"
 _HOST_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _NOT_HOSTS = {"mellanox", "nvidia", "mt4115", "mt4119", "mt4123", "mt4129", "mt4131", "connectx"}
 _SWITCH_ND = re.compile(r"^MF0;([^:]+):")
+_FW_MODEL = re.compile(r"^MT\d{4}$")
 
 
 def classify_ca(desc: str) -> tuple[str, str | None, str | None]:
@@ -56,7 +57,7 @@ def classify_ca(desc: str) -> tuple[str, str | None, str | None]:
         return SHARP, None, None
     parts = desc.split()
     if len(parts) == 2 and _HOST_TOKEN.match(parts[0]) and parts[0].lower() not in _NOT_HOSTS:
-        if not re.match(r"^MT\d{4}$", parts[0]):
+        if not _FW_MODEL.match(parts[0]):
             return HOST, parts[0], parts[1]
     return UNNAMED, None, None
 

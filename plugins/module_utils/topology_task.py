@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric_labels import
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.topology import Topology, build_topology, node_list
 from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+    default_topologies,
     render,
     slinky_topology_spec,
     write_if_changed,
@@ -96,11 +97,7 @@ def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff
         "warnings": warnings,
         "health": topo.health,
         "topology": topology_summary(topo),
-        "slinky_spec": slinky_topology_spec(
-            topo,
-            tree=params.get("slinky_tree_name", "default") if fmt != "block" else None,
-            block=params.get("slinky_block_name") or (None if fmt != "block" else "default"),
-        ),
+        "slinky_spec": slinky_topology_spec(topo, **_slinky_names(topo, fmt, params)),
     }
     dest = params.get("dest")
     if dest:
@@ -110,6 +107,18 @@ def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff
         if diff_mode and changed:
             result["diff"] = {"before": old, "after": content, "before_header": str(dest), "after_header": str(dest)}
     return result
+
+
+def _slinky_names(topo: Topology, fmt: str, params: Mapping[str, Any]) -> dict:
+    """Topology names for the Slinky annotation: ``default`` for topology.conf, else from ``topologies``."""
+    if fmt == "tree":
+        return {"tree": params.get("slinky_tree_name") or "default", "block": None}
+    if fmt == "block":
+        return {"tree": None, "block": "default"}
+    specs = params.get("topologies") or default_topologies(topo)
+    tree = next((str(t.get("name")) for t in specs if str(t.get("plugin", "tree")).endswith("tree")), None)
+    block = next((str(t.get("name")) for t in specs if str(t.get("plugin", "tree")).endswith("block")), None)
+    return {"tree": tree, "block": block}
 
 
 def run_fabric_facts(params: Mapping[str, Any], ibnetdiscover_text: str | None = None,

@@ -78,7 +78,9 @@ options:
     type: bool
     default: true
   slinky_tree_name:
-    description: Topology name used in the returned Slinky C(topology.slinky.slurm.net/spec) values.
+    description:
+      - For C(tree), the topology name used in the returned Slinky C(topology.slinky.slurm.net/spec) values.
+      - For C(yaml) the names come from O(topologies) (first tree and first block topology).
     type: str
     default: default
   strict:

@@ -71,3 +71,11 @@ def test_in_a_real_playbook(text, tmp_path, repo_root):
     assert p.returncode == 0, p.stdout + p.stderr
     conf = (tmp_path / "topology.conf").read_text()
     assert "SwitchName=spine Switches=su01-leaf,su02-leaf" in conf
+
+
+def test_kueue_topology_filter_levels_match_labels(text):
+    obj = F["kueue_topology"](text, name="fabric")
+    assert obj["kind"] == "Topology" and obj["metadata"]["name"] == "fabric"
+    levels = [lv["nodeLabel"] for lv in obj["spec"]["levels"]]
+    labels = F["kueue_topology_labels"](text)
+    assert set(levels[:-1]) == set(labels["gpu001"])

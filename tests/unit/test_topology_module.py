@@ -71,6 +71,7 @@ def test_module_yaml_with_cliques_and_nodes(fleet, tmp_path):
     assert [d["topology"] for d in doc] == ["topo-tree", "topo-block"]
     assert len(doc[1]["block"]["blocks"]) == 4
     assert r["health"]["fabric_not_in_nodes"][0] == "gpu033"
+    assert r["slinky_spec"]["gpu001"].startswith("topo-tree:spine:su01-leaf,topo-block:nvl-")
     assert r["changed"] is False  # no dest
 
 
