@@ -20,7 +20,7 @@ description:
     M(kubernetes.core.k8s). The result holds credentials, so run this task and the apply with
     C(no_log=true); never write it to Git.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 requirements:
   - PyYAML
 options:
@@ -74,6 +74,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Runs where the inventory and the kubeconfig are, normally the controller (C(localhost)).
 """
 
 EXAMPLES = r"""

@@ -17,7 +17,7 @@ description:
     key path, before anything else runs.
   - Reads files only; never changes anything.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 requirements:
   - jsonschema
   - PyYAML

@@ -22,7 +22,7 @@ description:
     never touched. The pool lock next to each nodes snapshot is updated too.
   - No credentials are rendered; Secrets the tenants need are listed in each cluster's C(REPORT.md).
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 requirements:
   - jsonschema
   - PyYAML

@@ -23,7 +23,7 @@ description:
   - Each Node is patched with the C(resourceVersion) it was read with; a concurrent change makes
     the patch conflict, and the Node is read and planned again.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 requirements:
   - kubernetes (Python client)
   - PyYAML
@@ -61,6 +61,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Runs where the inventory and the kubeconfig are, normally the controller (C(localhost)).
 notes:
   - C(changed) is true only when at least one Node's pool labels or taints differ.
 """
