@@ -18,6 +18,12 @@ without a numeric suffix. Two details matter for byte-exact output:
 * Prefixes are ordered with Slurm's ``strnatcmp`` (natural order), hosts without a numeric
   suffix before ranges of the same prefix, then narrower widths before wider ones.
 
+One deliberate difference: Slurm's sort comparator returns the difference of two numeric
+suffixes through a C ``int``; once suffixes of one prefix differ by 2**31 or more its order is not
+transitive and ``hostlist_sort``/``hostlist_uniq`` lose hosts (seen with ``scontrol show
+hostlistsorted``). ``compress`` compares those numbers correctly, so it never drops a host;
+``sort_like_scontrol`` keeps the C behaviour for tests.
+
 Input is checked more strictly than Slurm: Slurm silently accepts some malformed expressions
 (``n[1-`` becomes ``n]``, ``n[ 1-2]`` becomes ``n01,n02``, numbers beyond 64 bits are clamped);
 here they raise :class:`HostlistError` naming the expression and the offending part.
@@ -33,7 +39,7 @@ from itertools import product
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 
-__all__ = ["MAX_HOSTS", "MAX_RANGE", "HostlistError", "compress", "expand", "natcmp"]
+__all__ = ["MAX_HOSTS", "MAX_RANGE", "HostlistError", "compress", "expand", "natcmp", "sort_like_scontrol"]
 
 #: Slurm's MAX_RANGE: a single ``lo-hi`` range may hold at most this many hosts.
 MAX_RANGE = 64 * 1024
