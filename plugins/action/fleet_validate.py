@@ -30,7 +30,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec={"inventory_dir": {"type": "path", "required": True}})
+        args = self.validate_argument_spec(argument_spec={"inventory_dir": {"type": "path", "required": True}})[1]
         if fleet_facts is None:
             raise AnsibleActionFail(f"gpufleet.core.fleet_validate needs jsonschema and PyYAML: {IMPORT_ERROR}")
         try:

@@ -13,6 +13,14 @@ ROOT=$PWD
 export PATH="$ROOT/.venv/bin:$ROOT/.build/bin:$PATH"
 DEST="$ROOT/.build/sanity/ansible_collections/gpufleet/core"
 
+# One run at a time: a second run would wipe the copy under the first one.
+mkdir -p "$ROOT/.build/sanity"
+exec 9>"$ROOT/.build/sanity/.lock"
+flock 9
+
+# The computed import ignores (controller-only module_utils) must be current.
+python3 "$ROOT/scripts/sanity_ignores.py" --check
+
 cache="$HOME/.ansible/test/cache"
 mkdir -p "$cache"
 for v in 25_2 24_2; do
@@ -35,7 +43,11 @@ find "$DEST" -mindepth 1 -maxdepth 1 ! -name tests -exec rm -rf {} +
 if [ -d "$DEST/tests" ]; then
   find "$DEST/tests" -mindepth 1 -maxdepth 1 ! -name output -exec rm -rf {} +
 fi
-git ls-files -z --cached --others --exclude-standard \
+# What is tested: the collection as it ships plus its unit tests. Left out: developer tooling that
+# is not collection content and is linted by ruff instead (bench/, scripts/, tools/, .ci/) and the
+# pytest integration suites under tests/integration/ (not ansible-test integration targets).
+git ls-files -z --cached --others --exclude-standard -- . \
+    ':!bench/' ':!scripts/' ':!tools/' ':!.ci/' ':!tests/integration/' \
   | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
   | tar --null -T - -cf - | tar -xf - -C "$DEST"
 

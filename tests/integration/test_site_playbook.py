@@ -57,6 +57,7 @@ def playbook(*args: str, cwd: Path = REPO) -> tuple[int, str, dict[str, int]]:
         capture_output=True,
         text=True,
         timeout=600,
+        check=False,
     )
     out = proc.stdout + proc.stderr
     m = RECAP.search(out)
@@ -151,7 +152,7 @@ def test_broken_inventory_fails_first_with_every_problem(work: Path):
 
 
 def test_string_booleans_from_the_command_line(work: Path):
-    rc, out, _ = site(work, "--tags", "render", "-e", "gpufleet_apply=maybe")
+    rc, out, _recap = site(work, "--tags", "render", "-e", "gpufleet_apply=maybe")
     assert rc != 0 and "gpufleet_apply must be true or false" in out, out
-    rc, out, _ = site(work, "-e", "gpufleet_apply=false")
+    rc, out, _recap = site(work, "-e", "gpufleet_apply=false")
     assert rc == 0 and "apply skipped" in out, out
