@@ -222,6 +222,7 @@ class Topology:
             )
         blocks = [(b, [n for n in ns if n in keep]) for b, ns in self.blocks]
         blocks = [(b, ns) for b, ns in blocks if ns]
+        kept_blocks = {b for b, _ns in blocks}
         health = dict(self.health)
         fabric_nodes = set(self.node_group)
         health["nodes_not_in_fabric"] = sorted(keep - fabric_nodes, key=natural_key)
@@ -232,7 +233,7 @@ class Topology:
             groups,
             {n: g for n, g in self.node_group.items() if n in keep},
             blocks,
-            {b: d for b, d in self.block_domains.items() if any(b == x for x, _nodes in blocks)},
+            {b: d for b, d in self.block_domains.items() if b in kept_blocks},
             self.block_source,
             health,
             [n for n in self.order if n in keep],

@@ -273,7 +273,7 @@ def render_yaml(topo: Topology, topologies: list[Mapping] | None = None, warning
     import yaml
 
     data = topology_yaml_data(topo, topologies, warnings)
-    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=1 << 20, explicit_start=True)
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1 << 20, explicit_start=True)
     return HEADER + body
 
 
