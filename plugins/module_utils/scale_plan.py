@@ -402,7 +402,7 @@ def _code(text: Any) -> str:
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    out = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _col in head) + " |"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
 
