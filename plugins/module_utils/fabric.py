@@ -146,10 +146,17 @@ class Fabric:
             self.switches[sid].cas.append(cid)
 
     def finish(self) -> Fabric:
-        """Fill switch names for switches only seen as link ends."""
+        """Fill switch names for switches only seen as link ends; GUID names where descriptions repeat."""
         for sw in self.switches.values():
             if not sw.name:
                 sw.name = switch_label(sw.desc, sw.id[2:] if sw.id.startswith("S-") else sw.id)
+        if self.kind.startswith("ibnetdiscover"):
+            seen: dict[str, int] = {}
+            for sw in self.switches.values():
+                seen[sw.name] = seen.get(sw.name, 0) + 1
+            for sw in self.switches.values():
+                if seen[sw.name] > 1 and sw.id.startswith("S-"):
+                    sw.name = sw.id
         return self
 
     # ---- queries ----

@@ -207,3 +207,17 @@ def test_fuzz_host_names_render_or_fabric_error(hosts):
         render_tree(build_topology(parse_default(text, "fuzz")))
     except FabricError:
         pass
+
+
+def test_repeated_switch_descriptions_fall_back_to_guids():
+    text = (
+        'Switch\t65 "S-0000000000000001"\t\t# "Quantum-2 Mellanox Technologies" enhanced port 0 lid 1 lmc 0\n'
+        '[1]\t"S-0000000000000002"[1]\t\t# "MF0;dup:X/U1" lid 2 4xNDR\n'
+        'Switch\t65 "S-0000000000000002"\t\t# "MF0;dup:X/U1" enhanced port 0 lid 2 lmc 0\n'
+        'Switch\t65 "S-0000000000000003"\t\t# "MF0;dup:X/U1" enhanced port 0 lid 3 lmc 0\n'
+        'Switch\t65 "S-0000000000000004"\t\t# "ISR9024 Voltaire" base port 0 lid 4 lmc 0\n'
+    )
+    fab = parse_default(text)
+    names = {s: sw.name for s, sw in fab.switches.items()}
+    assert names == {"S-0000000000000001": "S-0000000000000001", "S-0000000000000002": "S-0000000000000002",
+                     "S-0000000000000003": "S-0000000000000003", "S-0000000000000004": "ISR9024 Voltaire"}
