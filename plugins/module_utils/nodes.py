@@ -8,7 +8,9 @@ sorted tuple of :class:`NodeInfo`:
 - ``gpu_product``: label ``nvidia.com/gpu.product`` (GPU Feature Discovery), or None;
 - ``nvlink_domain``: label ``nvidia.com/gpu.clique`` (``<ClusterUUID>.<CliqueID>``, MNNVL/NVL72),
   or None for nodes whose NVLink domain is the node itself;
-- ``labels``: every label of the node.
+- ``labels``: every label of the node;
+- ``cpu_millis``, ``memory_bytes``: ``status.allocatable`` (else ``status.capacity``) cpu and memory,
+  0 when absent (used for Kueue quotas).
 
 ``load_nodes(path)`` raises :class:`NodesError` naming the file and the item for bad input.
 ``nodes_from_objects(objs, source)`` does the same for Node dicts already in memory (e.g. from the API).
@@ -16,8 +18,11 @@ sorted tuple of :class:`NodeInfo`:
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +46,34 @@ class NodeInfo:
     gpu_product: str | None = None
     nvlink_domain: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    cpu_millis: int = field(default=0, compare=False)
+    memory_bytes: int = field(default=0, compare=False)
+
+
+_SUFFIX = {
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
+    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+}  # fmt: skip
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
+
+
+def parse_quantity(value: Any) -> Fraction | None:
+    """A Kubernetes resource quantity (``500m``, ``64``, ``1990Gi``, ``1e3``) as an exact number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return Fraction(value)
+    m = _QUANTITY.match(str(value).strip())
+    if not m:
+        return None
+    try:
+        number = Fraction(m.group(1))
+    except (ValueError, ZeroDivisionError):
+        return None
+    if m.group(2):
+        return number * Fraction(10) ** int(m.group(2)[1:])
+    return number * _SUFFIX[m.group(3)] if m.group(3) else number
 
 
 def _quantity(value: Any) -> int | None:
@@ -81,12 +114,27 @@ def node_from_object(obj: Any, where: str) -> NodeInfo:
                 " expected a whole number"
             )
         gpus = q
+    allocatable = status.get("allocatable") or {} if isinstance(status, Mapping) else {}
+    if not isinstance(allocatable, Mapping):
+        raise NodesError(f"{where} ({name}): status.allocatable must be a mapping")
+    sizes = {}
+    for res, scale in (("cpu", 1000), ("memory", 1)):
+        raw = allocatable.get(res, capacity.get(res))
+        if raw is None:
+            sizes[res] = 0
+            continue
+        qty = parse_quantity(raw)
+        if qty is None or qty < 0:
+            raise NodesError(f"{where} ({name}): status.allocatable.{res} is {raw!r}, not a Kubernetes quantity")
+        sizes[res] = math.ceil(qty * scale)
     return NodeInfo(
         name=name,
         gpus=gpus,
         gpu_product=labels.get(GPU_PRODUCT_LABEL) or None,
         nvlink_domain=labels.get(NVLINK_DOMAIN_LABEL) or None,
         labels=dict(sorted(labels.items())),
+        cpu_millis=sizes["cpu"],
+        memory_bytes=sizes["memory"],
     )
 
 

@@ -112,6 +112,17 @@ class Assignment:
     def gpus(self, pool: str) -> int:
         return sum(self.nodes[n].gpus for n in self.members(pool))
 
+    def resources(self, pool: str) -> dict[str, int | str]:
+        """Allocatable totals of the pool's nodes, as Kueue quotas: cpu, memory, nvidia.com/gpu."""
+        members = [self.nodes[n] for n in self.members(pool)]
+        millis = sum(n.cpu_millis for n in members)
+        mem = sum(n.memory_bytes for n in members)
+        return {
+            "cpu": millis // 1000 if millis % 1000 == 0 else f"{millis}m",
+            "memory": f"{mem // 2**30}Gi" if mem % 2**30 == 0 else mem,
+            "nvidia.com/gpu": sum(n.gpus for n in members),
+        }
+
     def moves(self, previous: Mapping[str, str] | None) -> list[Move]:
         """Nodes whose pool differs from ``previous`` (every node when previous is None), sorted."""
         prev = dict(previous or {})

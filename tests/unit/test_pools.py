@@ -484,3 +484,40 @@ def test_remainder_of_a_split_domain_is_not_taken_by_a_whole_domain_pool():
     base[0]["size_nodes"] = 2
     with pytest.raises(PoolError, match=r"pool 'a'.*whole NVLink domains only"):
         assign(make_fleet(base), CLUSTER, nodes, group, a0.pool_of)
+
+
+@pytest.mark.parametrize(
+    ("raw", "millis"),
+    [("190", 190_000), ("500m", 500), (64, 64_000), ("1.5", 1500), ("2k", 2_000_000), ("1e3", 1_000_000)],
+)
+def test_cpu_quantities(tmp_path, raw, millis):
+    p = tmp_path / "nodes.yaml"
+    node = _node("a", 8)
+    node["status"]["allocatable"] = {"cpu": raw, "memory": "1990Gi"}
+    p.write_text(yaml.safe_dump({"kind": "List", "items": [node]}))
+    (n,) = load_nodes(p)
+    assert n.cpu_millis == millis and n.memory_bytes == 1990 * 2**30
+
+
+def test_bad_quantity_names_item(tmp_path):
+    p = tmp_path / "nodes.yaml"
+    node = _node("a", 8)
+    node["status"]["allocatable"] = {"memory": "lots"}
+    p.write_text(yaml.safe_dump({"kind": "List", "items": [node]}))
+    with pytest.raises(NodesError, match=r"items\[0\] \(a\): status.allocatable.memory is 'lots'"):
+        load_nodes(p)
+
+
+def test_pool_resources_for_kueue():
+    nodes = [
+        NodeInfo(f"n{i}", 8, H100, None, {}, cpu_millis=190_000 + 500 * (i == 0), memory_bytes=1990 * 2**30)
+        for i in range(3)
+    ]
+    a = assign(
+        make_fleet([{"name": "k", "kind": "kubernetes", "size_nodes": 2}, {"name": "s", "kind": "spare"}]),
+        CLUSTER,
+        nodes,
+        {},
+    )
+    assert a.resources("k") == {"cpu": "380500m", "memory": "3980Gi", "nvidia.com/gpu": 16}
+    assert a.resources("s") == {"cpu": 190, "memory": "1990Gi", "nvidia.com/gpu": 8}
