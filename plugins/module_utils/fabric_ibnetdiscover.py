@@ -68,6 +68,12 @@ def parse_default(text: str, source: str = "<text>") -> Fabric:
             continue
         c = line[0]
         if c == "[":
+            if cur is not None:
+                # the same cable printed from its other end (switches come first): skip the regex
+                i = line.find("]")
+                ps = line[1:i]
+                if ps.isdigit() and ps.isascii() and (cur, int(ps)) in ports_seen:
+                    continue
             m = port_match(line)
             if m is None:
                 raise FabricError(f"cannot parse port line: {_clip(line)}", source, lineno)
