@@ -119,7 +119,7 @@ class Assignment:
         mem = sum(n.memory_bytes for n in members)
         return {
             "cpu": millis // 1000 if millis % 1000 == 0 else f"{millis}m",
-            "memory": f"{mem // 2**30}Gi" if mem % 2**30 == 0 else mem,
+            "memory": _binary_quantity(mem),
             "nvidia.com/gpu": sum(n.gpus for n in members),
         }
 
@@ -152,6 +152,14 @@ class Assignment:
                 )
             )
         return out
+
+
+def _binary_quantity(n: int) -> int | str:
+    """Bytes as the largest exact binary-suffixed quantity: 3980Gi, 24766464Mi, or plain bytes."""
+    for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if n and n % size == 0:
+            return f"{n // size}{suffix}"
+    return n
 
 
 # --------------------------------------------------------------------------------------------
