@@ -28,7 +28,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import comp
 
 def timed(fn, runs: int) -> tuple[float, float]:
     samples = []
-    for _ in range(runs):
+    for _i in range(runs):
         t = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - t)
@@ -40,9 +40,9 @@ def hostlist_table(runs: int) -> None:
     contiguous = [f"gpu{i:05d}" for i in range(16384)]
     rnd.shuffle(contiguous)
     rails = [f"gpu{i:04d}-ib{r}" for i in range(2048) for r in range(8)]
-    sparse = [f"n{rnd.randint(0, 10**6)}" for _ in range(10000)]
+    sparse = [f"n{rnd.randint(0, 10**6)}" for _i in range(10000)]
     mixed = [
-        f"{p}{rnd.randint(0, 5000):0{rnd.choice([1, 3, 4])}d}" for p in ("a", "b-", "rack1-n") for _ in range(3000)
+        f"{p}{rnd.randint(0, 5000):0{rnd.choice([1, 3, 4])}d}" for p in ("a", "b-", "rack1-n") for _i in range(3000)
     ]
     cases = [
         ("compress 16k contiguous (shuffled)", lambda: compress(contiguous)),
@@ -78,7 +78,7 @@ def slurm_table(runs: int) -> None:
         leaves = "".join(f"SwitchName=l{i} Nodes=n[{i * 8 + 1}-{i * 8 + 8}]\n" for i in range(n // 8))
         topo = leaves + f"SwitchName=top Switches=l[0-{n // 8 - 1}]\n"
         starts, jobs, stops = [], [], []
-        for _ in range(runs):
+        for _i in range(runs):
             with tempfile.TemporaryDirectory(prefix="gf-bench-") as wd:
                 c = SlurmCluster(Path(wd), CONF.format(n=n), topology=topo)
                 t = time.perf_counter()

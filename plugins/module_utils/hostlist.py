@@ -449,8 +449,8 @@ def _expand_token(token: str, expr: str, out: list[str]) -> None:
     values: list[list[str]] = []
     rest = token
     while rest:
-        head, _, tail = rest.partition("[")
-        body, _, rest = tail.partition("]")
+        head, _sep, tail = rest.partition("[")
+        body, _sep, rest = tail.partition("]")
         for c in head:
             if ord(c) < 32 or ord(c) == 127:
                 raise HostlistError(f"{token!r} contains a control character", expr)

@@ -262,7 +262,7 @@ def _node_groups(nodes: Sequence[SlurmNode], source: str | None) -> list[tuple[l
         by_attrs.setdefault(_node_attrs(i, node, source), []).extend(names)
     groups: list[tuple[list[str], tuple[tuple[str, str], ...]]] = []
     for attrs, names in by_attrs.items():
-        if any(k == "Port" for k, _ in attrs):
+        if any(k == "Port" for k, _value in attrs):
             groups.extend(([n], attrs) for n in names)
         else:
             groups.append((names, attrs))
@@ -327,7 +327,7 @@ def render_partition_lines(
         rows.append((part.name, " ".join(fields)))
     if len(defaults) > 1:
         raise SlurmConfError("partitions", f"more than one default partition: {', '.join(sorted(defaults))}", source)
-    return "".join(line + "\n" for _, line in sorted(rows))
+    return "".join(line + "\n" for _name, line in sorted(rows))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -428,5 +428,5 @@ def render_gres_conf(
         hl = compress(names)
         rows.append((expand(hl)[0], f"NodeName={hl} Name=gpu{gtype} File={files}"))
     order = {n: k for k, n in enumerate(expand(compress([r[0] for r in rows])))}
-    lines += [line for _, line in sorted(rows, key=lambda r: order[r[0]])]
+    lines += [line for _first, line in sorted(rows, key=lambda r: order[r[0]])]
     return "\n".join(lines) + "\n"

@@ -55,8 +55,8 @@ def _name(rng: random.Random) -> str:
 
 def _names(rng: random.Random) -> list[str]:
     k = rng.choice([1, 2, 3, 5, 8, 20, 60])
-    pool = [_name(rng) for _ in range(max(1, k // 2))] if rng.random() < 0.3 else None  # duplicates
-    out = [rng.choice(pool) if pool else _name(rng) for _ in range(k)]
+    pool = [_name(rng) for _i in range(max(1, k // 2))] if rng.random() < 0.3 else None  # duplicates
+    out = [rng.choice(pool) if pool else _name(rng) for _i in range(k)]
     if rng.random() < 0.3:  # a run of consecutive hosts, shuffled in
         p, w, s = rng.choice(PREFIXES) or "h", rng.choice([1, 2, 3]), rng.randint(0, 120)
         out += [f"{p}{i:0{w}d}" for i in range(s, s + rng.randint(1, 30))]
@@ -73,14 +73,14 @@ def _range(rng: random.Random) -> str:
 
 def _expr(rng: random.Random) -> str:
     toks = []
-    for _ in range(rng.randint(1, 4)):
+    for _i in range(rng.randint(1, 4)):
         nb = rng.choice([0, 1, 1, 1, 2, 3])
         if nb == 0:
             toks.append(_name(rng))
             continue
         t = rng.choice(["n", "gpu", "a", "x-", ""])
         for b in range(nb):
-            t += "[" + ",".join(_range(rng) for _ in range(rng.randint(1, 3))) + "]"
+            t += "[" + ",".join(_range(rng) for _i in range(rng.randint(1, 3))) + "]"
             if b < nb - 1:
                 t += rng.choice(["", "b", "-", "0", "c1"])
         toks.append(t)
@@ -139,7 +139,7 @@ def _mismatches(pairs):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_compress_matches_scontrol(scontrol, seed):
     rng = random.Random(seed)
-    cases = [_names(rng) for _ in range(250)]
+    cases = [_names(rng) for _i in range(250)]
     cmds: list[str] = []
     for names in cases:
         unique = list(dict.fromkeys(names))
@@ -166,7 +166,7 @@ def test_compress_matches_scontrol(scontrol, seed):
 @pytest.mark.parametrize("seed", [11, 12])
 def test_expand_matches_scontrol(scontrol, seed):
     rng = random.Random(seed)
-    exprs = [_expr(rng) for _ in range(300)]
+    exprs = [_expr(rng) for _i in range(300)]
     out = scontrol.batch([f"show hostnames {e}" for e in exprs])
     pairs = []
     for e, slurm in zip(exprs, out, strict=True):

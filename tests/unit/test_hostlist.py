@@ -260,7 +260,7 @@ def test_expand_bracket_matches_reference(prefix, ranges):
 
 def test_compress_is_deterministic_across_runs():
     rnd = random.Random(7)
-    names = [f"gpu{rnd.randint(0, 500):03d}" for _ in range(300)]
+    names = [f"gpu{rnd.randint(0, 500):03d}" for _i in range(300)]
     assert compress(names) == compress(list(reversed(names)))
 
 

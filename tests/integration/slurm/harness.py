@@ -102,7 +102,7 @@ def free_ports(n: int) -> list[int]:
     """n distinct free TCP ports on 127.0.0.1 (held open together, then released)."""
     socks = []
     try:
-        for _ in range(n):
+        for _i in range(n):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind(("127.0.0.1", 0))
             socks.append(s)
@@ -119,7 +119,7 @@ def _key(line: str) -> str:
 def _split_fields(line: str) -> list[tuple[str, str]]:
     out = []
     for tok in line.split():
-        k, _, v = tok.partition("=")
+        k, _sep, v = tok.partition("=")
         out.append((k, v))
     return out
 
@@ -323,7 +323,7 @@ class SlurmCluster:
                 "--num-threads=4",
             ],
         )
-        self._wait(lambda: sock.exists(), 10, "munged socket", "munged")
+        self._wait(sock.exists, 10, "munged socket", "munged")
 
     def _wait(self, cond, timeout: float, what: str, proc_key: str | None = None) -> None:
         end = time.monotonic() + timeout
@@ -439,7 +439,7 @@ class SlurmCluster:
 
     def _kill_leftovers(self) -> None:
         """Kill slurmstepd/job processes of *this* cluster: their environment holds our SLURM_CONF."""
-        for _ in range(3):
+        for _i in range(3):
             found = self.leftover_pids()
             if not found:
                 return

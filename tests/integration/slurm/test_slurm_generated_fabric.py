@@ -76,7 +76,7 @@ def test_generated_fabric_in_real_slurm(slurm_cluster, spec):
     hold = c.sbatch("-N", "3", "--exclusive", "-w", ",".join(first[:3]), wrap="sleep 120")
     c.wait_job(hold)
     placed = {}
-    for _ in names[1:]:
+    for _i in names[1:]:
         j = c.sbatch("-N", "6", "--exclusive", "--switches=1", wrap="sleep 120")
         job = c.wait_job(j)
         leaf = leaf_of(job.nodes, groups)
