@@ -152,7 +152,7 @@ def dirty_entries(git: Git, paths: list[str]) -> list[str]:
         if code[0] in "RC":
             skip = True
         if code == "??":
-            if any(name == p or name.startswith(p.rstrip("/") + "/") for p in paths) or not paths:
+            if _under(name, paths) or not paths:
                 dirty.append(f"?? {name}")
         else:
             dirty.append(f"{code} {name}")
@@ -163,14 +163,29 @@ def _remote_ref(remote: str, base: str) -> str:
     return f"refs/remotes/{remote}/{base}"
 
 
-def preflight(git: Git, remote: str, base: str, paths: list[str], allow_branch: str | None = None) -> Preflight:
-    """Refuse a dirty tree or a remote that moved; fetch first. Raises PublishError, changes nothing."""
-    dirty = dirty_entries(git, paths)
+def _under(name: str, paths: list[str]) -> bool:
+    return any(name == p or name.startswith(p.rstrip("/") + "/") for p in paths)
+
+
+def preflight(
+    git: Git,
+    remote: str,
+    base: str,
+    paths: list[str],
+    allow_branch: str | None = None,
+    allow_dirty: list[str] | None = None,
+    what: str = "a scale pull request must contain only the scale change",
+) -> Preflight:
+    """Refuse a dirty tree or a remote that moved; fetch first. Raises PublishError, changes nothing.
+
+    ``allow_dirty``: repo-relative paths whose changes are the change being published (publishing
+    an already rendered tree); changes anywhere else are still refused.
+    """
+    dirty = [d for d in dirty_entries(git, paths) if not _under(d[3:], allow_dirty or [])]
     if dirty:
         shown = "\n  ".join(dirty[:20]) + ("\n  ..." if len(dirty) > 20 else "")
         raise PublishError(
-            f"the working tree {git.root} has uncommitted changes; commit or stash them first "
-            f"(a scale pull request must contain only the scale change):\n  {shown}"
+            f"the working tree {git.root} has uncommitted changes; commit or stash them first ({what}):\n  {shown}"
         )
     if not git.ok("var", "GIT_COMMITTER_IDENT"):
         raise PublishError(

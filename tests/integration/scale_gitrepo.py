@@ -11,7 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "inventories" / "sample"
+INV = "inventories/sample"
 
 GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -97,3 +101,35 @@ def make_repos(tmp: Path, populate: dict[str, Path] | None = None) -> Repos:
     git(work, "push", "--quiet", "origin", "main")
     git(work, "branch", "--quiet", "--set-upstream-to=origin/main", "main")
     return Repos(work=work, remote=remote)
+
+
+def _prepare(src: Path, forge: dict | None = None) -> None:
+    """Fill ``src`` with the sample inventory (+ snapshots) and its rendered gitops/ tree."""
+    from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
+    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory, write_render
+
+    shutil.copytree(SAMPLE, src / INV)
+    snap = src / INV / "snapshots" / "gpu-east"
+    if not (snap / "nodes.yaml").is_file():  # the sample's snapshots are another helper's; stand in
+        snap.mkdir(parents=True, exist_ok=True)
+        g = fabric_gen.generate(fabric_gen.GenSpec(hosts=64, rails=8, su_size=8, nvl_domain=1))
+        (snap / "nodes.yaml").write_text(yaml.safe_dump(fabric_gen.nodes_snapshot(g), sort_keys=True))
+        (snap / "fabric.ibnetdiscover").write_text(fabric_gen.render_ibnetdiscover(g))
+    if forge is not None:
+        fleet_yml = src / INV / "group_vars" / "all" / "fleet.yml"
+        doc = yaml.safe_load(fleet_yml.read_text())
+        doc["gpufleet_fleet"]["gitops"]["forge"] = forge
+        fleet_yml.write_text(yaml.safe_dump(doc, sort_keys=False))
+    committed = REPO / "gitops"
+    if committed.is_dir() and (SAMPLE / "snapshots" / "gpu-east" / "nodes.yaml").is_file() and forge is None:
+        shutil.copytree(committed, src / "gitops")
+    write_render(render_inventory(src / INV), src / "gitops")  # no-op when the committed copy is current
+
+
+def make_fleet_repos(tmp_path: Path, forge: dict | None = None) -> Repos:
+    """Work tree + bare remote holding the sample inventory (with snapshots) and its rendered gitops/."""
+    require_tool("git", "scale publishes through the git command line")
+    src = tmp_path / "src"
+    src.mkdir()
+    _prepare(src, forge)
+    return make_repos(tmp_path, {INV: src / INV, "gitops": src / "gitops"})

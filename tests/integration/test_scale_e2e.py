@@ -8,7 +8,6 @@ project's fabric generator when the sample has none yet) and of the rendered git
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,48 +18,20 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_forge_server import ForgeServer
-from scale_gitrepo import REPO, Repos, git, make_repos, require_tool
+from scale_gitrepo import INV, REPO, Repos, git, make_fleet_repos, require_tool
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.publish_git import PublishError
-from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory, write_render
 from ansible_collections.gpufleet.core.plugins.module_utils.scale import scale
 from ansible_collections.gpufleet.core.plugins.module_utils.scale_check import check_scale_change
 
-SAMPLE = REPO / "inventories" / "sample"
-INV = "inventories/sample"
 POOLS = f"{INV}/group_vars/all/pools.yml"
 LOCK = f"{INV}/snapshots/gpu-east/pools.lock.yaml"
 TOKEN = "glpat-e2e-secret-token-do-not-log"
 
 
-def _prepare(src: Path, forge: dict | None = None) -> None:
-    """Fill ``src`` with the sample inventory (+ snapshots) and its rendered gitops/ tree."""
-    shutil.copytree(SAMPLE, src / INV)
-    snap = src / INV / "snapshots" / "gpu-east"
-    if not (snap / "nodes.yaml").is_file():  # the sample's snapshots are another helper's; stand in
-        snap.mkdir(parents=True, exist_ok=True)
-        g = fabric_gen.generate(fabric_gen.GenSpec(hosts=64, rails=8, su_size=8, nvl_domain=1))
-        (snap / "nodes.yaml").write_text(yaml.safe_dump(fabric_gen.nodes_snapshot(g), sort_keys=True))
-        (snap / "fabric.ibnetdiscover").write_text(fabric_gen.render_ibnetdiscover(g))
-    if forge is not None:
-        fleet_yml = src / INV / "group_vars" / "all" / "fleet.yml"
-        doc = yaml.safe_load(fleet_yml.read_text())
-        doc["gpufleet_fleet"]["gitops"]["forge"] = forge
-        fleet_yml.write_text(yaml.safe_dump(doc, sort_keys=False))
-    committed = REPO / "gitops"
-    if committed.is_dir() and (SAMPLE / "snapshots" / "gpu-east" / "nodes.yaml").is_file() and forge is None:
-        shutil.copytree(committed, src / "gitops")
-    write_render(render_inventory(src / INV), src / "gitops")  # no-op when the committed copy is current
-
-
 def _repos(tmp_path: Path, forge: dict | None = None) -> Repos:
-    require_tool("git", "scale publishes through the git command line")
-    src = tmp_path / "src"
-    src.mkdir()
-    _prepare(src, forge)
-    return make_repos(tmp_path, {INV: src / INV, "gitops": src / "gitops"})
+    return make_fleet_repos(tmp_path, forge)
 
 
 @pytest.fixture
