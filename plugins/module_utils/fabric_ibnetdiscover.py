@@ -38,20 +38,6 @@ def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -
     # routers: links through them are not part of a Slurm tree; ignored
 
 
-def _add_link(fab: Fabric, seen: set, a: tuple[str, int], b: tuple[str, int]) -> None:
-    key = (a, b) if a <= b else (b, a)
-    if key in seen:
-        return
-    seen.add(key)
-    ka, kb = a[0][0], b[0][0]
-    if ka == "S" and kb == "S":
-        fab.link_switches(a[0], b[0])
-    elif ka == "H" and kb == "S":
-        fab.link_ca(a[0], b[0])
-    elif ka == "S" and kb == "H":
-        fab.link_ca(b[0], a[0])
-
-
 def parse_default(text: str, source: str = "<text>") -> Fabric:
     """Parse the default ``ibnetdiscover`` output (``Switch``/``Ca`` blocks with ``[port]`` lines)."""
     fab = Fabric(source=source, kind="ibnetdiscover")
@@ -131,12 +117,18 @@ def parse_ports(text: str, source: str = "<text>") -> Fabric:
     """Parse ``ibnetdiscover -p`` (one line per port: local end, ``-``, remote end, both descriptions)."""
     fab = Fabric(source=source, kind="ibnetdiscover-ports")
     cache: dict[str, str] = {}
-    seen: set = set()
+    ports_seen: set[tuple[str, int]] = set()
     match = _PLINE.match
+    switches, cas = fab.switches, fab.cas
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line[0] == "#":
             continue
+        head = line.split(None, 4)
+        if len(head) == 5 and head[2].isdigit() and head[2].isascii():
+            known = cache.get(head[0][:1] + head[3][2:])
+            if known is not None and (known, int(head[2])) in ports_seen:
+                continue  # the cable printed from its other end
         m = match(line)
         if m is None:
             d = _PDOWN.match(line)
@@ -145,14 +137,30 @@ def parse_ports(text: str, source: str = "<text>") -> Fabric:
             k = _PKIND[d.group(1)]
             _add_node(fab, k, _gid(k, d.group(4), cache), d.group(6), lineno)
             continue
-        ka, kb = _PKIND[m.group(1)], _PKIND[m.group(6)]
-        a = _gid(ka, m.group(4), cache)
-        b = _gid(kb, m.group(9), cache)
-        _add_node(fab, ka, a, m.group(10), lineno)
-        _add_node(fab, kb, b, m.group(11), lineno)
+        t1, p1, g1, t2, p2, g2, d1, d2 = m.group(1, 3, 4, 6, 8, 9, 10, 11)
+        ka, kb = _PKIND[t1], _PKIND[t2]
+        a = _gid(ka, g1, cache)
+        b = _gid(kb, g2, cache)
+        cache[t1[:1] + g1] = a
+        cache[t2[:1] + g2] = b
+        for k, gid, desc in ((ka, a, d1), (kb, b, d2)):
+            node = switches.get(gid) if k == "S" else cas.get(gid) if k == "H" else None
+            if node is None or not node.desc:
+                _add_node(fab, k, gid, desc, lineno)
         if ka == "R" or kb == "R":
             continue
-        _add_link(fab, seen, (a, int(m.group(3))), (b, int(m.group(8))))
+        pa, pb = (a, int(p1)), (b, int(p2))
+        if pa in ports_seen:
+            continue
+        ports_seen.add(pa)
+        ports_seen.add(pb)
+        if ka == "S":
+            if kb == "S":
+                fab.link_switches(a, b)
+            else:
+                fab.link_ca(b, a)
+        elif kb == "S":
+            fab.link_ca(a, b)
     return fab.finish()
 
 
