@@ -45,6 +45,14 @@ CASES = {
         "Multiple leaf switches",
     ),
     "two roots": (LEAVES, "warn", "warn", "no switch can reach all nodes"),
+    "empty file": ("# nothing\n", "warn", "fatal", None),  # 22.05 logs an error and runs; 25.11 is fatal
+    # 22.05 accepts names over 64 characters; 24.05.5+ rejects them, so we do too (stricter by design)
+    "long switch name": (
+        LEAVES.replace("l2", "l" * 70) + f"SwitchName=top Switches=l1,{'l' * 70}\n",
+        "clean",
+        "fatal",
+        None,
+    ),
     # Slurm reads the digit tail as uint64 and clamps it: leaf99999999999999999999 becomes
     # leaf18446744073709551615 in Switches=, which names no switch. (A tail equal to 2**64-1, e.g.
     # leaf018446744073709551615, round-trips and 22.05 accepts it.)
