@@ -86,16 +86,24 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
                 f"{inputs.pool_gpus(p.name)} GPUs; LocalQueues in namespaces "
                 f"{', '.join(f'`{n}`' for n in (t.namespaces or (t.name,)))}."
             )
-        secrets = [f"Argo CD cluster Secret `cluster-{t.name}` (written by the apply step from `vc-{t.name}`)"]
+        host_secret = (
+            f"`{argo.ARGOCD_NS}/cluster-{t.name}` (Argo CD cluster Secret, written by the apply step from "
+            f"`vc-{t.name}`)"
+        )
+        inside: list[str] = []
         if slurm:
-            secrets += [
+            inside += [
                 f"`{SLURM_NAMESPACE}/{SLURM_KEY_SECRET['name']}` (key `{SLURM_KEY_SECRET['key']}`)",
                 f"`{SLURM_NAMESPACE}/{JWT_KEY_SECRET['name']}` (key `{JWT_KEY_SECRET['key']}`)",
             ]
             if t.accounting:
-                secrets.append(f"`{SLURM_NAMESPACE}/mariadb-password` (key `password`)")
+                inside.append(f"`{SLURM_NAMESPACE}/mariadb-password` (key `password`)")
             lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")
-        lines.append("- Secrets provisioned out of Git (inside the vCluster): " + "; ".join(secrets) + ".")
+        lines.append(
+            f"- Secrets provisioned out of Git: on the host {host_secret}"
+            + ("; inside the vCluster " + ", ".join(inside) if inside else "")
+            + "."
+        )
         lines.append("")
     lines += [
         "## Platform",

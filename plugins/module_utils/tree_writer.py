@@ -14,7 +14,7 @@
   modified, and rendering a path that holds a file the renderer does not own is an error;
 * nothing at all is written when nothing changed.
 
-A lock file (``.<name>.gpufleet-lock``, ``flock``) serialises concurrent renders.
+An ``flock`` on the parent directory serialises concurrent renders (no lock file is left behind).
 """
 
 from __future__ import annotations
@@ -148,8 +148,7 @@ def plan(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
 @contextmanager
 def _locked(out: Path) -> Iterator[None]:
     out.parent.mkdir(parents=True, exist_ok=True)
-    lock = _side(out, "lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(out.parent, os.O_RDONLY)  # flock on the parent directory: no lock file left behind
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
