@@ -354,19 +354,29 @@ def build_topology(
         group_of_leaf[leaf] = k
         group_leaves.setdefault(k, []).append(leaf)
     host_group: dict[str, tuple[str, ...]] = {}
-    outside_unit: list[dict] = []
     for node, lst in host_leaves.items():
         cnt2: dict[tuple[str, ...], int] = {}
         for s in lst:
             g = group_of_leaf[s]
             cnt2[g] = cnt2.get(g, 0) + 1
         own = host_key[node]
-        g = max(cnt2.items(), key=lambda kv: (kv[1], kv[0] == own, kv[0]))[0]
-        host_group[node] = g
-        if len(cnt2) > 1:
-            outside_unit.append(
-                {"node": node, "foreign_leaves": sorted(sw_all[s].name for s in lst if group_of_leaf[s] != g)}
-            )
+        host_group[node] = max(cnt2.items(), key=lambda kv: (kv[1], kv[0] == own, kv[0]))[0]
+    # a group whose hosts all went elsewhere (irregular cabling): its leaves join where their hosts went
+    manned = set(host_group.values())
+    for k in sorted(k for k in group_leaves if k not in manned):
+        for leaf in group_leaves.pop(k):
+            cnt3: dict[tuple[str, ...], int] = {}
+            for h in leaf_hosts[leaf]:
+                cnt3[host_group[h]] = cnt3.get(host_group[h], 0) + 1
+            target = max(cnt3.items(), key=lambda kv: (kv[1], kv[0]))[0]
+            group_of_leaf[leaf] = target
+            group_leaves[target].append(leaf)
+    outside_unit: list[dict] = []
+    for node, lst in host_leaves.items():
+        g = host_group[node]
+        foreign = sorted(sw_all[s].name for s in lst if group_of_leaf[s] != g)
+        if foreign:
+            outside_unit.append({"node": node, "foreign_leaves": foreign})
 
     # 3. tiers by hop distance from the leaves (BFS over switch links)
     alive_ids = {s.id for s in alive}

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 from fabric_helpers import canonical_tree, gen, gen_text, gen_topo
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError, load_fabric
@@ -274,3 +276,45 @@ def test_one_dump_per_rail_plane_merges_to_the_same_topology(ports):
     # a single plane alone: every host on one leaf per SU, still 8 groups
     one = build_topology(load_fabric(dumps[0]))
     assert [len(ns) for _, ns in one.leaf_groups] == [8] * 8 or sum(len(ns) for _, ns in one.leaf_groups) == 63
+
+
+@st.composite
+def random_fabrics(draw):
+    from ansible_collections.gpufleet.core.plugins.module_utils.fabric import Fabric
+
+    n_sw = draw(st.integers(1, 12))
+    fab = Fabric(source="hyp")
+    ids = [f"S-{i:016x}" for i in range(n_sw)]
+    for i, sid in enumerate(ids):
+        fab.switch(sid, f"MF0;sw{i}:X/U1")
+    for a, b in draw(st.lists(st.tuples(st.integers(0, n_sw - 1), st.integers(0, n_sw - 1)), max_size=30)):
+        if a != b:
+            fab.link_switches(ids[a], ids[b])
+    n_host = draw(st.integers(0, 10))
+    k = 0
+    for h in range(n_host):
+        for leaf in draw(st.lists(st.integers(0, n_sw - 1), min_size=1, max_size=3, unique=True)):
+            cid = f"H-{k:016x}"
+            k += 1
+            fab.ca(cid, f"h{h:02d} mlx5_{leaf}")
+            fab.link_ca(cid, ids[leaf])
+    return fab.finish()
+
+
+@settings(max_examples=400, deadline=None)
+@given(random_fabrics())
+def test_random_fabrics_give_valid_trees(fab):
+    topo = build_topology(fab)
+    hosts = set(fab.hosts())
+    assert set(topo.node_group) == hosts
+    if not hosts:
+        assert topo.leaf_groups == []
+        return
+    sws = tree_switches(topo)
+    render_tree(topo)  # raises on anything Slurm rejects
+    leaf_nodes = [n for _, k, m in sws if k == "nodes" for n in m]
+    assert sorted(leaf_nodes) == sorted(hosts)  # every host exactly once
+    assert len(topo.roots) == topo.health["summary"]["fabrics"]
+    for node in hosts:
+        path = topo.path(node)
+        assert path[0] in topo.roots and path[-1] == topo.node_group[node]
