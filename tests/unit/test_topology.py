@@ -318,3 +318,8 @@ def test_random_fabrics_give_valid_trees(fab):
     for node in hosts:
         path = topo.path(node)
         assert path[0] in topo.roots and path[-1] == topo.node_group[node]
+    half = sorted(hosts)[::2]
+    sub = [n for _, k, m in tree_switches(topo, nodes=half) if k == "nodes" for n in m]
+    assert sorted(sub) == half
+    render_tree(topo, nodes=half)
+    render_block(topo)
