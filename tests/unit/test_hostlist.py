@@ -211,7 +211,7 @@ _name = st.one_of(
 _names = st.lists(_name, max_size=60)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_names)
 def test_expand_of_compress_is_the_sorted_set(names):
     out = expand(compress(names))
@@ -222,7 +222,7 @@ def test_expand_of_compress_is_the_sorted_set(names):
     assert compress(out) == compress(names)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_names, st.randoms(use_true_random=False))
 def test_compress_ignores_input_order_and_duplicates(names, rnd):
     shuffled = names + names[: len(names) // 2]
@@ -230,13 +230,13 @@ def test_compress_ignores_input_order_and_duplicates(names, rnd):
     assert compress(shuffled) == compress(names)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_names)
 def test_unsorted_roundtrip_keeps_order_and_duplicates(names):
     assert expand(compress(names, sort=False)) == names
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_names)
 def test_sorted_output_groups_prefixes_in_natural_order(names):
     out = expand(compress(names))
@@ -247,7 +247,7 @@ def test_sorted_output_groups_prefixes_in_natural_order(names):
         assert natcmp(a, b) <= 0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     _prefix,
     st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40), st.integers(0, 4)), min_size=1, max_size=4),
