@@ -73,7 +73,7 @@ def is_tainted(pool: PoolLike | str) -> bool:
 
 def node_labels(pool: PoolLike | str) -> dict[str, str]:
     """Labels every node of ``pool`` carries (pool label, plus tenant label for a tenant's pool)."""
-    name, _, tenant = _ref(pool)
+    name, _kind, tenant = _ref(pool)
     labels = {POOL_KEY: name}
     if tenant:
         labels[TENANT_KEY] = tenant
@@ -82,7 +82,7 @@ def node_labels(pool: PoolLike | str) -> dict[str, str]:
 
 def node_taints(pool: PoolLike | str) -> list[dict[str, str]]:
     """Taints every node of ``pool`` carries: one NoSchedule taint, none for system pools."""
-    name, _, _ = _ref(pool)
+    name = _ref(pool)[0]
     if not is_tainted(pool):
         return []
     return [{"key": POOL_KEY, "value": name, "effect": EFFECT}]
@@ -155,7 +155,7 @@ def _require_kubernetes(pool: PoolLike | str, what: str) -> tuple[str, str | Non
 
 def kueue_resource_flavor(pool: PoolLike) -> dict[str, Any]:
     """Kueue ResourceFlavor named after a kubernetes pool: nodeLabels + tolerations of the fence."""
-    name, _, _ = _require_kubernetes(pool, "kueue_resource_flavor")
+    name = _require_kubernetes(pool, "kueue_resource_flavor")[0]
     labels = dict(node_selector(pool))
     product = getattr(pool, "gpu_product", None)
     if product:
@@ -181,7 +181,7 @@ def kueue_cluster_queue(
     ``gpus`` is the nominal GPU quota (the pool's GPUs; ``Assignment.gpus(pool)``); cpu/memory quotas
     are covered only when given. Borrowing of GPUs is off (the partition is static).
     """
-    name, _, owner = _require_kubernetes(pool, "kueue_cluster_queue")
+    name, _kind, owner = _require_kubernetes(pool, "kueue_cluster_queue")
     tname = tenant if isinstance(tenant, str) else tenant.name
     if owner and owner != tname:
         raise FenceError(f"kueue_cluster_queue: pool {name!r} belongs to tenant {owner!r}, not {tname!r}")

@@ -53,7 +53,7 @@ except ImportError:  # pragma: no cover - hostlist.py is another helper's; keep 
                 out.append(tok)
                 continue
             for part in m.group(2).split(","):
-                lo, _, hi = part.partition("-")
+                lo, _dash, hi = part.partition("-")
                 hi = hi or lo
                 out.extend(f"{m.group(1)}{i:0{len(lo)}d}{m.group(3)}" for i in range(int(lo), int(hi) + 1))
         return out
@@ -374,7 +374,7 @@ def _boxes(ctx: _Ctx, pool: Pool, candidates: list[str]) -> dict[str, _Box]:
         for d, members in doms.items():
             if d is None or pool.split_nvlink_domains or all(x in cand for x in ctx.domain_nodes[d]):
                 usable.append((d, members))  # a domain kept whole must be entirely free and eligible
-        nodes = [n for _, members in usable for n in members]
+        nodes = [n for _domain, members in usable for n in members]
         if nodes:
             weight = sum(ctx.nodes[n].gpus for n in nodes) if by_gpus else len(nodes)
             out[g] = _Box((g,), weight, False, nodes, None, lambda usable=usable: _domain_boxes(ctx, pool, usable))

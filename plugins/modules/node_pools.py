@@ -110,6 +110,7 @@ lock:
   type: str
 """
 
+import importlib.util
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -124,12 +125,7 @@ except ImportError:
 else:
     IMPORT_ERROR = None
 
-try:
-    import kubernetes  # noqa: F401
-except ImportError:
-    K8S_ERROR = traceback.format_exc()
-else:
-    K8S_ERROR = None
+K8S_ERROR = None if importlib.util.find_spec("kubernetes") else "No module named 'kubernetes'"
 
 ARGUMENT_SPEC = {
     "inventory": {"type": "path"},
