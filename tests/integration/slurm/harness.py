@@ -174,7 +174,11 @@ class SlurmCluster:
         unknown = sorted(set(self.nodes) - set(self.all_nodes))
         if unknown:
             raise SlurmHarnessError(f"nodes not in any NodeName line: {compress(unknown)}")
-        self.env = dict(os.environ, SLURM_CONF=str(self.conf_path), TERM="dumb")
+        # GPUFLEET_SLURM_HARNESS marks every process of this cluster (daemons, slurmstepd, job
+        # tasks, whatever their SLURM_CONF) so stop() can find leftovers by their environment
+        self.env = dict(
+            os.environ, SLURM_CONF=str(self.conf_path), TERM="dumb", GPUFLEET_SLURM_HARNESS=str(self.workdir)
+        )
         self.env.pop("SLURM_JOB_ID", None)
         self.timings: dict[str, float] = {}
 
@@ -294,14 +298,14 @@ class SlurmCluster:
 
     # ------------------------------------------------------------------ processes
 
-    def _spawn(self, key: str, argv: Sequence[str]) -> subprocess.Popen:
+    def _spawn(self, key: str, argv: Sequence[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         out = open(self.log_dir / f"{key}.out", "ab")  # closed in stop()
         proc = subprocess.Popen(
             list(argv),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=self.env,
+            env=self.env if env is None else env,
             cwd=self.workdir,
             start_new_session=True,
         )
@@ -431,8 +435,8 @@ class SlurmCluster:
             self._sockdir = None
 
     def leftover_pids(self) -> list[int]:
-        """Live processes (not this one) whose environment holds this cluster's SLURM_CONF."""
-        marker = f"SLURM_CONF={self.conf_path}".encode()
+        """Live processes (not this one) whose environment carries this cluster's marker."""
+        marker = f"GPUFLEET_SLURM_HARNESS={self.workdir}".encode()
         me = os.getpid()
         found = []
         for entry in Path("/proc").iterdir():
