@@ -20,7 +20,7 @@ GresTypes, partitions, SelectType, ...) is kept as given.
 
 All daemons run in the foreground as children of this process (``-D``), each in its own session.
 ``stop()`` cancels jobs, terminates the daemons, then kills any leftover process whose environment
-carries this cluster's ``SLURM_CONF`` (slurmstepd and job tasks): only processes this harness
+carries this cluster's ``GPUFLEET_SLURM_HARNESS`` marker (slurmstepd, job tasks): only processes this harness
 started, found by their id. It runs on test failure too (context manager / fixture finalizer).
 """
 
