@@ -127,6 +127,7 @@ def render_tree(topo: Topology, nodes: str | Iterable[str] | None = None, header
     found = validate_tree(sws)
     if warnings is not None:
         warnings.extend(found)
+        warnings.extend(_missing(topo.node_group, nodes, "switch"))
     lines = [HEADER] if header else []
     for name, kind, members in sws:
         sw = topo.switches.get(name)
@@ -135,6 +136,18 @@ def render_tree(topo: Topology, nodes: str | Iterable[str] | None = None, header
         key = "Nodes" if kind == "nodes" else "Switches"
         lines.append(f"SwitchName={name} {key}={hostlist_compress(members)}\n")
     return "".join(lines)
+
+
+def _missing(known, nodes, what: str) -> list[str]:
+    """Slurm warns about nodes no switch/block covers; say it before it does."""
+    if nodes is None:
+        return []
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology import node_list
+
+    lost = sorted(set(node_list(nodes) or []) - set(known), key=natural_key)
+    if not lost:
+        return []
+    return [f"{len(lost)} node(s) in no {what} (not in the fabric): {hostlist_compress(lost)}"]
 
 
 def _members_comment(names: list[str]) -> str:
@@ -206,6 +219,7 @@ def render_block(
     found = validate_block(blocks, sizes)
     if warnings is not None:
         warnings.extend(found)
+        warnings.extend(_missing({n for _b, ns in topo.blocks for n in ns}, nodes, "block"))
     lines = [HEADER] if header else []
     for name, ns in blocks:
         dom = topo.block_domains.get(name)

@@ -89,6 +89,9 @@ def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff
     warnings: list[str] = []
     content = render(topo, fmt, block_sizes=params.get("block_sizes") or None,
                      topologies=params.get("topologies") or None, warnings=warnings)
+    lost = topo.health.get("nodes_not_in_fabric") or []
+    if lost:
+        warnings.append(f"{len(lost)} node(s) not in the fabric, so in no switch or block: {', '.join(lost[:10])}")
     if params.get("strict") and not topo.health.get("ok"):
         raise FabricError("fabric health check failed (strict): " + _health_line(topo.health))
     result: dict = {

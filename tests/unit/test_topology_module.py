@@ -84,6 +84,9 @@ def test_module_errors_are_clean(fleet, tmp_path):
     r = run_module("slurm_topology", {"ibnetdiscover": [str(fleet / "ibnetdiscover.out")], "strict": True},
                    tmp_path)
     assert r["failed"] is True and "strict" in r["msg"]
+    r = run_module("slurm_topology", {"ibnetdiscover": [str(fleet / "ibnetdiscover.out")],
+                                      "nodes": ["gpu001", "gpu999"]}, tmp_path)
+    assert any("gpu999" in w for w in r["warnings"])
 
 
 def test_fabric_facts_runs_ibnetdiscover(fleet, tmp_path):

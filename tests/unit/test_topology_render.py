@@ -205,3 +205,9 @@ def test_warnings_are_collected(sample):
     warnings.clear()
     render_tree(sample, warnings=warnings)
     assert warnings == []
+
+
+def test_nodes_outside_the_fabric_are_warned(sample):
+    warnings: list[str] = []
+    render_tree(sample, nodes="gpu[001-002],gpu900", warnings=warnings)
+    assert warnings == ["1 node(s) in no switch (not in the fabric): gpu900"]
