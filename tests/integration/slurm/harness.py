@@ -532,6 +532,18 @@ class SlurmCluster:
             raise SlurmHarnessError(f"job {job_id} is {result[-1] if result else '?'}, wanted {sorted(want)}") from None
         return result[-1]
 
+    def wait_evaluated(self, job_id: str, timeout: float = 20) -> Job:
+        """Wait until the scheduler has looked at a job: it runs, or it pends with a reason."""
+        result: list[Job] = []
+
+        def seen() -> bool:
+            j = self.job(job_id)
+            result[:] = [j]
+            return j.state != "PENDING" or j.reason not in ("", "None")
+
+        self._wait(seen, timeout, f"scheduler to evaluate job {job_id}")
+        return result[-1]
+
     # ------------------------------------------------------------------ logs
 
     def ctld_log(self) -> str:

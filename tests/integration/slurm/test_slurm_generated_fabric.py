@@ -9,8 +9,6 @@ and place ``--switches=1`` jobs inside one leaf group while other jobs hold part
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from harness import leaf_of, parse_show_topology
 
@@ -85,8 +83,8 @@ def test_generated_fabric_in_real_slurm(slurm_cluster, spec):
     assert len(set(placed.values())) == len(names) - 1  # one job per free group
     # the first group has 5 free nodes and the others 2 each: a further job waits
     waiting = c.sbatch("-N", "6", "--exclusive", "--switches=1", wrap="sleep 120")
-    time.sleep(2)
-    assert c.job(waiting).state == "PENDING"
+    jw = c.wait_evaluated(waiting)
+    assert (jw.state, jw.reason) == ("PENDING", "Resources"), jw
     c.scancel(hold)
     job = c.wait_job(waiting)
     assert leaf_of(job.nodes, groups) == names[0], job

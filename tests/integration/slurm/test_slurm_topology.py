@@ -6,7 +6,6 @@ Each test starts its own small cluster (8 emulated nodes) through the ``slurm_cl
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -72,9 +71,8 @@ def test_switches_1_lands_inside_one_leaf(slurm_cluster):
     assert leaf_of(jb.nodes, leaves) == "leaf2", jb
     # C also needs 3 in one leaf: leaf1 has 2 free, leaf2 has 1: it must wait, not straddle leaves
     cj = c.sbatch("-N", "3", "--exclusive", "--switches=1", wrap="sleep 60")
-    time.sleep(2)
-    jc = c.job(cj)
-    assert jc.state == "PENDING", jc
+    jc = c.wait_evaluated(cj)
+    assert (jc.state, jc.reason) == ("PENDING", "Resources"), jc
     # freeing leaf1 lets C start there, inside one leaf
     c.scancel(a)
     jc = c.wait_job(cj)
