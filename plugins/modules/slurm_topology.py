@@ -187,6 +187,8 @@ def main() -> None:
         result = run_slurm_topology(module.params, check_mode=module.check_mode, diff_mode=module._diff)
     except FabricError as e:
         module.fail_json(msg=str(e))
+    for w in result.pop("warnings", []):
+        module.warn(w)
     module.exit_json(**result)
 
 
