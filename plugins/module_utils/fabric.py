@@ -177,18 +177,26 @@ class Fabric:
         }
 
 
+_PATH_SUFFIXES = (".out", ".txt", ".yaml", ".yml", ".json", ".ibnetdiscover", ".ibnd")
+
 KINDS = ("auto", "ibnetdiscover", "ibnetdiscover-ports", "labels", "file")
 
 
 def _read(path_or_text: str | Path) -> tuple[str, str]:
     if isinstance(path_or_text, Path):
         p = path_or_text
-    elif "\n" not in path_or_text and len(path_or_text) < 4096 and Path(path_or_text).is_file():
+    elif "\n" not in path_or_text and len(path_or_text) < 4096 and (
+        Path(path_or_text).is_file()
+        or (not any(c.isspace() for c in path_or_text) and not path_or_text.startswith(("{", "["))
+            and ("/" in path_or_text or path_or_text.endswith(_PATH_SUFFIXES)))
+    ):
         p = Path(path_or_text)
     else:
         return path_or_text, "<text>"
     try:
         return p.read_text(encoding="utf-8", errors="replace"), str(p)
+    except FileNotFoundError:
+        raise FabricError("fabric file not found", file=str(p)) from None
     except OSError as e:
         raise FabricError(f"cannot read fabric file: {e.strerror or e}", file=str(p)) from None
 

@@ -125,6 +125,9 @@ def test_unknown_format_and_missing_file(tmp_path):
         load_fabric("hello world\n")
     with pytest.raises(FabricError, match="unknown fabric kind"):
         load_fabric("x", kind="bogus")
+    with pytest.raises(FabricError, match="not found") as e:
+        load_fabric(str(tmp_path / "missing.out"))
+    assert e.value.file == str(tmp_path / "missing.out")
     p = tmp_path / "f.out"
     p.write_text(REAL)
     assert load_fabric(str(p)).source == str(p)
