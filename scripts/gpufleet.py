@@ -35,17 +35,10 @@ def _import_path() -> None:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import (
-        default_out,
-        plan_render,
-        render_inventory,
-        write_render,
-    )
+    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_and_write
 
-    result = render_inventory(args.inventory)
-    out = Path(args.out) if args.out else default_out(result.fleet)
+    _, out, _, report = render_and_write(args.inventory, args.out, check=args.check)
     if args.check:
-        report = plan_render(result, out)
         if not report.changed:
             print(f"{out}: up to date ({report.plan.unchanged} files)")
             return 0
@@ -62,7 +55,6 @@ def cmd_render(args: argparse.Namespace) -> int:
         for p in report.locks_changed:
             print(f"  pool lock changed: {p}", file=sys.stderr)
         return 1
-    report = write_render(result, out)
     p = report.plan
     locks = f"; pool locks written: {', '.join(report.locks_changed)}" if report.locks_changed else ""
     counts = f"{len(p.added)} added, {len(p.changed)} changed, {len(p.removed)} removed, {p.unchanged} unchanged"

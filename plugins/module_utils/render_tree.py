@@ -25,7 +25,10 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils import tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.inventory import vars_files
 from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import ClusterInputs, cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render_platform import (
@@ -214,6 +218,99 @@ def _text(data: bytes | None) -> str:
         return "<binary>\n"
 
 
+# ------------------------------------------------------------------ no-change fast path
+#
+# A render is a pure function of its inputs (inventory vars, snapshots, pool locks) and of this
+# code. The digest of all of them is kept beside the tree (``.<name>.gpufleet-cache``, not in it).
+# When the digest is unchanged and every owned file still has the bytes the manifest records, the
+# tree is current: nothing is parsed, rendered or written.
+
+_CODE_DIR = Path(__file__).resolve().parent
+
+
+def input_digest(fleet: Fleet) -> str:
+    import yaml
+
+    h = hashlib.sha256(b"gpufleet-render-1\0")
+    h.update(f"{sys.version_info[0]}.{sys.version_info[1]} yaml {yaml.__version__}\0".encode())
+
+    def add(tag: str, path: Path | None) -> None:
+        h.update(tag.encode() + b"\0")
+        if path is not None and path.is_file():
+            data = path.read_bytes()
+            h.update(len(data).to_bytes(8, "big"))
+            h.update(data)
+        else:
+            h.update(b"<missing>")
+
+    for f in sorted(_CODE_DIR.glob("*.py")):
+        add(f"code/{f.name}", f)
+    inv = fleet.inventory_dir
+    for f in vars_files(inv):
+        add(f"vars/{f.relative_to(inv).as_posix()}", f)
+    for name in sorted(fleet.clusters):
+        c = fleet.clusters[name]
+        add(f"{name}/nodes", c.nodes_snapshot)
+        add(f"{name}/fabric", c.fabric.path)
+        add(f"{name}/lock", c.snapshot_dir / "pools.lock.yaml")
+    return h.hexdigest()
+
+
+def _cache_path(out: Path) -> Path:
+    return out.absolute().parent / f".{out.name}.gpufleet-cache"
+
+
+def cached_current(out: Path, digest: str) -> int | None:
+    """Number of owned files when ``out`` is known current for ``digest``; None to render."""
+    try:
+        cache = json.loads(_cache_path(out).read_text(encoding="utf-8"))
+        manifest = (out / tree_writer.MANIFEST).read_bytes()
+    except (OSError, ValueError):
+        return None
+    if cache.get("inputs") != digest or cache.get("manifest") != hashlib.sha256(manifest).hexdigest():
+        return None
+    owned = tree_writer.read_manifest(out)
+    for rel, sha in owned.items():
+        try:
+            if hashlib.sha256((out / rel).read_bytes()).hexdigest() != sha:
+                return None
+        except OSError:
+            return None
+    return len(owned)
+
+
+def record_cache(out: Path, digest: str) -> None:
+    """Remember that ``out`` is current for ``digest`` (best effort: a cache, never required)."""
+    try:
+        manifest = (out / tree_writer.MANIFEST).read_bytes()
+        path = _cache_path(out)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"inputs": digest, "manifest": hashlib.sha256(manifest).hexdigest()}) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def render_and_write(
+    inventory: str | os.PathLike[str],
+    dest: str | os.PathLike[str] | None = None,
+    check: bool = False,
+    fleet: Fleet | None = None,
+) -> tuple[Fleet, Path, RenderResult | None, WriteReport]:
+    """Load, render (unless the tree is known current) and write or plan. One call for the fleet."""
+    fleet = fleet or load_fleet(inventory)
+    out = Path(dest) if dest else default_out(fleet)
+    digest = input_digest(fleet)
+    current = cached_current(out, digest)
+    if current is not None:
+        return fleet, out, None, WriteReport(plan=tree_writer.Plan(out=out, unchanged=current))
+    result = render_fleet(fleet)
+    report = plan_render(result, out) if check else write_render(result, out)
+    if not report.changed or (not check and not report.locks_changed):
+        record_cache(out, digest)
+    return fleet, out, result, report
+
+
 def run(
     inventory: str | os.PathLike[str],
     dest: str | os.PathLike[str] | None = None,
@@ -225,10 +322,16 @@ def run(
     ``changed`` is true only when bytes on disk change (or would, in check mode). With ``diff``,
     ``diff`` is a list of ``{before, after, before_header, after_header}`` per file.
     """
-    result = render_inventory(inventory)
-    out = Path(dest) if dest else default_out(result.fleet)
-    lock_before = {lp: (lp.read_bytes() if lp.is_file() else None) for lp in result.locks} if diff else {}
-    report = plan_render(result, out) if check else write_render(result, out)
+    fleet = load_fleet(inventory)
+    lock_before = (
+        {
+            lp: (lp.read_bytes() if lp.is_file() else None)
+            for lp in (c.snapshot_dir / "pools.lock.yaml" for c in fleet.clusters.values())
+        }
+        if diff
+        else {}
+    )
+    _, out, result, report = render_and_write(inventory, dest, check, fleet)
     p = report.plan
     ret: dict[str, Any] = {
         "changed": report.changed,
@@ -238,17 +341,18 @@ def run(
         "files_removed": list(p.removed),
         "files_unchanged": p.unchanged,
         "locks_changed": list(report.locks_changed),
-        "summary": result.summary,
+        "summary": result.summary if result is not None else {},
     }
     if diff:
         diffs = []
+        after = result.files if result is not None else {}
         for rel in sorted(set(p.added) | set(p.changed) | set(p.removed)):
             diffs.append(
                 {
                     "before_header": f"{out}/{rel}",
                     "after_header": f"{out}/{rel}",
                     "before": _text(p.before.get(rel)),
-                    "after": _text(result.files.get(rel)),
+                    "after": _text(after.get(rel)),
                 }
             )
         for lock in report.locks_changed:
@@ -258,7 +362,7 @@ def run(
                     "before_header": lock,
                     "after_header": lock,
                     "before": _text(lock_before.get(lp)),
-                    "after": _text(result.locks[lp]),
+                    "after": _text(result.locks[lp]) if result is not None else "",
                 }
             )
         ret["diff"] = diffs

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -80,6 +81,7 @@ def test_dropped_files_removed_unowned_files_kept(inv: Path, tmp_path: Path) -> 
     render_to(inv, out)
     (out / "NOTES.md").write_text("mine\n")
     (out / "clusters" / "gpu-east" / "tenants" / "research" / "extra.yaml").write_text("kind: Mine\n")
+
     def drop_tenant(d: dict) -> None:
         d["gpufleet_tenants"] = [t for t in d["gpufleet_tenants"] if t["name"] != "research"]
 
@@ -204,3 +206,29 @@ def test_cli_missing_snapshot(inv: Path, tmp_path: Path) -> None:
     p = cli("render", "--inventory", str(inv), "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and "nodes.yaml" in p.stderr and "discover" in p.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_no_change_fast_path_is_safe(inv: Path, tmp_path: Path) -> None:
+    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_and_write
+
+    out = tmp_path / "gitops"
+    _, _, res, rep = render_and_write(inv, out)
+    assert res is not None and rep.locks_changed  # first render: writes the lock, no cache yet
+    _, _, res, rep = render_and_write(inv, out)
+    assert res is not None and not rep.changed  # full render confirms; cache recorded
+    _, _, res, rep = render_and_write(inv, out)
+    assert res is None and not rep.changed and rep.plan.unchanged > 50  # fast path: nothing rendered
+    (out / "clusters/gpu-east/REPORT.md").write_text("tampered\n")
+    _, _, res, rep = render_and_write(inv, out, check=True)
+    assert res is not None and rep.plan.changed == ["clusters/gpu-east/REPORT.md"]
+    _, _, res, rep = render_and_write(inv, out)
+    assert rep.plan.changed == ["clusters/gpu-east/REPORT.md"]
+    edit_vars(inv, "fleet.yml", lambda d: d["gpufleet_fleet"]["gitops"].update(revision="v2"))
+    _, _, res, rep = render_and_write(inv, out)
+    assert res is not None and rep.plan.changed  # inputs changed: rendered again
+    snap = inv / "snapshots/gpu-east/nodes.yaml"
+    nodes = yaml.safe_load(snap.read_text(encoding="utf-8"))
+    nodes["items"] = [n for n in nodes["items"] if n["metadata"]["name"] != "gpu064"]  # a spare node leaves
+    snap.write_text(yaml.safe_dump(nodes), encoding="utf-8")
+    _, _, res, rep = render_and_write(inv, out)
+    assert res is not None and "clusters/gpu-east/POOLS.md" in rep.plan.changed
