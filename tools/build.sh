@@ -12,13 +12,15 @@
 # Environment:
 #   GPUFLEET_BUILD_JOBS   go build -p value (default 2)
 #   GPUFLEET_BUILD_FORCE  1 = ignore stamps and rebuild
+#   GPUFLEET_BUILD_ROOT   output root instead of .build (bin/, share/, logs/)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/tools"
-BIN="$ROOT/.build/bin"
-SHARE="$ROOT/.build/share"
-LOGS="$ROOT/.build/logs"
+OUT="${GPUFLEET_BUILD_ROOT:-$ROOT/.build}"
+BIN="$OUT/bin"
+SHARE="$OUT/share"
+LOGS="$OUT/logs"
 STAMPS="$BIN/.stamps"
 
 # ---- pinned versions -------------------------------------------------------
@@ -74,7 +76,7 @@ k8s_ldflags() {
 
 # Build into a temp dir, then move into place, then stamp: an interrupted
 # build never leaves a binary with a matching stamp.
-TMPB="$(mktemp -d "$ROOT/.build/tmp.XXXXXX")"
+TMPB="$(mktemp -d "$OUT/tmp.XXXXXX")"
 trap 'rm -rf "$TMPB"' EXIT
 
 install_bins() { # version name...
@@ -86,19 +88,28 @@ install_bins() { # version name...
   done
 }
 
+wrapper_version() { # dir module version -> version+hash of the wrapper's go.mod/go.sum
+  grep -Eq "^[[:space:]]*(require[[:space:]]+)?$2 $3( |\$)" "$1/go.mod" ||
+    die "$1/go.mod does not require $2 $3 (pinned in tools/build.sh); regenerate the wrapper"
+  echo "$3+$(cat "$1/go.mod" "$1/go.sum" | sha256sum | cut -c1-12)"
+}
+
 build_k8s() {
-  local names=(kube-apiserver kube-controller-manager kube-scheduler kubectl) n todo=0
-  for n in "${names[@]}"; do is_fresh "$n" "v$K8S_VERSION" || todo=1; done
+  local names=(kube-apiserver kube-controller-manager kube-scheduler kubectl) n todo=0 v
+  v="$(wrapper_version "$TOOLS/k8s" k8s.io/kubernetes "v$K8S_VERSION")"
+  for n in "${names[@]}"; do is_fresh "$n" "$v" || todo=1; done
   ((todo)) || return 10
   (cd "$TOOLS/k8s" && go build -ldflags "$(k8s_ldflags)" -o "$TMPB/" \
     "${names[@]/#/k8s.io/kubernetes/cmd/}")
-  install_bins "v$K8S_VERSION" "${names[@]}"
+  install_bins "$v" "${names[@]}"
 }
 
 build_etcd() {
-  is_fresh etcd "v$ETCD_VERSION" && return 10
+  local v
+  v="$(wrapper_version "$TOOLS/etcd" go.etcd.io/etcd/server/v3 "v$ETCD_VERSION")"
+  is_fresh etcd "$v" && return 10
   (cd "$TOOLS/etcd" && go build -ldflags "-s -w" -o "$TMPB/etcd" go.etcd.io/etcd/server/v3)
-  install_bins "v$ETCD_VERSION" etcd
+  install_bins "$v" etcd
 }
 
 build_kwok() {
@@ -139,32 +150,37 @@ build_kustomize() {
   install_bins "$KUSTOMIZE_VERSION" kustomize
 }
 
-groups=("$@")
-((${#groups[@]})) || groups=("${ALL_GROUPS[@]}")
-for g in "${groups[@]}"; do
-  [[ " ${ALL_GROUPS[*]} " == *" $g "* ]] || die "unknown group '$g' (known: ${ALL_GROUPS[*]})"
-done
+# Everything runs from main so that editing this file during a build is safe.
+main() {
+  local groups=("$@") report=() g t0 rc dt cpu
+  ((${#groups[@]})) || groups=("${ALL_GROUPS[@]}")
+  for g in "${groups[@]}"; do
+    [[ " ${ALL_GROUPS[*]} " == *" $g "* ]] || die "unknown group '$g' (known: ${ALL_GROUPS[*]})"
+  done
 
-report=()
-for g in "${groups[@]}"; do
-  t0=$SECONDS
-  set +e
-  # inner subshell: the build (set -e); outer: records the children's CPU time
-  ( ( set -e; "build_$g" ); r=$?; times >"$TMPB/cpu-$g"; exit $r ) \
-    2> >(tee "$LOGS/build-$g.log" >&2)
-  rc=$?
-  set -e
-  dt=$((SECONDS - t0))
-  cpu="$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } } END { printf "%d", t }' \
-    "$TMPB/cpu-$g" 2>/dev/null || echo 0)"
-  if ((rc == 10)); then
-    report+=("$(printf '%-10s %-10s %6ss wall %6ss cpu' "$g" up-to-date "$dt" "$cpu")")
-  elif ((rc == 0)); then
-    log "built group '$g' in ${dt}s (cpu ${cpu}s)"
-    report+=("$(printf '%-10s %-10s %6ss wall %6ss cpu' "$g" built "$dt" "$cpu")")
-  else
-    die "building group '$g' failed (exit $rc); see $LOGS/build-$g.log"
-  fi
-done
-log "summary (binaries in $BIN):"
-printf '  %s\n' "${report[@]}" >&2
+  for g in "${groups[@]}"; do
+    t0=$SECONDS
+    set +e
+    # inner subshell: the build (set -e); outer: records the children's CPU time
+    ( ( set -e; "build_$g" ); r=$?; times >"$TMPB/cpu-$g"; exit $r ) \
+      2> >(tee "$LOGS/build-$g.log" >&2)
+    rc=$?
+    set -e
+    dt=$((SECONDS - t0))
+    cpu="$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } } END { printf "%d", t }' \
+      "$TMPB/cpu-$g" 2>/dev/null || echo 0)"
+    if ((rc == 10)); then
+      report+=("$(printf '%-10s %-10s %6ss wall %6ss cpu' "$g" up-to-date "$dt" "$cpu")")
+    elif ((rc == 0)); then
+      log "built group '$g' in ${dt}s (cpu ${cpu}s)"
+      report+=("$(printf '%-10s %-10s %6ss wall %6ss cpu' "$g" built "$dt" "$cpu")")
+    else
+      die "building group '$g' failed (exit $rc); see $LOGS/build-$g.log"
+    fi
+  done
+  log "summary (binaries in $BIN):"
+  printf '  %s\n' "${report[@]}" >&2
+}
+
+main "$@"
+exit

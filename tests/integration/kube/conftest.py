@@ -4,6 +4,9 @@
 kube-scheduler + kube-controller-manager + kwok from ``.build/bin`` (built by
 ``tools/build.sh``) and yields the ``LocalControlPlane``: ``.kubeconfig`` is
 the admin kubeconfig path, ``.kubectl(*args)`` runs kubectl against it.
+The cluster is shared by every test module in this directory: scope objects
+by namespace and pods to your own node names (nodeAffinity on
+kubernetes.io/hostname); other modules add nodes too.
 Teardown runs on success, failure and interpreter exit (finalizer + atexit),
 and the cluster also kills itself when the pytest process dies (owner pid).
 """

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BIN_DIR = Path(os.environ.get("GPUFLEET_BIN", REPO_ROOT / ".build" / "bin"))
 KWOK_STAGES = Path(os.environ.get("GPUFLEET_KWOK_STAGES", REPO_ROOT / ".build" / "share" / "kwok" / "stages.yaml"))
@@ -90,7 +91,7 @@ def load_node_snapshot(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a nodes snapshot (``kind: List`` of Nodes, or one Node, or a YAML stream)."""
     p = Path(path)
     try:
-        docs = [d for d in yaml.safe_load_all(p.read_text(encoding="utf-8")) if d]
+        docs = [d for d in yaml.load_all(p.read_text(encoding="utf-8"), Loader=_YAML_LOADER) if d]
     except yaml.YAMLError as exc:
         raise ControlPlaneError(f"{p}: invalid YAML: {exc}") from exc
     nodes: list[dict[str, Any]] = []
@@ -239,8 +240,10 @@ class LocalControlPlane:
         return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
 
     def create_namespace(self, name: str, timeout: float = 60) -> str:
-        """Create a namespace and wait for its default ServiceAccount (pods need it)."""
-        self.kubectl("create", "namespace", name)
+        """Create a namespace (existing is fine) and wait for its default ServiceAccount (pods need it)."""
+        proc = self.kubectl("create", "namespace", name, check=False)
+        if proc.returncode != 0 and "AlreadyExists" not in proc.stderr:
+            raise ControlPlaneError(f"kubectl create namespace {name} failed: {proc.stderr}")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0:
@@ -302,29 +305,25 @@ class LocalControlPlane:
         raise ControlPlaneError(f"nodes not Ready after {timeout}s: {sorted(not_ready)}")
 
     # ---- CRDs ------------------------------------------------------------
-    def apply_crds(self, paths: Iterable[str | os.PathLike[str]], timeout: float = 120) -> list[str]:
-        """Server-side apply CRD files (big ones exceed client-side apply limits); wait Established."""
+    def apply_crds(self, paths: Iterable[str | os.PathLike[str]], timeout: float = 180) -> list[str]:
+        """Server-side apply CRD files (big ones exceed client-side apply limits); wait Established.
+
+        Returns the sorted CRD names. The files are not parsed here (multi-MB CRDs
+        take PyYAML tens of seconds); kubectl reports what it applied.
+        """
         files = sorted(str(p) for p in paths)
-        names: list[str] = []
-        for f in files:
-            for doc in yaml.safe_load_all(Path(f).read_text(encoding="utf-8")):
-                if doc and doc.get("kind") == "CustomResourceDefinition":
-                    names.append(doc["metadata"]["name"])
         if not files:
-            return names
-        args = ["apply", "--server-side", "--force-conflicts", "--field-manager=gpufleet-tests"]
+            return []
+        args = ["apply", "--server-side", "--force-conflicts", "--field-manager=gpufleet-tests", "-o", "name"]
         for f in files:
             args += ["-f", f]
-        self.kubectl(*args, timeout=timeout)
-        if names:
+        applied = self.kubectl(*args, timeout=timeout).stdout.split()
+        crds = [a for a in applied if a.startswith("customresourcedefinition.apiextensions.k8s.io/")]
+        if crds:
             self.kubectl(
-                "wait",
-                "--for=condition=Established",
-                f"--timeout={int(timeout)}s",
-                *(f"crd/{n}" for n in names),
-                timeout=timeout + 10,
+                "wait", "--for=condition=Established", f"--timeout={int(timeout)}s", *crds, timeout=timeout + 10
             )
-        return sorted(names)
+        return sorted(a.split("/", 1)[1] for a in crds)
 
     def server_dry_run(self, obj: dict[str, Any]) -> subprocess.CompletedProcess[str]:
         """Server-side apply dry-run of one object; returncode 0 = accepted."""

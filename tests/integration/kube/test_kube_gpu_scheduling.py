@@ -11,13 +11,23 @@ from controlplane import KWOK_ANNOTATION, LocalControlPlane, load_node_snapshot
 pytestmark = pytest.mark.kube
 
 
-def gpu_pod(name: str, gpus: int) -> dict:
+def gpu_pod(name: str, gpus: int, nodes: list[str]) -> dict:
+    """A pod asking for ``gpus`` GPUs, confined to ``nodes`` (the session cluster is shared
+    with other test modules, which add nodes of their own)."""
+    only_nodes = {"key": "kubernetes.io/hostname", "operator": "In", "values": sorted(nodes)}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name},
         "spec": {
             "terminationGracePeriodSeconds": 0,
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [only_nodes]}]
+                    }
+                }
+            },
             "containers": [
                 {
                     "name": "train",
@@ -49,7 +59,7 @@ def test_snapshot_nodes_are_ready_fake_nodes_with_gpus(kube_cluster, gpu_nodes, 
 def test_eight_gpu_pods_scheduled_running_and_capacity_enforced(kube_cluster, gpu_nodes):
     ns = kube_cluster.create_namespace("gpu-sched")
     for name in ("train-a", "train-b"):
-        kube_cluster.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(gpu_pod(name, 8)))
+        kube_cluster.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(gpu_pod(name, 8, gpu_nodes)))
     placed = {
         name: kube_cluster.wait_pod_phase(ns, name, "Running", timeout=90)["spec"]["nodeName"]
         for name in ("train-a", "train-b")
@@ -58,7 +68,7 @@ def test_eight_gpu_pods_scheduled_running_and_capacity_enforced(kube_cluster, gp
     assert sorted(placed.values()) == ["gpu-h100-0", "gpu-h100-1"], placed
 
     # all 8-GPU nodes are full now: a third 8-GPU pod must stay Pending
-    kube_cluster.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(gpu_pod("train-c", 8)))
+    kube_cluster.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(gpu_pod("train-c", 8, gpu_nodes)))
     cond = wait_unschedulable(kube_cluster, ns, "train-c")
     assert "nvidia.com/gpu" in cond.get("message", ""), cond
     assert kube_cluster.get_json("pod", "train-c", "-n", ns)["status"]["phase"] == "Pending"
