@@ -41,7 +41,8 @@ def test_rendered_change_is_published_as_a_pull_request(repos: Repos) -> None:
     changed = repos.remote_git("diff", "--name-only", "main", res.branch).split()
     assert sorted(changed) == sorted(p for _s, p in res.files)
     assert POOLS.as_posix() in changed and f"{INV}/snapshots/gpu-east/pools.lock.yaml" in changed
-    [[lock, moves]] = res.moves.items()
+    [lock] = list(res.moves)
+    moves = res.moves[lock]
     assert len(moves) == 2 and all(b == "research-batch" for _n, _a, b in moves)
     post = srv.requests[0]
     assert post.path == "/repos/example-org/gpu-fleet/pulls" and post.body["head"] == res.branch
