@@ -21,6 +21,7 @@ import fnmatch
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric import HOST, SHARP, UNNAMED, Fabric, FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
@@ -284,83 +285,155 @@ def build_topology(
     (node -> NVLink clique / accelerator domain, e.g. from :func:`fabric_labels.domains_from_nodes`)
     overrides the domains the fabric input carried.
     """
-    mapper = make_node_map(node_map)
     excluded = _exclude_matcher(exclude)
     sw_all = fabric.switches
-
-    # 0. exclusions
-    dropped_switches = sorted(
-        (s.name for s in sw_all.values() if excluded(s.name) or excluded(s.desc)), key=natural_key
-    )
     drop_sw = {s.id for s in sw_all.values() if excluded(s.name) or excluded(s.desc)}
-    alive = [s for s in sw_all.values() if s.id not in drop_sw]
+    hosts = _collect_hosts(fabric, make_node_map(node_map), excluded, drop_sw)
+    units = _fold_leaves(hosts.host_leaves, sw_all)
+    tiers = _tiers([s for s in sw_all.values() if s.id not in drop_sw], units.leaf_hosts, sw_all)
+    ents = _Entities()
+    group_entity = {k: ents.add(sorted(units.group_leaves[k]), 0) for k in sorted(units.group_leaves)}
+    asymmetric = ents.fold_upper_tiers(tiers.tier, sw_all)
+    ents.drop_single_child_tops()
+    fabrics = ents.add_roots(tiers.tier, sw_all, hosts.host_leaves)
 
-    # 1. hosts
-    host_leaves: dict[str, list[str]] = {}
-    unnamed: list[dict] = []
-    sharp = 0
-    excluded_hcas = 0
-    unmapped: list[str] = []
+    names = _name_entities(fabric, ents.members, ents.tier, ents.removed)
+    switches: dict[str, TreeSwitch] = {}
+    for eid, nm in enumerate(names):
+        if eid in ents.removed:
+            continue
+        parent = ents.parent[eid]
+        switches[nm] = TreeSwitch(
+            nm, ents.tier[eid], list(ents.members[eid]),
+            sorted((names[c] for c in ents.children[eid]), key=natural_key), [],
+            names[parent] if parent is not None else None,
+            sorted((sw_all[m].name for m in ents.members[eid]), key=natural_key),
+        )
+    node_group: dict[str, str] = {}
+    for node, g in units.host_group.items():
+        gname = names[group_entity[g]]
+        node_group[node] = gname
+        switches[gname].nodes.append(node)
+    for sw in switches.values():
+        sw.nodes.sort(key=natural_key)
+    roots = sorted((n for n, sw in switches.items() if sw.parent is None), key=natural_key)
+    leaf_groups = _depth_first(switches, roots)
+    order = [n for _group, ns in leaf_groups for n in ns]
+    doms = dict(domains) if domains is not None else dict(fabric.domains)
+    blocks, block_domains, block_source = _blocks(doms, leaf_groups, order)
+
+    health = {
+        "summary": {
+            **fabric.summary(),
+            "nodes": len(node_group),
+            "leaf_switches": len(units.leaf_hosts),
+            "leaf_groups": len(leaf_groups),
+            "tree_switches": len(switches),
+            "roots": len(roots),
+            "fabrics": fabrics,
+            "blocks": len(blocks),
+        },
+        **_rail_report(units, hosts.host_leaves, sw_all),
+        "unnamed_hcas": sorted(hosts.unnamed, key=lambda d: d["guid"])[:_LIST_CAP],
+        "unnamed_hcas_count": len(hosts.unnamed),
+        "sharp_nodes": hosts.sharp,
+        "uplink_anomalies": _uplink_anomalies(sw_all, tiers.tier),
+        "asymmetric_switches": asymmetric,
+        "isolated_switches": tiers.isolated[:_LIST_CAP],
+        "dangling_switches": tiers.dangling[:_LIST_CAP],
+        "excluded": {"hcas": hosts.excluded_hcas,
+                     "switches": sorted((sw_all[s].name for s in drop_sw), key=natural_key)[:_LIST_CAP]},
+        "unmapped_hosts": sorted(set(hosts.unmapped), key=natural_key)[:_LIST_CAP],
+        "synthetic_roots": sorted(names[e] for e in ents.synthetic),
+        "nodes_not_in_fabric": [],
+        "fabric_not_in_nodes": [],
+    }
+    topo = Topology(
+        switches, roots, leaf_groups, node_group, blocks, block_domains, block_source, health, order, fabric.source
+    )
+    if nodes is not None:
+        topo = topo.subset(nodes)
+    topo.health["ok"] = _healthy(topo.health)
+    return topo
+
+
+@dataclass
+class _Hosts:
+    host_leaves: dict[str, list[str]] = field(default_factory=dict)  # node -> sorted leaf switch ids
+    unnamed: list[dict] = field(default_factory=list)
+    sharp: int = 0
+    excluded_hcas: int = 0
+    unmapped: list[str] = field(default_factory=list)
+
+
+def _collect_hosts(fabric: Fabric, mapper: Callable[[str], str | None], excluded: Callable[[str], bool],
+                   drop_sw: set[str]) -> _Hosts:
+    """Step 1: which HCAs are hosts (by description), their node names and leaf switches."""
+    out = _Hosts()
+    sw_all = fabric.switches
     for ca in fabric.cas.values():
         links = [s for s in ca.switches if s not in drop_sw]
         if ca.kind == SHARP:
-            sharp += 1
+            out.sharp += 1
             continue
         if excluded(ca.desc) or (ca.device and excluded(ca.device)) or (ca.host and excluded(ca.host)):
-            excluded_hcas += 1
+            out.excluded_hcas += 1
             continue
         if ca.kind == UNNAMED:
             if links:
-                unnamed.append(
-                    {
-                        "guid": ca.id[2:],
-                        "description": ca.desc,
-                        "switch": ", ".join(sorted(sw_all[s].name for s in links)),
-                    }
-                )
+                out.unnamed.append({"guid": ca.id[2:], "description": ca.desc,
+                                    "switch": ", ".join(sorted(sw_all[s].name for s in links))})
             continue
         if ca.kind != HOST or not links or ca.host is None:
             continue
         node = mapper(ca.host)
         if not node:
-            unmapped.append(ca.host)
+            out.unmapped.append(ca.host)
             continue
-        lst = host_leaves.setdefault(node, [])
+        lst = out.host_leaves.setdefault(node, [])
         for s in links:
             if s not in lst:
                 lst.append(s)
-    for lst in host_leaves.values():
+    for lst in out.host_leaves.values():
         lst.sort()
+    return out
 
-    # 2. leaf groups
+
+@dataclass
+class _Units:
+    leaf_hosts: dict[str, list[str]]  # leaf switch id -> nodes
+    group_leaves: dict[tuple[str, ...], list[str]]  # group key -> leaf switch ids
+    group_of_leaf: dict[str, tuple[str, ...]]
+    host_group: dict[str, tuple[str, ...]]
+
+
+def _most(counts: dict, key) -> Any:
+    return max(counts.items(), key=key)[0]
+
+
+def _fold_leaves(host_leaves: dict[str, list[str]], sw_all: dict) -> _Units:
+    """Step 2: rail-optimized leaves serving the same hosts become one leaf group (scalable unit)."""
     leaf_hosts: dict[str, list[str]] = {}
     host_key: dict[str, tuple[str, ...]] = {}
     for node, lst in host_leaves.items():
-        k = tuple(lst)
-        host_key[node] = k
+        host_key[node] = tuple(lst)
         for s in lst:
             leaf_hosts.setdefault(s, []).append(node)
-    leaf_keyset: dict[str, tuple[str, ...]] = {}
+    group_of_leaf: dict[str, tuple[str, ...]] = {}
+    group_leaves: dict[tuple[str, ...], list[str]] = {}
     for leaf, hs in leaf_hosts.items():
         cnt: dict[tuple[str, ...], int] = {}
         for h in hs:
-            k = host_key[h]
-            cnt[k] = cnt.get(k, 0) + 1
-        leaf_keyset[leaf] = max(cnt.items(), key=lambda kv: (kv[1], len(kv[0]), kv[0]))[0]
-    group_of_leaf: dict[str, tuple[str, ...]] = {}
-    group_leaves: dict[tuple[str, ...], list[str]] = {}
-    for leaf, k in leaf_keyset.items():
-        # leaves whose chosen set does not contain them cannot happen; keep the guard cheap
+            cnt[host_key[h]] = cnt.get(host_key[h], 0) + 1
+        k = _most(cnt, lambda kv: (kv[1], len(kv[0]), kv[0]))  # the leaf set most of its hosts have
         group_of_leaf[leaf] = k
         group_leaves.setdefault(k, []).append(leaf)
     host_group: dict[str, tuple[str, ...]] = {}
     for node, lst in host_leaves.items():
         cnt2: dict[tuple[str, ...], int] = {}
         for s in lst:
-            g = group_of_leaf[s]
-            cnt2[g] = cnt2.get(g, 0) + 1
-        own = host_key[node]
-        host_group[node] = max(cnt2.items(), key=lambda kv: (kv[1], kv[0] == own, kv[0]))[0]
+            cnt2[group_of_leaf[s]] = cnt2.get(group_of_leaf[s], 0) + 1
+        host_group[node] = _most(cnt2, lambda kv, own=host_key[node]: (kv[1], kv[0] == own, kv[0]))
     # a group whose hosts all went elsewhere (irregular cabling): its leaves join where their hosts went
     manned = set(host_group.values())
     for k in sorted(k for k in group_leaves if k not in manned):
@@ -368,17 +441,42 @@ def build_topology(
             cnt3: dict[tuple[str, ...], int] = {}
             for h in leaf_hosts[leaf]:
                 cnt3[host_group[h]] = cnt3.get(host_group[h], 0) + 1
-            target = max(cnt3.items(), key=lambda kv: (kv[1], kv[0]))[0]
+            target = _most(cnt3, lambda kv: (kv[1], kv[0]))
             group_of_leaf[leaf] = target
             group_leaves[target].append(leaf)
-    outside_unit: list[dict] = []
-    for node, lst in host_leaves.items():
-        g = host_group[node]
-        foreign = sorted(sw_all[s].name for s in lst if group_of_leaf[s] != g)
-        if foreign:
-            outside_unit.append({"node": node, "foreign_leaves": foreign})
+    return _Units(leaf_hosts, group_leaves, group_of_leaf, host_group)
 
-    # 3. tiers by hop distance from the leaves (BFS over switch links)
+
+def _rail_report(units: _Units, host_leaves: dict[str, list[str]], sw_all: dict) -> dict:
+    """Hosts missing rails of their unit, and hosts cabled into another unit."""
+    missing: list[dict] = []
+    outside: list[dict] = []
+    for node, g in units.host_group.items():
+        expected = units.group_leaves[g]
+        have = set(host_leaves[node])
+        if len(expected) > 1 and not set(expected) <= have:
+            missing.append({
+                "node": node, "rails": len(have & set(expected)), "expected": len(expected),
+                "missing_leaves": sorted((sw_all[s].name for s in expected if s not in have), key=natural_key),
+            })
+        foreign = sorted(sw_all[s].name for s in host_leaves[node] if units.group_of_leaf[s] != g)
+        if foreign:
+            outside.append({"node": node, "foreign_leaves": foreign})
+    missing.sort(key=lambda d: natural_key(d["node"]))
+    outside.sort(key=lambda d: natural_key(d["node"]))
+    return {"hosts_missing_rails": missing[:_LIST_CAP], "hosts_missing_rails_count": len(missing),
+            "hosts_outside_unit": outside[:_LIST_CAP]}
+
+
+@dataclass
+class _Tiers:
+    tier: dict[str, int]  # switch id -> hops from the nearest leaf
+    dangling: list[str]
+    isolated: list[str]
+
+
+def _tiers(alive: list, leaf_hosts: dict[str, list[str]], sw_all: dict) -> _Tiers:
+    """Step 3: drop dangling switches, then tiers by hop distance from the leaves (BFS)."""
     alive_ids = {s.id for s in alive}
     # dangling switches: no hosts and at most one switch neighbour (empty leaves, cables to nowhere)
     # add no path between hosts; left in, they would pose as a top tier
@@ -396,7 +494,6 @@ def build_topology(
                 if deg[p] <= 1 and p not in leaf_hosts:
                     queue.append(p)
     alive_ids -= gone
-    dangling = sorted((sw_all[sid].name for sid in gone), key=natural_key)
     tier: dict[str, int] = {leaf: 0 for leaf in leaf_hosts}
     frontier = sorted(leaf_hosts)
     t = 0
@@ -409,192 +506,118 @@ def build_topology(
                     nxt.append(p)
         frontier = nxt
         t += 1
-    isolated = sorted((s.name for s in alive if s.id not in tier and s.id not in gone), key=natural_key)
+    return _Tiers(
+        tier,
+        sorted((sw_all[sid].name for sid in gone), key=natural_key),
+        sorted((s.name for s in alive if s.id not in tier and s.id not in gone), key=natural_key),
+    )
 
-    # entities: tier 0 = leaf groups; entity id = index into ent_* lists
-    ent_members: list[list[str]] = []
-    ent_tier: list[int] = []
-    ent_children: list[list[int]] = []
-    ent_parent: list[int | None] = []
-    entity_of: dict[str, int] = {}
-    for k in sorted(group_leaves):
-        eid = len(ent_members)
-        ent_members.append(sorted(group_leaves[k]))
-        ent_tier.append(0)
-        ent_children.append([])
-        ent_parent.append(None)
-        for leaf in group_leaves[k]:
-            entity_of[leaf] = eid
-    group_entity = {k: entity_of[group_leaves[k][0]] for k in group_leaves}
 
-    by_tier: dict[int, list[str]] = {}
-    for s, tt in tier.items():
-        if tt > 0:
-            by_tier.setdefault(tt, []).append(s)
-    asymmetric: list[dict] = []
-    for tt in sorted(by_tier):
-        sws = sorted(by_tier[tt])
-        dsu = _DSU()
-        kids: dict[str, set[int]] = {}
-        first_with: dict[int, str] = {}
-        for s in sws:
-            ch = {entity_of[p] for p in sw_all[s].peers if tier.get(p) == tt - 1 and p in entity_of}
-            kids[s] = ch
-            dsu.find(s)
-            for c in ch:
-                f = first_with.get(c)
-                if f is None:
-                    first_with[c] = s
-                else:
-                    dsu.union(f, s)
-        comps: dict[str, list[str]] = {}
-        for s in sws:
-            comps.setdefault(dsu.find(s), []).append(s)
-        for root in sorted(comps):
-            members = comps[root]
-            eid = len(ent_members)
-            union: set[int] = set()
-            for s in members:
-                union |= kids[s]
-            ent_members.append(members)
-            ent_tier.append(tt)
-            ent_children.append(sorted(union))
-            ent_parent.append(None)
-            for s in members:
-                entity_of[s] = eid
-                if kids[s] != union and len(asymmetric) < _LIST_CAP:
-                    asymmetric.append({"switch": sw_all[s].name, "tier": tt, "missing_children": len(union - kids[s])})
-            for c in union:
-                ent_parent[c] = eid
+class _Entities:
+    """Tree switches under construction: each folds one or more fabric switches (or none: a root)."""
 
-    # a top switch (group) above a single child adds nothing: drop it, the child becomes the top
-    removed: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for eid in range(len(ent_members)):
-            if eid in removed or ent_parent[eid] is not None or ent_tier[eid] == 0 or len(ent_children[eid]) != 1:
-                continue
-            removed.add(eid)
-            ent_parent[ent_children[eid][0]] = None
-            changed = True
+    def __init__(self) -> None:
+        self.members: list[list[str]] = []
+        self.tier: list[int] = []
+        self.children: list[list[int]] = []
+        self.parent: list[int | None] = []
+        self.removed: set[int] = set()
+        self.synthetic: list[int] = []
+        self.of: dict[str, int] = {}  # fabric switch id -> entity
 
-    # 4. one root per connected fabric
-    comp = _DSU()
-    for s in tier:
-        comp.find(s)
-        for p in sw_all[s].peers:
-            if p in tier:
-                comp.union(s, p)
-    for lst in host_leaves.values():
-        for s in lst[1:]:
-            comp.union(lst[0], s)
-    tops_by_comp: dict[str, list[int]] = {}
-    for eid in range(len(ent_members)):
-        if ent_parent[eid] is None and eid not in removed:
-            tops_by_comp.setdefault(comp.find(ent_members[eid][0]), []).append(eid)
-    synthetic: list[int] = []
-    for key in sorted(tops_by_comp):
-        tops = tops_by_comp[key]
-        if len(tops) > 1:
-            eid = len(ent_members)
-            ent_members.append([])
-            ent_tier.append(max(ent_tier[x] for x in tops) + 1)
-            ent_children.append(sorted(tops))
-            ent_parent.append(None)
-            for x in tops:
-                ent_parent[x] = eid
-            synthetic.append(eid)
+    def add(self, members: list[str], tier: int, children: list[int] | None = None) -> int:
+        eid = len(self.members)
+        self.members.append(members)
+        self.tier.append(tier)
+        self.children.append(children or [])
+        self.parent.append(None)
+        for s in members:
+            self.of[s] = eid
+        for c in children or []:
+            self.parent[c] = eid
+        return eid
 
-    # 5. names
-    names = _name_entities(fabric, ent_members, ent_tier, removed)
-    switches: dict[str, TreeSwitch] = {}
-    for eid, nm in enumerate(names):
-        if eid in removed:
-            continue
-        switches[nm] = TreeSwitch(
-            nm,
-            ent_tier[eid],
-            list(ent_members[eid]),
-            sorted((names[c] for c in ent_children[eid]), key=natural_key),
-            [],
-            names[ent_parent[eid]] if ent_parent[eid] is not None else None,  # type: ignore[index]
-            sorted((sw_all[m].name for m in ent_members[eid]), key=natural_key),
-        )
-    node_group: dict[str, str] = {}
-    for node, g in host_group.items():
-        gname = names[group_entity[g]]
-        node_group[node] = gname
-        switches[gname].nodes.append(node)
-    for sw in switches.values():
-        sw.nodes.sort(key=natural_key)
-    roots = sorted((n for n, sw in switches.items() if sw.parent is None), key=natural_key)
+    def fold_upper_tiers(self, tier: dict[str, int], sw_all: dict) -> list[dict]:
+        """Per tier, switches reaching a common child fold into one; returns the asymmetric ones."""
+        by_tier: dict[int, list[str]] = {}
+        for s, t in tier.items():
+            if t > 0:
+                by_tier.setdefault(t, []).append(s)
+        asymmetric: list[dict] = []
+        for t in sorted(by_tier):
+            sws = sorted(by_tier[t])
+            dsu = _DSU()
+            kids: dict[str, set[int]] = {}
+            first_with: dict[int, str] = {}
+            for s in sws:
+                ch = {self.of[p] for p in sw_all[s].peers if tier.get(p) == t - 1 and p in self.of}
+                kids[s] = ch
+                dsu.find(s)
+                for c in ch:
+                    f = first_with.get(c)
+                    if f is None:
+                        first_with[c] = s
+                    else:
+                        dsu.union(f, s)
+            comps: dict[str, list[str]] = {}
+            for s in sws:
+                comps.setdefault(dsu.find(s), []).append(s)
+            for root in sorted(comps):
+                members = comps[root]
+                union: set[int] = set()
+                for s in members:
+                    union |= kids[s]
+                self.add(members, t, sorted(union))
+                for s in members:
+                    if kids[s] != union and len(asymmetric) < _LIST_CAP:
+                        asymmetric.append({"switch": sw_all[s].name, "tier": t,
+                                           "missing_children": len(union - kids[s])})
+        return asymmetric
 
-    # 6. depth-first order
+    def drop_single_child_tops(self) -> None:
+        """A top above a single child adds nothing: drop it, the child becomes the top."""
+        changed = True
+        while changed:
+            changed = False
+            for eid in range(len(self.members)):
+                if (eid in self.removed or self.parent[eid] is not None or self.tier[eid] == 0
+                        or len(self.children[eid]) != 1):
+                    continue
+                self.removed.add(eid)
+                self.parent[self.children[eid][0]] = None
+                changed = True
+
+    def add_roots(self, tier: dict[str, int], sw_all: dict, host_leaves: dict[str, list[str]]) -> int:
+        """One root per connected fabric (hosts join their rails); returns the number of fabrics."""
+        comp = _DSU()
+        for s in tier:
+            comp.find(s)
+            for p in sw_all[s].peers:
+                if p in tier:
+                    comp.union(s, p)
+        for lst in host_leaves.values():
+            for s in lst[1:]:
+                comp.union(lst[0], s)
+        tops: dict[str, list[int]] = {}
+        for eid in range(len(self.members)):
+            if self.parent[eid] is None and eid not in self.removed:
+                tops.setdefault(comp.find(self.members[eid][0]), []).append(eid)
+        for key in sorted(tops):
+            if len(tops[key]) > 1:
+                self.synthetic.append(self.add([], max(self.tier[x] for x in tops[key]) + 1, sorted(tops[key])))
+        return len(tops)
+
+
+def _depth_first(switches: dict[str, TreeSwitch], roots: list[str]) -> list[tuple[str, list[str]]]:
     leaf_groups: list[tuple[str, list[str]]] = []
     stack = list(reversed(roots))
     while stack:
-        nm = stack.pop()
-        sw = switches[nm]
+        sw = switches[stack.pop()]
         if sw.tier == 0:
-            leaf_groups.append((nm, list(sw.nodes)))
+            leaf_groups.append((sw.name, list(sw.nodes)))
         else:
             stack.extend(reversed(sw.children))
-    order = [n for _group, ns in leaf_groups for n in ns]
-
-    # 7. blocks
-    doms = dict(domains) if domains is not None else dict(fabric.domains)
-    blocks, block_domains, block_source = _blocks(doms, leaf_groups, order)
-
-    # 8. health
-    missing_rails: list[dict] = []
-    for node, g in host_group.items():
-        expected = group_leaves[g]
-        have = set(host_leaves[node])
-        if len(expected) > 1 and not set(expected) <= have:
-            missing_rails.append(
-                {
-                    "node": node,
-                    "rails": len(have & set(expected)),
-                    "expected": len(expected),
-                    "missing_leaves": sorted((sw_all[s].name for s in expected if s not in have), key=natural_key),
-                }
-            )
-    missing_rails.sort(key=lambda d: natural_key(d["node"]))
-    health = {
-        "summary": {
-            **fabric.summary(),
-            "nodes": len(node_group),
-            "leaf_switches": len(leaf_hosts),
-            "leaf_groups": len(leaf_groups),
-            "tree_switches": len(switches),
-            "roots": len(roots),
-            "fabrics": len(tops_by_comp),
-            "blocks": len(blocks),
-        },
-        "hosts_missing_rails": missing_rails[:_LIST_CAP],
-        "hosts_missing_rails_count": len(missing_rails),
-        "hosts_outside_unit": sorted(outside_unit, key=lambda d: natural_key(d["node"]))[:_LIST_CAP],
-        "unnamed_hcas": sorted(unnamed, key=lambda d: d["guid"])[:_LIST_CAP],
-        "unnamed_hcas_count": len(unnamed),
-        "sharp_nodes": sharp,
-        "uplink_anomalies": _uplink_anomalies(sw_all, tier),
-        "asymmetric_switches": asymmetric,
-        "isolated_switches": isolated[:_LIST_CAP],
-        "dangling_switches": dangling[:_LIST_CAP],
-        "excluded": {"hcas": excluded_hcas, "switches": dropped_switches[:_LIST_CAP]},
-        "unmapped_hosts": sorted(set(unmapped), key=natural_key)[:_LIST_CAP],
-        "synthetic_roots": sorted(names[e] for e in synthetic),
-        "nodes_not_in_fabric": [],
-        "fabric_not_in_nodes": [],
-    }
-    topo = Topology(
-        switches, roots, leaf_groups, node_group, blocks, block_domains, block_source, health, order, fabric.source
-    )
-    if nodes is not None:
-        topo = topo.subset(nodes)
-    topo.health["ok"] = _healthy(topo.health)
-    return topo
+    return leaf_groups
 
 
 def _healthy(h: dict) -> bool:
