@@ -8,9 +8,11 @@ Algorithm (linear in links; see reference topology.md section 7):
 2. Leaves are switches with hosts. Rail-optimized leaves fold into one leaf group: each leaf takes
    the leaf set most common among its hosts, leaves with the same set form one group, and each host
    joins the group holding most of its leaves (a host that lost a rail cable stays in its unit).
-3. Upper tiers by hop distance from the leaves. At each tier, switches reaching a common child are
-   folded into one (parallel spines, rail planes), so every child has one parent.
-4. One root per connected fabric: when several tops remain in one fabric, a root is added.
+3. Dangling switches (no hosts, at most one switch neighbour) are dropped. Upper tiers by hop
+   distance from the leaves. At each tier, switches reaching a common child are folded into one
+   (parallel spines, rail planes), so every child has one parent.
+4. A top above a single child is dropped. One root per connected fabric: when several tops remain
+   in one fabric, a root is added.
 5. Names come from switch descriptions (common prefix of the folded switches, else the first
    one), made safe for every Slurm version and unique; the order is a depth-first walk.
 """
