@@ -126,12 +126,36 @@ start() { # name cmd...
   "$@" >"$STATE/logs/$n.log" 2>&1 &
   echo $! >"$STATE/pids/$n"
 }
-shutdown() { trap - TERM INT; kill -TERM 0 2>/dev/null; exit 0; }
-alive() { local s; s="$(ps -o stat= -p "$(cat "$STATE/pids/$1")" 2>/dev/null)" && [[ "$s" != Z* ]]; }
+# fork-free liveness (the shutdown path must stay fast on a loaded machine):
+# the pid from pids/NAME exists and is not a zombie
+alive() {
+  local pid st
+  read -r pid 2>/dev/null <"$STATE/pids/$1" || return 1
+  read -r st 2>/dev/null <"/proc/$pid/stat" || return 1
+  st="${st##*) }"
+  [[ "${st:0:1}" != Z ]]
+}
+# TERM the whole group, give the components 5s, then SIGKILL the group (a
+# kube-apiserver whose etcd is gone can hang in graceful shutdown).
+shutdown() {
+  trap '' TERM INT HUP
+  kill -TERM 0 2>/dev/null
+  local n any deadline=$((SECONDS + 5))
+  while ((SECONDS < deadline)); do
+    any=0
+    for n in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
+      alive "$n" && any=1
+    done
+    ((any)) || break
+    sleep 0.2
+  done
+  kill -KILL 0 2>/dev/null
+  exit 0
+}
 trap shutdown TERM INT HUP
 
 if [[ -n "${OWNER_PID:-}" ]]; then
-  ( while s="$(ps -o stat= -p "$OWNER_PID" 2>/dev/null)" && [[ "$s" != Z* ]]; do sleep 1; done
+  ( while read -r s 2>/dev/null <"/proc/$OWNER_PID/stat" && s="${s##*) }" && [[ "${s:0:1}" != Z ]]; do sleep 1; done
     echo "owner $OWNER_PID gone, tearing down" >>"$STATE/logs/runner.log"
     kill -TERM 0 ) &
   echo $! >"$STATE/pids/owner-watch"
@@ -219,17 +243,18 @@ state_procs() {
 
 do_down() {
   [[ -d "$STATE" ]] || return 0
-  local procs i pid
+  local procs pid killed=0 t0=$SECONDS
   procs="$(state_procs)"
   for pid in $procs; do kill -TERM "$pid" 2>/dev/null || true; done
-  for i in $(seq 1 100); do
+  # 5s grace, then SIGKILL; give up 15s after the start
+  while [[ -n "$procs" ]] && ((SECONDS - t0 < 15)); do
+    sleep 0.2
     procs="$(state_procs)"
-    [[ -z "$procs" ]] && break
-    if ((i == 60)); then
+    if [[ -n "$procs" ]] && ((!killed && SECONDS - t0 >= 5)); then
       log "escalating to SIGKILL: $(tr '\n' ' ' <<<"$procs")"
       for pid in $procs; do kill -KILL "$pid" 2>/dev/null || true; done
+      killed=1
     fi
-    sleep 0.1
   done
   [[ -z "$procs" ]] || die "processes still alive after SIGKILL in $STATE: $(tr '\n' ' ' <<<"$procs")"
   rm -rf "$STATE"

@@ -28,10 +28,20 @@ def live(pid: int, marker: str) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z" and marker in cmdline
 
 
+def procs_mentioning(marker: str) -> dict[str, int]:
+    """Every live process on the machine whose command line contains marker."""
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and int(d.name) != os.getpid() and live(int(d.name), marker):
+            out[f"pid-{d.name}"] = int(d.name)
+    return out
+
+
 def wait_all_gone(pids: dict[str, int], marker: str, timeout: float) -> dict[str, int]:
+    """Recorded pids plus any process naming the state dir that are still alive after timeout."""
     deadline = time.monotonic() + timeout
     while True:
-        alive = {n: p for n, p in pids.items() if live(p, marker)}
+        alive = {n: p for n, p in pids.items() if live(p, marker)} | procs_mentioning(marker)
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.2)
