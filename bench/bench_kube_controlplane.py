@@ -87,7 +87,7 @@ def main() -> int:
     if missing:
         print(f"bench_kube_controlplane: skipped, missing {', '.join(missing)} (run tools/build.sh)")
         return 0
-    rows = [one_run(args.nodes, not args.no_crds and CRDS.is_dir()) for _ in range(args.runs)]
+    rows = [one_run(args.nodes, not args.no_crds and CRDS.is_dir()) for _run in range(args.runs)]
     keys = list(rows[0])
     print(f"local control plane, {args.runs} runs, {args.nodes} KWOK nodes (seconds)")
     print(f"{'metric':<22}{'min':>8}{'median':>8}{'max':>8}")
