@@ -7,6 +7,9 @@ small interface (:class:`ClusterInputs`) and not on each module's signature.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,8 +82,147 @@ def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
     return build_topology(fabric, _node_map(fab.node_name_map), [n.name for n in nodes] or None, exclude)
 
 
-def cluster_inputs(fleet: Fleet, cluster: Cluster) -> ClusterInputs:
-    """Nodes, topology and pool assignment of one cluster, from its snapshots."""
+# ------------------------------------------------------------------ parse cache
+#
+# Parsing a 10,000-node snapshot (YAML) and a 55 MB ibnetdiscover dump takes most of a render, and
+# snapshots change far less often than the inventory. Parsed results are kept as JSON in a cache
+# directory beside the GitOps tree, keyed by the sha256 of the input bytes, the settings that shape
+# the result and the parsing code; a miss or an unreadable entry just parses again.
+
+_CODE_DIR = Path(__file__).resolve().parent
+_PARSE_CODE = (
+    "nodes.py",
+    "fabric.py",
+    "fabric_ibnetdiscover.py",
+    "fabric_labels.py",
+    "fabric_file.py",
+    "topology.py",
+    "render_inputs.py",
+)
+
+
+def _key(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        b = part.encode() if isinstance(part, str) else part
+        h.update(len(b).to_bytes(8, "big"))
+        h.update(b)
+    return h.hexdigest()[:40]
+
+
+def _code() -> bytes:
+    return b"".join((_CODE_DIR / f).read_bytes() for f in _PARSE_CODE if (_CODE_DIR / f).is_file())
+
+
+def _cache_get(cache: Path | None, name: str) -> Any:
+    if cache is None:
+        return None
+    try:
+        return json.loads((cache / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _cache_put(cache: Path | None, name: str, data: Any, prefix: str) -> None:
+    if cache is None:
+        return
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        for old in cache.glob(f"{prefix}-*.json"):
+            old.unlink()
+        tmp = cache / f".{name}.tmp"
+        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, cache / name)
+    except OSError:
+        pass
+
+
+def _nodes_to_json(nodes: tuple[NodeInfo, ...]) -> list:
+    return [[n.name, n.gpus, n.gpu_product, n.nvlink_domain, dict(n.labels)] for n in nodes]
+
+
+def _nodes_from_json(data: list) -> tuple[NodeInfo, ...]:
+    return tuple(NodeInfo(name=a, gpus=b, gpu_product=c, nvlink_domain=d, labels=e) for a, b, c, d, e in data)
+
+
+def _topo_to_json(t: Any) -> dict:
+    return {
+        "switches": [
+            [s.name, s.tier, s.members, s.children, s.nodes, s.parent, s.member_names] for s in t.switches.values()
+        ],
+        "roots": t.roots,
+        "leaf_groups": t.leaf_groups,
+        "node_group": t.node_group,
+        "blocks": t.blocks,
+        "block_domains": t.block_domains,
+        "block_source": t.block_source,
+        "health": t.health,
+        "order": t.order,
+        "source": t.source,
+    }
+
+
+def _topo_from_json(d: dict) -> Any:
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology import Topology, TreeSwitch
+
+    sws = {s[0]: TreeSwitch(s[0], s[1], s[2], s[3], s[4], s[5], s[6]) for s in d["switches"]}
+    return Topology(
+        sws,
+        d["roots"],
+        [(g, ns) for g, ns in d["leaf_groups"]],
+        d["node_group"],
+        [(b, ns) for b, ns in d["blocks"]],
+        d["block_domains"],
+        d["block_source"],
+        d["health"],
+        d["order"],
+        d["source"],
+    )
+
+
+def cached_nodes(cluster: Cluster, cache: Path | None) -> tuple[NodeInfo, ...]:
+    data = cluster.nodes_snapshot.read_bytes()
+    name = f"nodes-{_key(data, _code())}.json"
+    hit = _cache_get(cache, name)
+    if isinstance(hit, list):
+        try:
+            return _nodes_from_json(hit)
+        except (TypeError, ValueError):
+            pass
+    nodes = fast_load_nodes(cluster.nodes_snapshot)
+    _cache_put(cache, name, _nodes_to_json(nodes), "nodes")
+    return nodes
+
+
+def cached_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...], cache: Path | None) -> Any | None:
+    fab = cluster.fabric
+    if fab.source == "none":
+        return None
+    src = cluster.nodes_snapshot if fab.source == "labels" else fab.path
+    if src is None or not src.is_file():
+        return load_topology(cluster, nodes)  # raises the clear error
+    settings = json.dumps(
+        [fab.source, fab.node_name_map, list(fab.exclude_hosts), list(fab.exclude_switches), [n.name for n in nodes]],
+        sort_keys=True,
+    )
+    name = f"topology-{_key(src.read_bytes(), settings, _code())}.json"
+    hit = _cache_get(cache, name)
+    if isinstance(hit, dict):
+        try:
+            return _topo_from_json(hit)
+        except (KeyError, TypeError, ValueError):
+            pass
+    topo = load_topology(cluster, nodes)
+    if topo is not None:
+        _cache_put(cache, name, _topo_to_json(topo), "topology")
+    return topo
+
+
+def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) -> ClusterInputs:
+    """Nodes, topology and pool assignment of one cluster, from its snapshots.
+
+    ``cache``: a directory for parsed snapshots (see above); None parses every time.
+    """
     from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import read_lock, render_lock
     from ansible_collections.gpufleet.core.plugins.module_utils.pools import assign, render_pool_table
 
@@ -88,8 +230,9 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster) -> ClusterInputs:
         raise RenderInputError(
             f"{cluster.nodes_snapshot}: nodes snapshot of cluster {cluster.name!r} not found (run discover first)"
         )
-    nodes = fast_load_nodes(cluster.nodes_snapshot)
-    topo = load_topology(cluster, nodes)
+    ccache = cache / cluster.name if cache is not None else None
+    nodes = cached_nodes(cluster, ccache)
+    topo = cached_topology(cluster, nodes, ccache)
     lock_path = cluster.snapshot_dir / LOCK_NAME
     previous = read_lock(lock_path, cluster.name)
     node_group = dict(topo.node_group) if topo is not None else {}

@@ -232,3 +232,19 @@ def test_no_change_fast_path_is_safe(inv: Path, tmp_path: Path) -> None:
     snap.write_text(yaml.safe_dump(nodes), encoding="utf-8")
     _, _, res, rep = render_and_write(inv, out)
     assert res is not None and "clusters/gpu-east/POOLS.md" in rep.plan.changed
+
+
+def test_parse_cache_gives_the_same_bytes(inv: Path, tmp_path: Path) -> None:
+    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+
+    fleet = load_fleet(inv)
+    cache = tmp_path / "cache"
+    plain = render_fleet(fleet).files
+    miss = render_fleet(fleet, cache).files
+    assert sorted(p.name.split("-")[0] for p in (cache / "gpu-east").iterdir()) == ["nodes", "topology"]
+    hit = render_fleet(fleet, cache).files
+    assert plain == miss == hit
+    for f in (cache / "gpu-east").iterdir():  # a corrupt cache entry is ignored, not trusted
+        f.write_text("{not json")
+    assert render_fleet(fleet, cache).files == plain
