@@ -231,8 +231,14 @@ def _text(data: bytes | None) -> str:
 _CODE_DIR = Path(__file__).resolve().parent
 
 
-def input_digest(fleet: Fleet) -> str:
+def input_digest(fleet: Fleet) -> str | None:
+    """Digest of everything a render reads, or None when the code cannot be read from disk (e.g.
+    an AnsiballZ zip): then there is no fast path, every run renders."""
     import yaml
+
+    code = sorted(_CODE_DIR.glob("*.py")) if _CODE_DIR.is_dir() else []
+    if not code:
+        return None
 
     h = hashlib.sha256(b"gpufleet-render-1\0")
     h.update(f"{sys.version_info[0]}.{sys.version_info[1]} yaml {yaml.__version__}\0".encode())
@@ -246,7 +252,7 @@ def input_digest(fleet: Fleet) -> str:
         else:
             h.update(b"<missing>")
 
-    for f in sorted(_CODE_DIR.glob("*.py")):
+    for f in code:
         add(f"code/{f.name}", f)
     inv = fleet.inventory_dir
     for f in vars_files(inv):
@@ -268,8 +274,10 @@ def _cache_path(out: Path) -> Path:
     return cache_dir(out) / "state.json"
 
 
-def cached_current(out: Path, digest: str) -> int | None:
+def cached_current(out: Path, digest: str | None) -> int | None:
     """Number of owned files when ``out`` is known current for ``digest``; None to render."""
+    if digest is None:
+        return None
     try:
         cache = json.loads(_cache_path(out).read_text(encoding="utf-8"))
         manifest = (out / tree_writer.MANIFEST).read_bytes()
@@ -287,8 +295,10 @@ def cached_current(out: Path, digest: str) -> int | None:
     return len(owned)
 
 
-def record_cache(out: Path, digest: str) -> None:
+def record_cache(out: Path, digest: str | None) -> None:
     """Remember that ``out`` is current for ``digest`` (best effort: a cache, never required)."""
+    if digest is None:
+        return
     try:
         manifest = (out / tree_writer.MANIFEST).read_bytes()
         path = _cache_path(out)
@@ -313,7 +323,7 @@ def render_and_write(
     current = cached_current(out, digest)
     if current is not None:
         return fleet, out, None, WriteReport(plan=tree_writer.Plan(out=out, unchanged=current))
-    result = render_fleet(fleet, cache_dir(out))
+    result = render_fleet(fleet, cache_dir(out) if digest is not None else None)
     report = plan_render(result, out) if check else write_render(result, out)
     if not report.changed or (not check and not report.locks_changed):
         record_cache(out, digest)
