@@ -44,10 +44,11 @@ if [ -d "$DEST/tests" ]; then
   find "$DEST/tests" -mindepth 1 -maxdepth 1 ! -name output -exec rm -rf {} +
 fi
 # What is tested: the collection as it ships plus its unit tests. Left out: developer tooling that
-# is not collection content and is linted by ruff instead (bench/, scripts/, tools/, .ci/) and the
-# pytest integration suites under tests/integration/ (not ansible-test integration targets).
+# is not collection content and is linted by ruff instead (bench/, scripts/, tools/, .ci/), the
+# pytest integration suites under tests/integration/ (not ansible-test integration targets) and
+# gitops/, the rendered sample tree (data; checked by the render tests and the kube dry-run).
 git ls-files -z --cached --others --exclude-standard -- . \
-    ':!bench/' ':!scripts/' ':!tools/' ':!.ci/' ':!tests/integration/' \
+    ':!bench/' ':!scripts/' ':!tools/' ':!.ci/' ':!tests/integration/' ':!gitops/' \
   | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
   | tar --null -T - -cf - | tar -xf - -C "$DEST"
 
