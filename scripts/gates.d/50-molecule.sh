@@ -13,6 +13,11 @@ export PATH="$ROOT/.venv/bin:$ROOT/.build/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="${ANSIBLE_COLLECTIONS_PATH:-$ROOT/.build/collections}"
 export ANSIBLE_HOME="${ANSIBLE_HOME:-$ROOT/.build/ansible-home}"
 export MOLECULE_GLOB="extensions/molecule/*/molecule.yml"
+# One run at a time: molecule keys its ephemeral directory on the scenario, so two concurrent runs
+# of a scenario would share (and clean up) each other's state.
+mkdir -p "$ROOT/.build"
+exec 9>"$ROOT/.build/molecule.lock"
+flock 9
 ci=false
 case "${CI:-}" in 1|true|TRUE|yes) ci=true ;; esac
 
