@@ -5,9 +5,10 @@ The Python core in plugins/module_utils/ runs on the controller and uses PyYAML,
 ruamel.yaml. ansible-test's `import` sanity test imports every module_utils file in a venv that
 has none of these (module_utils are assumed to run on managed hosts), so each file that imports
 one of them at module level, directly or through another module_utils file, needs the narrow
-entry `<path> import-<py>!skip` (the import test takes no error codes). Modules guard those imports (missing_required_lib) and need
-no entry. This script computes exactly those entries from the import graph, so no entry is
-missing or stale; every other line of the ignore files (hand-written, narrow) is kept as it is.
+entry `<path> import-<py>!skip` (the import test takes no error codes). Modules guard those
+imports (missing_required_lib) and need no entry. This script computes exactly those entries
+from the import graph, so no entry is missing or stale; every other line of the ignore files
+(hand-written, narrow) is kept as it is.
 
     scripts/sanity_ignores.py          # rewrite the files
     scripts/sanity_ignores.py --check  # exit 1 and show the difference when they are stale
