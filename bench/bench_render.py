@@ -118,7 +118,7 @@ def main() -> int:
         )
         rows.append(
             (
-                "8 CLI process, no change (incl. start-up)",
+                "9 CLI process, no change (incl. start-up)",
                 time.perf_counter() - t_cli0,
                 0 if "0 added, 0 changed, 0 removed" in cp.stdout else -1,
                 0,

@@ -50,8 +50,15 @@ class ClusterInputs:
             self._topo_index = TopologyIndex(self.topology)
         return self._topo_index.view(nodes)
 
+    @property
+    def by_name(self) -> dict[str, NodeInfo]:
+        cached = self.extra.get("by_name")
+        if cached is None:
+            cached = self.extra["by_name"] = {n.name: n for n in self.nodes}
+        return cached
+
     def pool_gpus(self, pool: str) -> int:
-        by_name = {n.name: n for n in self.nodes}
+        by_name = self.by_name
         return sum(by_name[n].gpus for n in self.members.get(pool, []) if n in by_name)
 
 

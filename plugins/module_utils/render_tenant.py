@@ -91,7 +91,7 @@ def tenant_dir(cluster: str, tenant: str) -> str:
 
 def pool_gpus_per_node(inputs: ClusterInputs, pool: str) -> int:
     """GPUs per node of a pool: the smallest count among its nodes (Gres must hold on every node)."""
-    by_name = {n.name: n for n in inputs.nodes}
+    by_name = inputs.by_name
     counts = [by_name[n].gpus for n in inputs.members.get(pool, []) if n in by_name]
     return min(counts) if counts else 0
 
@@ -99,7 +99,7 @@ def pool_gpus_per_node(inputs: ClusterInputs, pool: str) -> int:
 def pool_product(inputs: ClusterInputs, pool: Pool) -> str | None:
     if pool.gpu_product:
         return pool.gpu_product
-    by_name = {n.name: n for n in inputs.nodes}
+    by_name = inputs.by_name
     products = Counter(by_name[n].gpu_product for n in inputs.members.get(pool.name, []) if n in by_name)
     products.pop(None, None)
     return products.most_common(1)[0][0] if products else None
