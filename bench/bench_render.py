@@ -53,6 +53,7 @@ def main() -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-render-"))
+    os.environ["GPUFLEET_CACHE_DIR"] = str(tmp / "cache")
     try:
         t_gen, inv = timed(make_big_inventory, tmp, args.nodes, args.tenants, not args.no_fabric)
         out = tmp / "gitops"
@@ -164,8 +165,6 @@ def main() -> int:
             print(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-            for side in tmp.parent.glob(f".{tmp.name}*"):
-                shutil.rmtree(side, ignore_errors=True)
     return 0
 
 

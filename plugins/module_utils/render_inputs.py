@@ -93,8 +93,8 @@ def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
 #
 # Parsing a 10,000-node snapshot (YAML) and a 55 MB ibnetdiscover dump takes most of a render, and
 # snapshots change far less often than the inventory. Parsed results are kept as JSON in a cache
-# directory beside the GitOps tree, keyed by the sha256 of the input bytes, the settings that shape
-# the result and the parsing code; a miss or an unreadable entry just parses again.
+# directory (render_tree.cache_dir, outside the repository), keyed by the sha256 of the input bytes,
+# the settings that shape the result and the parsing code; a miss or an unreadable entry parses again.
 
 _CODE_DIR = Path(__file__).resolve().parent
 _PARSE_CODE = (

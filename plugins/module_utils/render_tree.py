@@ -224,7 +224,7 @@ def _text(data: bytes | None) -> str:
 # ------------------------------------------------------------------ no-change fast path
 #
 # A render is a pure function of its inputs (inventory vars, snapshots, pool locks) and of this
-# code. The digest of all of them is kept beside the tree (``.<name>.gpufleet-cache``, not in it).
+# code. The digest of all of them is kept in a cache directory outside the repository (cache_dir).
 # When the digest is unchanged and every owned file still has the bytes the manifest records, the
 # tree is current: nothing is parsed, rendered or written.
 
@@ -266,8 +266,14 @@ def input_digest(fleet: Fleet) -> str | None:
 
 
 def cache_dir(out: Path) -> Path:
-    """Cache beside the tree (never in it): ``.<name>.gpufleet-cache/``."""
-    return out.absolute().parent / f".{out.name}.gpufleet-cache"
+    """The render cache of tree ``out``: ``$GPUFLEET_CACHE_DIR`` or ``$XDG_CACHE_HOME/gpufleet`` (default
+    ``~/.cache/gpufleet``), then ``render/<sha256 of the tree's absolute path>``; never in the tree
+    or the repository."""
+    base = os.environ.get("GPUFLEET_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "gpufleet"
+    )
+    key = hashlib.sha256(str(out.absolute()).encode("utf-8")).hexdigest()[:24]
+    return Path(base) / "render" / key
 
 
 def _cache_path(out: Path) -> Path:

@@ -7,7 +7,9 @@ two CPU-only system nodes that are not on the fabric.
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -15,6 +17,8 @@ import yaml
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 
 REPO = Path(__file__).resolve().parents[2]
+# render caches of the tests (and of the CLI subprocesses they start) stay out of ~/.cache
+os.environ.setdefault("GPUFLEET_CACHE_DIR", tempfile.mkdtemp(prefix="gpufleet-test-cache-"))
 SAMPLE = REPO / "inventories" / "sample"
 
 

@@ -87,9 +87,7 @@ def test_sigkill_leaves_old_or_new_tree(trees) -> None:
             outcomes["old"] += 1
     render(v2, out)
     assert tree_state(out) == b
-    leftovers = [
-        p.name for p in out.parent.iterdir() if p.name.startswith(".gitops.gpufleet-") and not p.name.endswith("-cache")
-    ]
+    leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(".gitops.gpufleet-")]
     assert leftovers == []
     print(f"full render {full:.2f}s; outcomes of {KILLS} kills: {outcomes}")
     assert outcomes["old"] > 0
