@@ -224,3 +224,20 @@ def test_repeated_switch_descriptions_fall_back_to_guids():
     names = {s: sw.name for s, sw in fab.switches.items()}
     assert names == {"S-0000000000000001": "S-0000000000000001", "S-0000000000000002": "S-0000000000000002",
                      "S-0000000000000003": "S-0000000000000003", "S-0000000000000004": "ISR9024 Voltaire"}
+
+
+def test_grouped_output_with_ext_ports_and_chassis_comments():
+    # ibnetdiscover -g: chassis comment lines and [ext N] after port numbers; routers are skipped
+    text = (
+        "# Chassis 1 (guid 0x0002c9020040da28)\n"
+        'Switch\t36 "S-0002c9020040da28"\t\t# "MF0;ib-leaf-1:SX6036/U1" enhanced port 0 lid 4 lmc 0\n'
+        '[1][ext 1]\t"H-0002c903000e0b4a"[1](2c903000e0b4b) \t\t# "node01 mlx4_0" lid 5 4xFDR\n'
+        '[2][ext 2]\t"S-0002c9020040da29"[3][ext 7]\t\t# "MF0;ib-spine-1:SX6036/U1" lid 6 4xFDR\n'
+        '[3]\t"R-0002c9020040da30"[1]\t\t# "router" lid 9 4xFDR\n'
+        'Rt\t2 "R-0002c9020040da30"\t\t# "router"\n'
+        '[1]\t"S-0002c9020040da28"[3]\t\t# "MF0;ib-leaf-1:SX6036/U1" lid 4 4xFDR\n'
+    )
+    fab = parse_default(text, "g.out")
+    assert fab.hosts() == ["node01"]
+    assert fab.switches["S-0002c9020040da28"].peers == {"S-0002c9020040da29": 1}
+    assert fab.switches["S-0002c9020040da29"].name == "ib-spine-1"
