@@ -44,6 +44,9 @@ for s in $scenarios; do
   if [ $rc -eq 1 ]; then continue; fi
   if [ $rc -ne 0 ]; then failed+=("$s"); continue; fi
   start=$(date +%s)
+  # managed: false skips destroy, so molecule never resets its state ("instances already
+  # prepared" would skip prepare next time): start every run from a clean ephemeral directory.
+  molecule reset -s "$s" >/dev/null 2>&1 || true
   if molecule test -s "$s"; then
     echo "molecule $s: passed in $(( $(date +%s) - start )) s"
   else
