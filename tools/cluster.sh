@@ -135,12 +135,12 @@ alive() {
   st="${st##*) }"
   [[ "${st:0:1}" != Z ]]
 }
-# TERM the whole group, give the components 5s, then SIGKILL the group (a
+# TERM the whole group, give the components 2s, then SIGKILL the group (a
 # kube-apiserver whose etcd is gone can hang in graceful shutdown).
 shutdown() {
   trap '' TERM INT HUP
   kill -TERM 0 2>/dev/null
-  local n any deadline=$((SECONDS + 5))
+  local n any deadline=$((SECONDS + 2))
   while ((SECONDS < deadline)); do
     any=0
     for n in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
@@ -246,11 +246,12 @@ do_down() {
   local procs pid killed=0 t0=$SECONDS
   procs="$(state_procs)"
   for pid in $procs; do kill -TERM "$pid" 2>/dev/null || true; done
-  # 5s grace, then SIGKILL; give up 15s after the start
+  # 2s grace, then SIGKILL (nothing here needs a graceful stop: the state is
+  # deleted, and kube-apiserver can hang in shutdown once etcd is gone)
   while [[ -n "$procs" ]] && ((SECONDS - t0 < 15)); do
     sleep 0.2
     procs="$(state_procs)"
-    if [[ -n "$procs" ]] && ((!killed && SECONDS - t0 >= 5)); then
+    if [[ -n "$procs" ]] && ((!killed && SECONDS - t0 >= 2)); then
       log "escalating to SIGKILL: $(tr '\n' ' ' <<<"$procs")"
       for pid in $procs; do kill -KILL "$pid" 2>/dev/null || true; done
       killed=1
