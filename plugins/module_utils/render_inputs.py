@@ -176,9 +176,9 @@ def _topo_from_json(d: dict) -> Any:
     return Topology(
         sws,
         d["roots"],
-        [(g, ns) for g, ns in d["leaf_groups"]],
+        [(x[0], x[1]) for x in d["leaf_groups"]],
         d["node_group"],
-        [(b, ns) for b, ns in d["blocks"]],
+        [(x[0], x[1]) for x in d["blocks"]],
         d["block_domains"],
         d["block_source"],
         d["health"],
