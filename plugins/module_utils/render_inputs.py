@@ -117,8 +117,35 @@ def _key(*parts: bytes | str) -> str:
     return h.hexdigest()[:40]
 
 
-def _code() -> bytes:
-    return b"".join((_CODE_DIR / f).read_bytes() for f in _PARSE_CODE if (_CODE_DIR / f).is_file())
+def code_files() -> dict[str, bytes] | None:
+    """name -> source of every module_utils file, from disk or from the zip the module was loaded
+    from (Ansible's AnsiballZ payload); None when neither can be read (then caches are off)."""
+    if _CODE_DIR.is_dir():
+        found = {f.name: f.read_bytes() for f in sorted(_CODE_DIR.glob("*.py"))}
+        if found:
+            return found
+    loader = globals().get("__loader__")
+    archive, prefix = getattr(loader, "archive", None), getattr(loader, "prefix", None)
+    if not archive or prefix is None:
+        return None
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            names = sorted(
+                n for n in zf.namelist() if n.startswith(prefix) and n.endswith(".py") and "/" not in n[len(prefix) :]
+            )
+            found = {n[len(prefix) :]: zf.read(n) for n in names}
+    except (OSError, zipfile.BadZipFile):
+        return None
+    return found or None
+
+
+def _code() -> bytes | None:
+    files = code_files()
+    if files is None:
+        return None
+    return b"".join(files.get(f, b"") for f in _PARSE_CODE)
 
 
 def _cache_get(cache: Path | None, name: str) -> Any:
@@ -188,8 +215,10 @@ def _topo_from_json(d: dict) -> Any:
 
 
 def cached_nodes(cluster: Cluster, cache: Path | None) -> tuple[NodeInfo, ...]:
-    data = cluster.nodes_snapshot.read_bytes()
-    name = f"nodes-{_key(data, _code())}.json"
+    code = _code()
+    if code is None:
+        return fast_load_nodes(cluster.nodes_snapshot)
+    name = f"nodes-{_key(cluster.nodes_snapshot.read_bytes(), code)}.json"
     hit = _cache_get(cache, name)
     if isinstance(hit, list):
         try:
@@ -212,7 +241,10 @@ def cached_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...], cache: Path |
         [fab.source, fab.node_name_map, list(fab.exclude_hosts), list(fab.exclude_switches), [n.name for n in nodes]],
         sort_keys=True,
     )
-    name = f"topology-{_key(src.read_bytes(), settings, _code())}.json"
+    code = _code()
+    if code is None:
+        return load_topology(cluster, nodes)
+    name = f"topology-{_key(src.read_bytes(), settings, code)}.json"
     hit = _cache_get(cache, name)
     if isinstance(hit, dict):
         try:

@@ -228,15 +228,14 @@ def _text(data: bytes | None) -> str:
 # When the digest is unchanged and every owned file still has the bytes the manifest records, the
 # tree is current: nothing is parsed, rendered or written.
 
-_CODE_DIR = Path(__file__).resolve().parent
-
-
 def input_digest(fleet: Fleet) -> str | None:
-    """Digest of everything a render reads, or None when the code cannot be read from disk (e.g.
-    an AnsiballZ zip): then there is no fast path, every run renders."""
+    """Digest of everything a render reads (inputs and the module_utils code, from disk or from the
+    AnsiballZ zip), or None when the code cannot be read: then there is no fast path."""
     import yaml
 
-    code = sorted(_CODE_DIR.glob("*.py")) if _CODE_DIR.is_dir() else []
+    from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import code_files
+
+    code = code_files()
     if not code:
         return None
 
@@ -252,8 +251,10 @@ def input_digest(fleet: Fleet) -> str | None:
         else:
             h.update(b"<missing>")
 
-    for f in code:
-        add(f"code/{f.name}", f)
+    for name, data in sorted(code.items()):
+        h.update(f"code/{name}\0".encode())
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
     inv = fleet.inventory_dir
     for f in vars_files(inv):
         add(f"vars/{f.relative_to(inv).as_posix()}", f)

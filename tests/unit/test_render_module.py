@@ -61,7 +61,9 @@ def test_module_check_diff_write_idempotent(tmp_path: Path) -> None:
     assert len(state) == len(r["files_added"]) + 1  # + the manifest
     r = module(inv, dest, "--diff", home=home)
     assert r["changed"] is False and r["diff"] == [] and r["files_unchanged"] == len(state) - 1
-    assert tree_state(dest) == state
+    assert tree_state(dest) == state and r["summary"]  # a full render that found nothing to change
+    r = module(inv, dest, home=home)
+    assert r["changed"] is False and r["summary"] == {}  # no-change fast path, also inside AnsiballZ
     (dest / "clusters/gpu-east/REPORT.md").write_text("edited\n")
     r = module(inv, dest, "--check", "--diff", home=home)
     assert r["changed"] is True and r["files_changed"] == ["clusters/gpu-east/REPORT.md"]
