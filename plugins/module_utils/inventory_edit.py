@@ -70,14 +70,16 @@ def _load_rt(text: str, file: Path) -> Any:
         raise ModelError([Issue(str(file), mark.line + 1 if mark else None, "", f"not valid YAML: {exc}")]) from None
 
 
+_POOLS_KEY = re.compile(r"^(gpufleet_pools|\"gpufleet_pools\"|'gpufleet_pools')\s*:", re.MULTILINE)
+
+
 def pools_file(inventory_dir: Path) -> Path:
-    """The vars file that defines ``gpufleet_pools``."""
+    """The vars file that defines ``gpufleet_pools`` (a top-level key: it starts a line)."""
     for f in vars_files(Path(inventory_dir)):
         text = f.read_text(encoding="utf-8")
         if text.lstrip().startswith("$ANSIBLE_VAULT"):
             continue
-        data = _load_rt(text, f)
-        if isinstance(data, CommentedMap) and "gpufleet_pools" in data:
+        if _POOLS_KEY.search(text):
             return f
     raise ScaleError(f"{Path(inventory_dir) / 'group_vars' / 'all'}: gpufleet_pools is not defined in any vars file")
 
@@ -107,6 +109,8 @@ def plan_size_edit(inventory_dir: str | Path, pool: str, size: int, unit: str | 
     file = pools_file(Path(inventory_dir))
     text = file.read_bytes().decode("utf-8")  # not read_text: keep CRLF line ends as they are
     doc = _load_rt(text, file)
+    if not isinstance(doc, CommentedMap) or "gpufleet_pools" not in doc:
+        raise ScaleError(f"{file}: gpufleet_pools is not a top-level key of this file")
     pools = doc["gpufleet_pools"]
     if not isinstance(pools, CommentedSeq):
         raise ScaleError(f"{file}: gpufleet_pools must be a list")
@@ -147,7 +151,7 @@ def plan_size_edit(inventory_dir: str | Path, pool: str, size: int, unit: str | 
         if kstart > s:  # keys precede values; guard anyway
             raise ScaleError(f"{file}:{kline + 1}: unexpected layout of size; edit by hand")
         new_text = new_text[:kstart] + new_unit + new_text[kstart + len(old_unit) :]
-    _verify(text, new_text, file, index, new_unit, size)
+    _verify(_plain(doc), new_text, file, index, new_unit, size, text)
     return SizeEdit(
         file=file,
         line=vline + 1,
@@ -169,9 +173,8 @@ def _plain(node: Any) -> Any:
     return node
 
 
-def _verify(old_text: str, new_text: str, file: Path, index: int, unit: str, size: int) -> None:
-    """The new text parses and differs from the old one exactly in that pool's size."""
-    expected = _plain(_load_rt(old_text, file))
+def _verify(expected: dict, new_text: str, file: Path, index: int, unit: str, size: int, old_text: str) -> None:
+    """The new text parses and differs from the old one (``expected``: its data) exactly in that pool's size."""
     expected["gpufleet_pools"][index]["size"] = {unit: size}
     got = _plain(_load_rt(new_text, file))
     if got != expected:

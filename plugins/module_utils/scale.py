@@ -117,7 +117,7 @@ def _rel(path: Path, root: Path) -> str:
 def _lock_nodes(data: bytes | None) -> dict[str, str]:
     if not data:
         return {}
-    doc = yaml.safe_load(data.decode("utf-8")) or {}
+    doc = yaml.load(data.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     nodes = doc.get("nodes") if isinstance(doc, dict) else None
     return {str(k): str(v) for k, v in (nodes or {}).items()}
 
@@ -185,8 +185,14 @@ def scale(
     fleet = load_fleet(inv)
     if pool not in fleet.pools:
         raise ScaleError(f"unknown pool {pool!r} (known: {', '.join(sorted(fleet.pools))})")
+    work_root = _work_root(inv.resolve())
+    if gitops_dir is None and work_root is None:
+        raise ScaleError(
+            f"{inv} is not inside a Git work tree, so where its GitOps tree is cannot be known: "
+            "pass gitops_dir (or run from a clone of the fleet repository)"
+        )
     out = Path(gitops_dir) if gitops_dir else render_tree.default_out(fleet)
-    root = _work_root(inv.resolve()) or out.resolve().parent
+    root = work_root or out.resolve().parent
     edit = plan_size_edit(inv, pool, size, unit)
 
     git: Git | None = None
@@ -205,8 +211,12 @@ def scale(
             allow_branch=branch,
         )
 
-    before = render_tree.render_fleet(fleet)
-    stale = _stale(before, out, root) if edit.changed else []
+    # parsed snapshots (nodes, fabric) are cached outside the repository, as the renderer does;
+    # the tree known current for these exact inputs needs no render before the change
+    cache = render_tree.cache_dir(out)
+    stale: list[str] = []
+    if edit.changed and render_tree.cached_current(out, render_tree.input_digest(fleet)) is None:
+        stale = _stale(render_tree.render_fleet(fleet, cache), out, root)
     if stale:
         shown = "\n  ".join(stale[:15]) + ("\n  ..." if len(stale) > 15 else "")
         raise ScaleError(
@@ -215,7 +225,7 @@ def scale(
         )
     try:
         new_fleet = edited_fleet(inv, edit) if edit.changed else fleet
-        after = render_tree.render_fleet(new_fleet)
+        after = render_tree.render_fleet(new_fleet, cache)
     except GpufleetError as exc:
         raise ScaleError(f"cannot scale pool {pool!r} to {size} {edit.unit}: {exc}") from None
 

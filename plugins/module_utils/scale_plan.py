@@ -30,6 +30,9 @@ _TOPOLOGY_NAME = re.compile(r"(^|[/._-])topology([._-]|$)", re.IGNORECASE)  # fi
 _TOPOLOGY_KEY = re.compile(r"topology[^/]*\.(conf|ya?ml)$", re.IGNORECASE)  # ConfigMap / configFiles keys
 _SLURM_LINE = re.compile(r"^\s*(PartitionName|NodeSet)=(\S+)(.*)$", re.MULTILINE)
 _MAX_FIELDS = 6  # field changes listed per object in the Markdown table
+_PARSED = (".yaml", ".yml", ".json", ".conf")  # files searched for partitions, NodeSets, topology
+_NOT_PARSED = ("pools.lock.yaml",)  # node -> pool only: the moves come from it, not objects
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: 10k-line files
 
 
 @dataclass(frozen=True, order=True)
@@ -190,7 +193,7 @@ def _docs(data: bytes) -> list[Any]:
     except UnicodeDecodeError:
         return []
     try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
+        return [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
     except yaml.YAMLError:
         return [text]
 
@@ -226,7 +229,7 @@ def _objects(value: Any, found: dict[tuple[str, str], Any], depth: int = 0) -> N
         stripped = value.lstrip()
         if ":" in value and not stripped.startswith(("#!", "-----")) and "PartitionName=" not in value:
             try:
-                inner = yaml.safe_load(value)
+                inner = yaml.load(value, Loader=_LOADER)
             except yaml.YAMLError:
                 return
             if isinstance(inner, (Mapping, list)):
@@ -290,7 +293,9 @@ def file_changes(
 ) -> tuple[list[ObjectChange], list[ObjectChange], list[ObjectChange]]:
     """(partitions, nodesets, topology) that differ between two versions of one file."""
     missing = object()
-    before, after = objects_in(old), objects_in(new)
+    name = PurePosixPath(path).name
+    parsed = name.endswith(_PARSED) and name not in _NOT_PARSED
+    before, after = (objects_in(old), objects_in(new)) if parsed else ({}, {})
     parts: list[ObjectChange] = []
     nsets: list[ObjectChange] = []
     topo: list[ObjectChange] = []
