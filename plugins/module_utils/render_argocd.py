@@ -231,7 +231,6 @@ def project(
         "sourceRepos": sorted(set(source_repos)),
         "destinations": destinations,
         "clusterResourceWhitelist": cluster_whitelist or [],
-        "orphanedResources": {"warn": True},
     }
     if namespace_blacklist:
         spec["namespaceResourceBlacklist"] = namespace_blacklist
