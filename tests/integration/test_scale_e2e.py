@@ -34,6 +34,12 @@ def _repos(tmp_path: Path, forge: dict | None = None) -> Repos:
     return make_fleet_repos(tmp_path, forge)
 
 
+@pytest.fixture(autouse=True)
+def _render_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The renderer's parse cache goes to tmp, not ~/.cache (also for ansible-playbook runs)."""
+    monkeypatch.setenv("GPUFLEET_CACHE_DIR", str(tmp_path / "render-cache"))
+
+
 @pytest.fixture
 def repos(tmp_path: Path) -> Repos:
     return _repos(tmp_path)

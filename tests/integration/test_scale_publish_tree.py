@@ -20,6 +20,12 @@ TOKEN = "ghp-publish-tree-token"
 POOLS = Path(INV) / "group_vars" / "all" / "pools.yml"
 
 
+@pytest.fixture(autouse=True)
+def _render_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The renderer's parse cache goes to tmp, not ~/.cache (also for ansible-playbook runs)."""
+    monkeypatch.setenv("GPUFLEET_CACHE_DIR", str(tmp_path / "render-cache"))
+
+
 @pytest.fixture
 def repos(tmp_path: Path) -> Repos:
     return make_fleet_repos(tmp_path)
