@@ -63,9 +63,8 @@ def _changed_lines(repos: Repos, a: str, b: str, path: str) -> list[str]:
 
 
 def _status(repos: Repos) -> list[str]:
-    """``git status`` lines, without the tree writer's flock file beside gitops/ (.gitops.gpufleet-lock)."""
-    out = repos.git("status", "--porcelain", "--untracked-files=all").splitlines()
-    return [ln for ln in out if not ln.endswith(".gpufleet-lock")]
+    """``git status`` lines, untracked files included: nothing may be left behind."""
+    return repos.git("status", "--porcelain", "--untracked-files=all").splitlines()
 
 
 def _env(extra: dict | None = None) -> dict[str, str]:
