@@ -273,7 +273,7 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
     nodes = cached_nodes(cluster, ccache)
     topo = cached_topology(cluster, nodes, ccache)
     lock_path = cluster.snapshot_dir / LOCK_NAME
-    previous = read_lock(lock_path, cluster.name)
+    previous = fast_read_lock(lock_path, cluster.name, read_lock)
     node_group = dict(topo.node_group) if topo is not None else {}
     assignment = assign(fleet, cluster.name, nodes, node_group, previous)
     members = {p.name: list(assignment.members(p.name)) for p in fleet.cluster_pools(cluster.name)}
@@ -309,6 +309,26 @@ def fast_load_nodes(path: Path) -> tuple[NodeInfo, ...]:
     if not isinstance(doc.get("items"), list):
         return load_nodes(path)
     return nodes_from_objects(doc["items"], str(path))
+
+
+def fast_read_lock(path: Path, cluster: str, read_lock: Any) -> dict[str, str] | None:
+    """``pool_lock.read_lock`` with libyaml's parser for a well-formed lock; anything unusual goes
+    to ``read_lock`` itself, whose errors name the file and the key."""
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None or not path.is_file():
+        return read_lock(path, cluster)
+    try:
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return read_lock(path, cluster)
+    if not isinstance(doc, dict) or set(doc) - {"cluster", "nodes"} or doc.get("cluster") not in (None, cluster):
+        return read_lock(path, cluster)
+    nodes = doc.get("nodes") or {}
+    if not isinstance(nodes, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in nodes.items()
+    ):
+        return read_lock(path, cluster)
+    return dict(sorted(nodes.items()))
 
 
 class TopologyIndex:
