@@ -66,6 +66,20 @@ class PoolError(GpufleetError):
     """The pools of a cluster cannot be assigned as asked; nothing is written."""
 
 
+def node_resources(members: Iterable[NodeInfo]) -> dict[str, int | str]:
+    """Allocatable totals of ``members`` as Kubernetes quantities: cpu, memory, nvidia.com/gpu."""
+    millis = mem = gpus = 0
+    for n in members:
+        millis += n.cpu_millis
+        mem += n.memory_bytes
+        gpus += n.gpus
+    return {
+        "cpu": millis // 1000 if millis % 1000 == 0 else f"{millis}m",
+        "memory": _binary_quantity(mem),
+        "nvidia.com/gpu": gpus,
+    }
+
+
 @dataclass(frozen=True, order=True)
 class Move:
     node: str
@@ -114,14 +128,7 @@ class Assignment:
 
     def resources(self, pool: str) -> dict[str, int | str]:
         """Allocatable totals of the pool's nodes, as Kueue quotas: cpu, memory, nvidia.com/gpu."""
-        members = [self.nodes[n] for n in self.members(pool)]
-        millis = sum(n.cpu_millis for n in members)
-        mem = sum(n.memory_bytes for n in members)
-        return {
-            "cpu": millis // 1000 if millis % 1000 == 0 else f"{millis}m",
-            "memory": _binary_quantity(mem),
-            "nvidia.com/gpu": sum(n.gpus for n in members),
-        }
+        return node_resources(self.nodes[n] for n in self.members(pool))
 
     def moves(self, previous: Mapping[str, str] | None) -> list[Move]:
         """Nodes whose pool differs from ``previous`` (every node when previous is None), sorted."""

@@ -58,8 +58,13 @@ class ClusterInputs:
         return cached
 
     def pool_gpus(self, pool: str) -> int:
+        return int(self.pool_resources(pool)["nvidia.com/gpu"])
+
+    def pool_resources(self, pool: str) -> dict[str, int | str]:
+        from ansible_collections.gpufleet.core.plugins.module_utils.pools import node_resources
+
         by_name = self.by_name
-        return sum(by_name[n].gpus for n in self.members.get(pool, []) if n in by_name)
+        return node_resources(by_name[n] for n in self.members.get(pool, []) if n in by_name)
 
 
 def _node_map(spec: Mapping[str, str] | None) -> dict[str, str] | None:

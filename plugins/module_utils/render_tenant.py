@@ -284,14 +284,14 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
     nodesets = {p.name: nodeset(p, inputs) for p in pools}
     partitions: dict[str, Any] = {}
     default_seen = False
-    for p in sorted(pools, key=lambda p: (p.slurm.partition if p.slurm else p.name)):
+    for p in sorted(pools, key=lambda p: p.slurm.partition if p.slurm else p.name):
         s = p.slurm
         part = s.partition if s else p.name
         cfg: dict[str, Any] = {"State": "UP"}
         if s and s.default and not default_seen:
             cfg["Default"] = "YES"
             default_seen = True
-        cfg["MaxTime"] = (s.max_time if s and s.max_time else "UNLIMITED")
+        cfg["MaxTime"] = s.max_time if s and s.max_time else "UNLIMITED"
         partitions[part] = {"enabled": True, "nodesets": [p.name], "configMap": cfg}
     slurm_nodes = sorted({n for p in pools for n in inputs.members.get(p.name, [])})
     conf_map: dict[str, Any] = {"GresTypes": ["gpu"]}
@@ -320,9 +320,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
                 "enabled": True,
                 "replicas": tenant.login_replicas,
                 "login": {"volumeMounts": [{"name": HOME_VOLUME, "mountPath": "/home"}]},
-                "podSpec": {
-                    "volumes": [{"name": HOME_VOLUME, "persistentVolumeClaim": {"claimName": SLURM_HOME_PVC}}]
-                },
+                "podSpec": {"volumes": [{"name": HOME_VOLUME, "persistentVolumeClaim": {"claimName": SLURM_HOME_PVC}}]},
             }
         }
     ann = topology_annotations(sub, plugin)
@@ -344,7 +342,14 @@ def kueue_objects(fleet: Fleet, tenant: Tenant, inputs: ClusterInputs) -> list[d
     objs: list[dict[str, Any]] = []
     for p in pools:
         objs.append(fence.kueue_resource_flavor(p))
-        objs.append(fence.kueue_cluster_queue(p, tenant.name, gpus=inputs.pool_gpus(p.name)))
+        # Kueue admits a workload only if every resource it requests is covered, so cpu and memory
+        # are quotas too (the pool's allocatable totals), not only GPUs.
+        r = inputs.pool_resources(p.name)
+        objs.append(
+            fence.kueue_cluster_queue(
+                p, tenant.name, gpus=int(r["nvidia.com/gpu"]), cpu=r["cpu"], memory=str(r["memory"])
+            )
+        )
     for ns in namespaces:
         for p in pools:
             objs.append(

@@ -243,6 +243,11 @@ def test_kueue_queues_for_kubernetes_pools_only(files) -> None:
     cq = next(o for o in objs if o["kind"] == "ClusterQueue")
     gpu = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][-1]
     assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": 96, "borrowingLimit": 0}
+    # Kueue admits a pod only when every resource it requests is covered by the queue.
+    group = cq["spec"]["resourceGroups"][0]
+    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
+    quotas = {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
+    assert quotas["cpu"] > 0 and str(quotas["memory"]).endswith("i")
     for t in ("research", "llm-pretrain"):
         text = files[f"{C}/tenants/{t}/objects/objects.yaml"].decode()
         assert "kueue" not in text
