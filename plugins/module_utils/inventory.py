@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 
 PREFIX = "gpufleet_"
-Path_ = tuple[str | int, ...]
+if TYPE_CHECKING:  # annotations only: the alias is never evaluated at run time
+    Path_ = tuple[str | int, ...]
 
 
 @dataclass

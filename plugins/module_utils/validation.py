@@ -98,7 +98,7 @@ def reference_issues(raw: RawModel) -> list[Issue]:
             if pname not in pool_by_name:
                 issues.append(raw.issue(path, f"pool {pname!r} is not defined in gpufleet_pools"))
                 continue
-            _, pool = pool_by_name[pname]
+            pool = pool_by_name[pname][1]
             if pool["kind"] not in ("slurm", "kubernetes"):
                 issues.append(
                     raw.issue(
