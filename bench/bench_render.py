@@ -142,7 +142,7 @@ def main() -> int:
         print()
         fleet_t, fleet = timed(load_fleet, inv)
         c = fleet.clusters["gpu-east"]
-        nodes_t, nodes = timed(ri.fast_load_nodes, c.nodes_snapshot)
+        nodes_t, nodes = timed(ri.load_nodes, c.nodes_snapshot)
         topo_t, topo = timed(ri.load_topology, c, nodes)
         lock = read_lock(c.snapshot_dir / "pools.lock.yaml", c.name)
         assign_t, _ = timed(assign, fleet, c.name, nodes, dict(topo.node_group) if topo else {}, lock)

@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import safe_load
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -158,7 +159,7 @@ def load_nodes(path: str | Path) -> tuple[NodeInfo, ...]:
     except OSError as exc:
         raise NodesError(f"{p}: cannot read the nodes snapshot: {exc.strerror or exc}") from None
     try:
-        doc = yaml.safe_load(text)
+        doc = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""

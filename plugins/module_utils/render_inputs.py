@@ -7,6 +7,7 @@ small interface (:class:`ClusterInputs`) and not on each module's signature.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -15,11 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import Cluster, Fleet, Pool
-from ansible_collections.gpufleet.core.plugins.module_utils.nodes import NodeInfo, load_nodes, nodes_from_objects
+from ansible_collections.gpufleet.core.plugins.module_utils.nodes import NodeInfo, load_nodes
 
 LOCK_NAME = "pools.lock.yaml"
 
@@ -176,12 +175,16 @@ def _cache_put(cache: Path | None, name: str, data: Any, prefix: str) -> None:
         pass
 
 
+# every NodeInfo field, so a field added later cannot silently drop out of cached renders
+_NODE_FIELDS = tuple(f.name for f in dataclasses.fields(NodeInfo))
+
+
 def _nodes_to_json(nodes: tuple[NodeInfo, ...]) -> list:
-    return [[n.name, n.gpus, n.gpu_product, n.nvlink_domain, dict(n.labels)] for n in nodes]
+    return [[dict(v) if isinstance(v, Mapping) else v for v in (getattr(n, f) for f in _NODE_FIELDS)] for n in nodes]
 
 
 def _nodes_from_json(data: list) -> tuple[NodeInfo, ...]:
-    return tuple(NodeInfo(name=a, gpus=b, gpu_product=c, nvlink_domain=d, labels=e) for a, b, c, d, e in data)
+    return tuple(NodeInfo(*row) for row in data)  # rows hold _NODE_FIELDS in field order
 
 
 def _topo_to_json(t: Any) -> dict:
@@ -222,7 +225,7 @@ def _topo_from_json(d: dict) -> Any:
 def cached_nodes(cluster: Cluster, cache: Path | None) -> tuple[NodeInfo, ...]:
     code = _code()
     if code is None:
-        return fast_load_nodes(cluster.nodes_snapshot)
+        return load_nodes(cluster.nodes_snapshot)
     name = f"nodes-{_key(cluster.nodes_snapshot.read_bytes(), code)}.json"
     hit = _cache_get(cache, name)
     if isinstance(hit, list):
@@ -230,7 +233,7 @@ def cached_nodes(cluster: Cluster, cache: Path | None) -> tuple[NodeInfo, ...]:
             return _nodes_from_json(hit)
         except (TypeError, ValueError):
             pass
-    nodes = fast_load_nodes(cluster.nodes_snapshot)
+    nodes = load_nodes(cluster.nodes_snapshot)
     _cache_put(cache, name, _nodes_to_json(nodes), "nodes")
     return nodes
 
@@ -278,7 +281,7 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
     nodes = cached_nodes(cluster, ccache)
     topo = cached_topology(cluster, nodes, ccache)
     lock_path = cluster.snapshot_dir / LOCK_NAME
-    previous = fast_read_lock(lock_path, cluster.name, read_lock)
+    previous = read_lock(lock_path, cluster.name)
     node_group = dict(topo.node_group) if topo is not None else {}
     assignment = assign(fleet, cluster.name, nodes, node_group, previous)
     members = {p.name: list(assignment.members(p.name)) for p in fleet.cluster_pools(cluster.name)}
@@ -294,46 +297,6 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
         pool_table=_as_text(render_pool_table(assignment)),
         assignment=assignment,
     )
-
-
-def fast_load_nodes(path: Path) -> tuple[NodeInfo, ...]:
-    """``nodes.load_nodes`` with libyaml's parser when PyYAML has it (10k nodes: seconds, not a minute).
-
-    Any problem (bad YAML, wrong shape) falls back to ``load_nodes``, whose errors name the file
-    and line; the result is the same tuple either way.
-    """
-    loader = getattr(yaml, "CSafeLoader", None)
-    if loader is None:
-        return load_nodes(path)
-    try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
-    except (yaml.YAMLError, OSError, UnicodeDecodeError):
-        return load_nodes(path)
-    if not isinstance(doc, dict) or doc.get("kind") not in ("List", "NodeList"):
-        return load_nodes(path)
-    if not isinstance(doc.get("items"), list):
-        return load_nodes(path)
-    return nodes_from_objects(doc["items"], str(path))
-
-
-def fast_read_lock(path: Path, cluster: str, read_lock: Any) -> dict[str, str] | None:
-    """``pool_lock.read_lock`` with libyaml's parser for a well-formed lock; anything unusual goes
-    to ``read_lock`` itself, whose errors name the file and the key."""
-    loader = getattr(yaml, "CSafeLoader", None)
-    if loader is None or not path.is_file():
-        return read_lock(path, cluster)
-    try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
-    except (yaml.YAMLError, OSError, UnicodeDecodeError):
-        return read_lock(path, cluster)
-    if not isinstance(doc, dict) or set(doc) - {"cluster", "nodes"} or doc.get("cluster") not in (None, cluster):
-        return read_lock(path, cluster)
-    nodes = doc.get("nodes") or {}
-    if not isinstance(nodes, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and v for k, v in nodes.items()
-    ):
-        return read_lock(path, cluster)
-    return dict(sorted(nodes.items()))
 
 
 class TopologyIndex:
