@@ -92,10 +92,11 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
         )
         inside: list[str] = []
         if slurm:
-            inside += [
-                f"`{SLURM_NAMESPACE}/{SLURM_KEY_SECRET['name']}` (key `{SLURM_KEY_SECRET['key']}`)",
-                f"`{SLURM_NAMESPACE}/{JWT_KEY_SECRET['name']}` (key `{JWT_KEY_SECRET['key']}`)",
-            ]
+            host_secret += ", " + ", ".join(
+                f"`vc-{t.name}/{s['name']}` (key `{s['key']}`, created once by the apply step, synced into the"
+                f" vCluster as `{SLURM_NAMESPACE}/{s['name']}`)"
+                for s in (SLURM_KEY_SECRET, JWT_KEY_SECRET)
+            )
             if t.accounting:
                 inside.append(f"`{SLURM_NAMESPACE}/mariadb-password` (key `password`)")
             lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")

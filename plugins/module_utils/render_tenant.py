@@ -210,9 +210,19 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
     sel = system_placement(fleet, cluster.name)
     if sel:
         ours["controlPlane"]["statefulSet"] = {"scheduling": {"nodeSelector": sel}}
-    if fleet.tenant_pools(tenant.name, "slurm") and cluster.components["cert_manager"].enabled:
-        ours["integrations"] = {"certManager": {"enabled": True}}
+    if fleet.tenant_pools(tenant.name, "slurm"):
+        if cluster.components["cert_manager"].enabled:
+            ours["integrations"] = {"certManager": {"enabled": True}}
+        # The Slurm keys are created on the host by the apply step (tenant role, never in Git) and
+        # synced into the vCluster, where the slurm chart reads them by secretRef.
+        ours["sync"]["fromHost"]["secrets"] = {"enabled": True, "mappings": {"byName": slurm_key_mappings(tenant.name)}}
     return deep_merge(ours, tenant.vcluster_values)
+
+
+def slurm_key_mappings(tenant: str) -> dict[str, str]:
+    """vCluster ``sync.fromHost.secrets`` mappings: host ``vc-<t>/<secret>`` -> ``slurm/<secret>``."""
+    ns = vcluster_namespace(tenant)
+    return {f"{ns}/{s['name']}": f"{SLURM_NAMESPACE}/{s['name']}" for s in (SLURM_KEY_SECRET, JWT_KEY_SECRET)}
 
 
 # ------------------------------------------------------------------ Slurm inside the vCluster

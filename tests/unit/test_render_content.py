@@ -195,6 +195,21 @@ def test_vcluster_fence_quota_and_endpoint(files) -> None:
     assert single["sync"]["fromHost"]["nodes"]["selector"]["labels"] == {fence.POOL_KEY: "pretrain"}
 
 
+def test_slurm_keys_come_from_the_host_into_the_vcluster(files) -> None:
+    """The slurm chart reads its keys by secretRef; the host Secrets the apply step creates are
+    synced into the vCluster under exactly those names. Kubernetes-only tenants get no keys."""
+    slurm = load(files, f"{C}/tenants/research/slurm/values.yaml")
+    refs = {slurm["slurmKey"]["secretRef"]["name"], slurm["jwtKey"]["secretRef"]["name"]}
+    assert slurm["slurmKey"]["create"] is False and slurm["jwtKey"]["create"] is False
+    secrets = load(files, f"{C}/tenants/research/vcluster/values.yaml")["sync"]["fromHost"]["secrets"]
+    assert secrets["enabled"] is True
+    mapped = secrets["mappings"]["byName"]
+    assert sorted(mapped) == sorted(f"vc-research/{n}" for n in refs)
+    assert sorted(mapped.values()) == sorted(f"slurm/{n}" for n in refs)
+    inference = load(files, f"{C}/tenants/inference/vcluster/values.yaml")
+    assert "secrets" not in inference["sync"]["fromHost"]
+
+
 def test_tenant_project_fences(files) -> None:
     p = projects(files)["research"]["spec"]
     assert p["destinations"] == [{"server": "https://research.vc-research:443", "namespace": "*"}]
