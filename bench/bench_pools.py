@@ -17,13 +17,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-COLLECTIONS = REPO / ".build" / "collections"
-_link = COLLECTIONS / "ansible_collections" / "gpufleet" / "core"
-if not _link.exists():
-    _link.parent.mkdir(parents=True, exist_ok=True)
-    _link.symlink_to(REPO, target_is_directory=True)
-sys.path.insert(0, str(COLLECTIONS))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from checkout_path import use_checkout
+
+use_checkout()
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     Cluster,

@@ -21,15 +21,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / ".build" / "collections"))
+sys.path.insert(0, str(REPO / "scripts"))
+from checkout_path import use_checkout
+
 sys.path.insert(0, str(REPO / "tests" / "unit"))
-
-
-def _link() -> None:
-    link = REPO / ".build" / "collections" / "ansible_collections" / "gpufleet" / "core"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(REPO, target_is_directory=True)
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -49,7 +44,7 @@ def main() -> int:
     ap.add_argument("--tenants", type=int, default=100)
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args()
-    _link()
+    use_checkout()
     from render_fixtures import make_big_inventory
 
     from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory, write_render

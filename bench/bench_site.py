@@ -34,13 +34,11 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-_COLL = ROOT / ".build" / "collections"
-_LINK = _COLL / "ansible_collections" / "gpufleet" / "core"
-if not _LINK.exists():
-    _LINK.parent.mkdir(parents=True, exist_ok=True)
-    _LINK.symlink_to(ROOT, target_is_directory=True)
-sys.path.insert(0, str(_COLL))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from checkout_path import COLLECTIONS as _COLL
+from checkout_path import use_checkout
+
+ROOT = use_checkout()
 
 SAMPLE = ROOT / "inventories" / "sample"
 RECAP = re.compile(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", re.M)

@@ -18,13 +18,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-_COLL = ROOT / ".build" / "collections"
-_LINK = _COLL / "ansible_collections" / "gpufleet" / "core"
-if not _LINK.exists():
-    _LINK.parent.mkdir(parents=True, exist_ok=True)
-    _LINK.symlink_to(ROOT, target_is_directory=True)
-sys.path.insert(0, str(_COLL))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from checkout_path import COLLECTIONS as _COLL
+from checkout_path import use_checkout
+
+ROOT = use_checkout()
 
 SIZES = [(256, 8, 2), (1024, 8, 2), (2048, 8, 2), (4096, 8, 3), (8192, 8, 3), (16384, 8, 3)]
 

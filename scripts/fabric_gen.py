@@ -13,13 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-_COLL = ROOT / ".build" / "collections"
-_LINK = _COLL / "ansible_collections" / "gpufleet" / "core"
-if not _LINK.exists():
-    _LINK.parent.mkdir(parents=True, exist_ok=True)
-    _LINK.symlink_to(ROOT, target_is_directory=True)
-sys.path.insert(0, str(_COLL))
+from checkout_path import use_checkout
+
+use_checkout()
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 

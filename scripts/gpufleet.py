@@ -15,23 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent
-_COLLECTIONS = REPO / ".build" / "collections"
 
 
 def _import_path() -> None:
-    """Make ``ansible_collections.gpufleet.core`` importable from this checkout."""
-    link = _COLLECTIONS / "ansible_collections" / "gpufleet" / "core"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            link.symlink_to(REPO, target_is_directory=True)
-        except FileExistsError:
-            pass
-    if str(_COLLECTIONS) not in sys.path:
-        sys.path.insert(0, str(_COLLECTIONS))
+    """Make ``ansible_collections.gpufleet.core`` importable from this checkout (late: keeps --help fast)."""
+    from checkout_path import use_checkout
+
+    use_checkout()
 
 
 def cmd_render(args: argparse.Namespace) -> int:

@@ -27,6 +27,8 @@ requirements:
   - jsonschema
   - PyYAML
   - git (command line) on the controller
+extends_documentation_fragment:
+  - gpufleet.core.publish
 options:
   inventory_dir:
     description: The inventory directory (the folder holding C(hosts.yml) and C(group_vars/)), or its C(hosts.yml).
@@ -43,26 +45,6 @@ options:
   title:
     description: Title of the commit and of the pull request. Default names the fleet and the file count.
     type: str
-  remote:
-    description: Git remote to push to. Default is C(gpufleet_fleet.gitops.remote).
-    type: str
-  base:
-    description: Branch the pull request targets. Default is C(gpufleet_fleet.gitops.revision).
-    type: str
-  forge_api_url:
-    description:
-      - REST API root of the forge. Default is C(gpufleet_fleet.gitops.forge.api_url), else derived from
-        the repo URL.
-    type: str
-  forge_token:
-    description:
-      - API token for the forge. Default is the environment variable named in
-        C(gpufleet_fleet.gitops.forge.token_env). Never logged or returned.
-    type: str
-  open_pull_request:
-    description: Also open the pull/merge request (else only push the branch).
-    type: bool
-    default: true
 attributes:
   check_mode:
     support: full
@@ -134,6 +116,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.publish_spec import publish_argument_spec
 
 try:
     from ansible_collections.gpufleet.core.plugins.module_utils.publish_tree import publish_tree
@@ -150,11 +133,7 @@ def main():
         "gitops_dir": {"type": "path"},
         "branch": {"type": "str"},
         "title": {"type": "str"},
-        "remote": {"type": "str"},
-        "base": {"type": "str"},
-        "forge_api_url": {"type": "str"},
-        "forge_token": {"type": "str", "no_log": True},
-        "open_pull_request": {"type": "bool", "default": True},
+        **publish_argument_spec(),
     }
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     if publish_tree is None:

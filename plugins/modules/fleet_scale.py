@@ -34,6 +34,8 @@ requirements:
   - PyYAML
   - ruamel.yaml
   - git (command line) on the controller when O(publish=true)
+extends_documentation_fragment:
+  - gpufleet.core.publish
 options:
   inventory_dir:
     description:
@@ -65,27 +67,6 @@ options:
     description: Commit on a branch, push and open the pull/merge request.
     type: bool
     default: false
-  remote:
-    description: Git remote to push to. Default is C(gpufleet_fleet.gitops.remote).
-    type: str
-  base:
-    description: Branch the pull request targets. Default is C(gpufleet_fleet.gitops.revision).
-    type: str
-  forge_api_url:
-    description:
-      - REST API root of the forge. Default is C(gpufleet_fleet.gitops.forge.api_url), else derived from
-        C(gpufleet_fleet.gitops.repo_url) (C(https://api.github.com), C(https://<host>/api/v3) for GitHub
-        Enterprise, C(https://<host>) for GitLab).
-    type: str
-  forge_token:
-    description:
-      - API token for the forge. Default is the environment variable named in
-        C(gpufleet_fleet.gitops.forge.token_env). Never logged or returned.
-    type: str
-  open_pull_request:
-    description: With O(publish=true), also open the pull/merge request (else only push the branch).
-    type: bool
-    default: true
 attributes:
   check_mode:
     support: full
@@ -178,6 +159,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.publish_spec import publish_argument_spec
 
 try:
     from ansible_collections.gpufleet.core.plugins.module_utils.scale import scale
@@ -196,11 +178,7 @@ def main():
         "size_unit": {"type": "str", "choices": ["nodes", "gpus"]},
         "gitops_dir": {"type": "path"},
         "publish": {"type": "bool", "default": False},
-        "remote": {"type": "str"},
-        "base": {"type": "str"},
-        "forge_api_url": {"type": "str"},
-        "forge_token": {"type": "str", "no_log": True},
-        "open_pull_request": {"type": "bool", "default": True},
+        **publish_argument_spec(),
     }
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     if scale is None:
