@@ -5,6 +5,11 @@ gpufleet owns (``fence.OWNED_LABEL_KEYS``, ``fence.OWNED_TAINT_KEYS``) with what
 returns one ``NodeChange`` per Node to change; labels and taints under other keys are never
 touched. A Node not in the mapping loses the owned labels/taints (it left every pool).
 
+The Node annotations under ``fence.OWNED_ANNOTATION_KEYS`` (the Slinky topology spec) are owned
+too when the caller passes them (``annotations``: node -> {key: value}); a Node without a value
+loses them, other annotations are never touched. ``annotations_from_gitops(gitops_dir, cluster)``
+reads them from the rendered ``tenants/<tenant>/slurm/node-topology.yaml`` files.
+
 Applying uses the ``kubernetes`` Python client: ``core_api(kubeconfig, context)``, ``list_nodes``,
 ``apply_changes`` (JSON merge patch carrying the ``resourceVersion`` read, so a concurrent writer
 makes the patch fail with 409 instead of being overwritten; retried after a fresh read).
@@ -21,11 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ansible_collections.gpufleet.core.plugins.module_utils import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import lock_path, read_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+
+TOPOLOGY_FILE = "node-topology.yaml"
 
 
 class ApplyError(GpufleetError):
@@ -51,22 +60,35 @@ class NodeChange:
     patch: dict[str, Any] = field(default_factory=dict)
 
 
-def _owned_view(labels: Mapping[str, str], taints: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
+def _owned_view(
+    labels: Mapping[str, str], taints: list[dict[str, Any]], annotations: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The owned part of a Node; ``annotations`` only when they are managed (not None)."""
+    view: dict[str, Any] = {
         "labels": {k: labels[k] for k in sorted(labels) if k in fence.OWNED_LABEL_KEYS},
         "taints": sorted(
             (t for t in taints if t.get("key") in fence.OWNED_TAINT_KEYS),
             key=lambda t: (t.get("key", ""), t.get("value", ""), t.get("effect", "")),
         ),
     }
+    if annotations is not None:
+        view["annotations"] = {k: annotations[k] for k in sorted(annotations) if k in fence.OWNED_ANNOTATION_KEYS}
+    return view
 
 
 def _clean_taint(t: Mapping[str, Any]) -> dict[str, Any]:
     return {k: t[k] for k in ("key", "value", "effect", "timeAdded") if t.get(k) is not None}
 
 
-def plan_node(node: Mapping[str, Any], pool: fence.PoolLike | str | None) -> NodeChange | None:
-    """The change that gives ``node`` (a v1 Node dict) the fence of ``pool`` (None: no pool)."""
+def plan_node(
+    node: Mapping[str, Any], pool: fence.PoolLike | str | None, annotations: Mapping[str, str] | None = None
+) -> NodeChange | None:
+    """The change that gives ``node`` (a v1 Node dict) the fence of ``pool`` (None: no pool).
+
+    ``annotations``: the owned annotations the Node should carry (``{key: value}``, keys outside
+    ``fence.OWNED_ANNOTATION_KEYS`` are ignored; an owned key left out is removed). None leaves
+    every annotation alone and keeps them out of ``before``/``after``.
+    """
     meta = node.get("metadata") or {}
     name = meta.get("name")
     labels = dict(meta.get("labels") or {})
@@ -76,13 +98,25 @@ def plan_node(node: Mapping[str, Any], pool: fence.PoolLike | str | None) -> Nod
     new_labels = {k: v for k, v in labels.items() if k not in fence.OWNED_LABEL_KEYS} | want_labels
     others = [t for t in taints if t.get("key") not in fence.OWNED_TAINT_KEYS]
     new_taints = others + [dict(t) for t in want_taints]
-    before, after = _owned_view(labels, taints), _owned_view(new_labels, new_taints)
+    current_ann: dict[str, str] | None = None
+    want_ann: dict[str, str] | None = None
+    if annotations is not None:
+        current_ann = dict(meta.get("annotations") or {})
+        want_ann = {k: str(annotations[k]) for k in fence.OWNED_ANNOTATION_KEYS if annotations.get(k) is not None}
+    before = _owned_view(labels, taints, current_ann)
+    after = _owned_view(new_labels, new_taints, want_ann)
     if before == after:
         return None
     patch: dict[str, Any] = {"metadata": {"labels": {}}}
     for k in fence.OWNED_LABEL_KEYS:
         if labels.get(k) != new_labels.get(k):
             patch["metadata"]["labels"][k] = new_labels.get(k)  # None removes the label
+    if current_ann is not None and want_ann is not None and before["annotations"] != after["annotations"]:
+        patch["metadata"]["annotations"] = {
+            k: want_ann.get(k)  # None removes the annotation
+            for k in fence.OWNED_ANNOTATION_KEYS
+            if current_ann.get(k) != want_ann.get(k)
+        }
     if before["taints"] != after["taints"]:
         patch["spec"] = {"taints": new_taints}  # a list: replaced whole, other taints kept as read
     if meta.get("resourceVersion"):
@@ -91,14 +125,23 @@ def plan_node(node: Mapping[str, Any], pool: fence.PoolLike | str | None) -> Nod
     return NodeChange(name, pool_name, meta.get("resourceVersion"), before, after, patch)
 
 
+def _node_annotations(annotations: Mapping[str, Mapping[str, str]] | None, name: str) -> Mapping[str, str] | None:
+    return None if annotations is None else annotations.get(name, {})
+
+
 def plan(
-    nodes: list[Mapping[str, Any]], mapping: Mapping[str, fence.PoolLike | str]
+    nodes: list[Mapping[str, Any]],
+    mapping: Mapping[str, fence.PoolLike | str],
+    annotations: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[list[NodeChange], list[str]]:
-    """Changes for every Node (sorted by name) and the mapped node names absent from the cluster."""
+    """Changes for every Node (sorted by name) and the mapped node names absent from the cluster.
+
+    ``annotations``: node -> owned annotations (``plan_node``); None: annotations not managed.
+    """
     present = {(n.get("metadata") or {}).get("name"): n for n in nodes}
     changes = []
     for name in sorted(present):
-        change = plan_node(present[name], mapping.get(name))
+        change = plan_node(present[name], mapping.get(name), _node_annotations(annotations, name))
         if change is not None:
             changes.append(change)
     missing = sorted(set(mapping) - set(present))
@@ -125,7 +168,11 @@ def mapping_from_explicit(assignment: Mapping[str, Any]) -> dict[str, PoolRef]:
 
 def mapping_from_inventory(inventory: str | Path, cluster: str) -> tuple[dict[str, Pool], Path]:
     """node -> Pool from the cluster's lock file; the lock must exist (render first)."""
-    fleet = load_fleet(inventory)
+    return mapping_from_fleet(load_fleet(inventory), cluster)
+
+
+def mapping_from_fleet(fleet: Fleet, cluster: str) -> tuple[dict[str, Pool], Path]:
+    """``mapping_from_inventory`` for a loaded fleet."""
     if cluster not in fleet.clusters:
         raise ApplyError(
             f"cluster {cluster!r} is not defined in gpufleet_clusters (known: {', '.join(sorted(fleet.clusters))})"
@@ -143,6 +190,62 @@ def mapping_from_inventory(inventory: str | Path, cluster: str) -> tuple[dict[st
             )
         out[node] = p
     return out, path
+
+
+def default_gitops_dir(fleet: Fleet) -> Path:
+    """Where the renderer writes by default: ``gitops.path`` in the Git work tree of the inventory."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import default_out
+
+    return default_out(fleet)
+
+
+def topology_files(gitops_dir: str | Path, cluster: str) -> list[Path]:
+    """The rendered ``node-topology.yaml`` files of ``cluster`` (one per Slurm tenant with a topology)."""
+    return sorted(Path(gitops_dir, "clusters", cluster, "tenants").glob(f"*/slurm/{TOPOLOGY_FILE}"))
+
+
+def annotations_from_gitops(
+    gitops_dir: str | Path | None, cluster: str
+) -> tuple[dict[str, dict[str, str]] | None, list[Path], str]:
+    """node -> owned annotations from the rendered tree, the files read and a message.
+
+    None (annotations not managed) when the directory or the files are missing; the message says why.
+    """
+    if not gitops_dir:
+        return None, [], "node annotations not managed: no gitops_dir"
+    root = Path(gitops_dir)
+    if not root.is_dir():
+        return None, [], f"node annotations not managed: gitops_dir {root} does not exist (render first)"
+    files = topology_files(root, cluster)
+    if not files:
+        where = root / "clusters" / cluster / "tenants" / "*" / "slurm" / TOPOLOGY_FILE
+        return None, [], f"node annotations not managed: no {where} in the rendered tree"
+    out: dict[str, dict[str, str]] = {}
+    for path in files:
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ApplyError(f"{path}: cannot read the node topology: {exc}") from None
+        if not isinstance(doc, Mapping):
+            raise ApplyError(f"{path}: expected a mapping with annotation and nodes")
+        key = doc.get("annotation")
+        if key not in fence.OWNED_ANNOTATION_KEYS:
+            raise ApplyError(
+                f"{path}: annotation: {key!r} is not an annotation gpufleet manages "
+                f"({', '.join(fence.OWNED_ANNOTATION_KEYS)})"
+            )
+        nodes = doc.get("nodes")
+        if not isinstance(nodes, Mapping):
+            raise ApplyError(f"{path}: nodes: expected a mapping of node name to annotation value")
+        for node, value in nodes.items():
+            if not isinstance(value, str):
+                raise ApplyError(f"{path}: nodes.{node}: expected a string, got {value!r}")
+            have = out.setdefault(str(node), {})
+            if key in have and have[key] != value:
+                raise ApplyError(f"{path}: nodes.{node}: {key} differs from another tenant's file")
+            have[key] = value
+    msg = f"node annotations managed from {len(files)} file(s) under {root}"
+    return dict(sorted(out.items())), files, msg
 
 
 # ------------------------------------------------------------------------------------------- API
@@ -184,7 +287,11 @@ def _api_reason(exc: Exception) -> str:
 
 
 def apply_changes(
-    api: Any, changes: list[NodeChange], mapping: Mapping[str, Any], retries: int = 3
+    api: Any,
+    changes: list[NodeChange],
+    mapping: Mapping[str, Any],
+    retries: int = 3,
+    annotations: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[NodeChange]:
     """Patch every changed Node; on a 409 conflict re-read the Node and re-plan. Returns what was done."""
     done: list[NodeChange] = []
@@ -202,7 +309,7 @@ def apply_changes(
                     node = api.api_client.sanitize_for_serialization(api.read_node(current.node))
                 except Exception as exc2:
                     raise ApplyError(f"cannot read Node {current.node}: {_api_reason(exc2)}") from None
-                replanned = plan_node(node, mapping.get(current.node))
+                replanned = plan_node(node, mapping.get(current.node), _node_annotations(annotations, current.node))
                 if replanned is None:
                     break
                 current = replanned

@@ -531,7 +531,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
             out.raw[f"{base}/slurm/{topo_file}"] = values["configFiles"][topo_file]
         if annotations:
             out.data[f"{base}/slurm/node-topology.yaml"] = {
-                "annotation": "topology.slinky.slurm.net/spec",
+                "annotation": fence.TOPOLOGY_ANNOTATION,
                 "nodes": annotations,
             }
         ignore = []

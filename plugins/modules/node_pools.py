@@ -20,6 +20,11 @@ description:
     O(assignment).
   - Labels and taints under these keys that no longer match are removed, also from Nodes that left
     every pool. Other labels and taints are never touched.
+  - It also owns the Node annotation C(topology.slinky.slurm.net/spec) (Slinky dynamic topology).
+    Its values are read from the rendered tree, the files
+    C(<gitops_dir>/clusters/<cluster>/tenants/<tenant>/slurm/node-topology.yaml); a Node without a
+    value there loses the annotation. Other annotations are never touched. When O(gitops_dir) or
+    those files are missing, no annotation is managed (see RV(annotations)).
   - Each Node is patched with the C(resourceVersion) it was read with; a concurrent change makes
     the patch conflict, and the Node is read and planned again.
 author:
@@ -43,6 +48,14 @@ options:
         tenant) or a mapping with C(pool), C(kind) and C(tenant).
       - Nodes of the cluster that are not listed lose their pool labels and taints.
     type: dict
+  gitops_dir:
+    description:
+      - Root of the rendered GitOps tree (the directory holding C(clusters/)), where the
+        C(node-topology.yaml) files of O(cluster) are read.
+      - Defaults, with O(inventory), to C(gpufleet_fleet.gitops.path) in the Git work tree holding
+        the inventory (where the renderer writes by default). With O(assignment), annotations are
+        managed only when this and O(cluster) are given.
+    type: path
   kubeconfig:
     description:
       - Path to a kubeconfig file.
@@ -57,13 +70,13 @@ attributes:
     description: Plans the changes and reports them without patching any Node.
   diff_mode:
     support: full
-    description: One diff per changed Node with its pool labels and taints before and after.
+    description: One diff per changed Node with its pool labels, taints and owned annotations before and after.
   platform:
     support: full
     platforms: posix
     description: Runs where the inventory and the kubeconfig are, normally the controller (C(localhost)).
 notes:
-  - C(changed) is true only when at least one Node's pool labels or taints differ.
+  - C(changed) is true only when at least one Node's pool labels, taints or owned annotations differ.
 """
 
 EXAMPLES = r"""
@@ -73,6 +86,12 @@ EXAMPLES = r"""
     cluster: gpu-east
     kubeconfig: ~/.kube/gpu-east
   diff: true
+
+- name: Same, with the rendered tree somewhere else (for the topology annotations)
+  gpufleet.core.node_pools:
+    inventory: "{{ inventory_dir }}"
+    cluster: gpu-east
+    gitops_dir: /srv/fleet-gitops/gitops
 
 - name: Fence two nodes explicitly
   gpufleet.core.node_pools:
@@ -84,17 +103,20 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changes:
-  description: Nodes whose pool labels or taints were (or, in check mode, would be) changed.
+  description:
+    - Nodes whose pool labels, taints or owned annotations were (or, in check mode, would be) changed.
+    - C(before) and C(after) hold C(annotations) only when annotations are managed.
   returned: always
   type: list
   elements: dict
   sample:
     - node: gpu001
       pool: pretrain
-      before: {labels: {}, taints: []}
+      before: {labels: {}, taints: [], annotations: {}}
       after:
         labels: {node-restriction.kubernetes.io/gpufleet-pool: pretrain}
         taints: [{key: node-restriction.kubernetes.io/gpufleet-pool, value: pretrain, effect: NoSchedule}]
+        annotations: {topology.slinky.slurm.net/spec: "topo-default:block-leaf-0"}
 missing:
   description: Nodes in the mapping that are not in the cluster (not fenced).
   returned: always
@@ -108,6 +130,25 @@ lock:
   description: The pool lock file read (with O(inventory)).
   returned: when O(inventory) is given
   type: str
+annotations:
+  description: Whether the owned Node annotations were managed, from which files, and why (not).
+  returned: always
+  type: dict
+  contains:
+    managed:
+      description: True when the annotations were planned from the rendered files.
+      type: bool
+    files:
+      description: The C(node-topology.yaml) files read.
+      type: list
+      elements: str
+    msg:
+      description: Why annotations were or were not managed (missing directory or files).
+      type: str
+  sample:
+    managed: false
+    files: []
+    msg: "node annotations not managed: gitops_dir /repo/gitops does not exist (render first)"
 """
 
 import importlib.util
@@ -131,6 +172,7 @@ ARGUMENT_SPEC = {
     "inventory": {"type": "path"},
     "cluster": {"type": "str"},
     "assignment": {"type": "dict"},
+    "gitops_dir": {"type": "path"},
     "kubeconfig": {"type": "path"},
     "context": {"type": "str"},
 }
@@ -138,16 +180,24 @@ ARGUMENT_SPEC = {
 
 def run(module, params):
     result = {"changed": False, "changes": [], "missing": [], "nodes": 0}
+    gitops_dir = params["gitops_dir"]
     if params["assignment"] is not None:
         mapping = pool_apply.mapping_from_explicit(params["assignment"])
     else:
-        mapping, lock = pool_apply.mapping_from_inventory(params["inventory"], params["cluster"])
+        fleet = pool_apply.load_fleet(params["inventory"])
+        mapping, lock = pool_apply.mapping_from_fleet(fleet, params["cluster"])
         result["lock"] = str(lock)
+        gitops_dir = gitops_dir or str(pool_apply.default_gitops_dir(fleet))
+    if params["cluster"]:
+        annotations, files, msg = pool_apply.annotations_from_gitops(gitops_dir, params["cluster"])
+    else:
+        annotations, files, msg = None, [], "node annotations not managed: no cluster given"
+    result["annotations"] = {"managed": annotations is not None, "files": [str(f) for f in files], "msg": msg}
     api = pool_apply.core_api(params["kubeconfig"], params["context"])
     nodes = pool_apply.list_nodes(api)
-    changes, result["missing"] = pool_apply.plan(nodes, mapping)
+    changes, result["missing"] = pool_apply.plan(nodes, mapping, annotations)
     if changes and not module.check_mode:
-        changes = pool_apply.apply_changes(api, changes, mapping)
+        changes = pool_apply.apply_changes(api, changes, mapping, annotations=annotations)
     result["nodes"] = len(nodes)
     result["changed"] = bool(changes)
     result["changes"] = [{"node": c.node, "pool": c.pool, "before": c.before, "after": c.after} for c in changes]

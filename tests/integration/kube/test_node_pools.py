@@ -2,8 +2,10 @@
 
 Inventory -> assign -> lock -> ``ansible-playbook`` running ``gpufleet.core.node_pools`` (check mode,
 then for real, then again): labels and taints land, stale ones go, foreign ones stay, the second
-run reports ``changed=false``; then the real scheduler shows that a pod with tenant A's fence runs
-only on A's nodes and a pod without it on none of the tainted pools' nodes.
+run reports ``changed=false``. The Slinky topology annotation comes from a rendered-tree
+``node-topology.yaml`` per Slurm tenant: it lands, a stale one goes, foreign annotations stay.
+Then the real scheduler shows that a pod with tenant A's fence runs only on A's nodes
+and a pod without it on none of the tainted pools' nodes.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ pytestmark = pytest.mark.kube
 CLUSTER = "kwok"
 NS = "node-pools"
 FOREIGN_TAINT = {"key": "example.com/maintenance", "value": "planned", "effect": "PreferNoSchedule"}
+TOPO = fence.TOPOLOGY_ANNOTATION
+FOREIGN_ANNOTATION = ("example.com/owner", "ops")
 
 INVENTORY = {
     "fleet.yml": {
@@ -118,6 +122,8 @@ def setup(kube_cluster: LocalControlPlane, tmp_path_factory) -> dict:
     extra = _node("np-extra", 8, "leaf-np-9", labels={fence.POOL_KEY: "np-b"})
     extra["spec"] = {"taints": [{"key": fence.POOL_KEY, "value": "np-b", "effect": "NoSchedule"}]}
     kube_cluster.create_nodes_from_snapshot([*nodes, extra], timeout=120)
+    # a stale topology annotation (np-extra is in no tenant's file) next to a foreign one
+    kube_cluster.kubectl("annotate", "node", "np-extra", f"{TOPO}=topo-np:block-stale", "=".join(FOREIGN_ANNOTATION))
 
     fleet = load_fleet(inv)
     infos = load_nodes(snap)
@@ -126,10 +132,27 @@ def setup(kube_cluster: LocalControlPlane, tmp_path_factory) -> dict:
     lock = lock_path(fleet, CLUSTER)
     lock.write_text(render_lock(a))
     kube_cluster.create_namespace(NS)
-    return {"inventory": inv, "fleet": fleet, "assignment": a, "kube": kube_cluster}
+    # the rendered tree's node-topology.yaml of each Slurm tenant (same shape the renderer writes)
+    gitops = inv / "gitops-tree"
+    topology: dict[str, str] = {}
+    for tenant, pool in (("tenant-a", "np-a-slurm"), ("tenant-b", "np-b")):
+        values = {n: f"topo-np:block-{groups[n]}" for n in a.members(pool)}
+        f = gitops / "clusters" / CLUSTER / "tenants" / tenant / "slurm" / "node-topology.yaml"
+        f.parent.mkdir(parents=True)
+        f.write_text(yaml.safe_dump({"annotation": TOPO, "nodes": values}))
+        topology.update(values)
+    assert len(topology) == 3
+    return {
+        "inventory": inv,
+        "fleet": fleet,
+        "assignment": a,
+        "kube": kube_cluster,
+        "gitops": gitops,
+        "topology": topology,
+    }
 
 
-def run_module(setup: dict, *flags: str) -> dict:
+def run_module(setup: dict, *flags: str, gitops_dir: Path | None = None) -> dict:
     """Run gpufleet.core.node_pools through ansible-playbook; return the task result."""
     helpers = shared_test_helpers()
     playbook_bin = Path(sys.executable).parent / "ansible-playbook"
@@ -150,6 +173,7 @@ def run_module(setup: dict, *flags: str) -> dict:
                                 "inventory": str(setup["inventory"]),
                                 "cluster": CLUSTER,
                                 "kubeconfig": str(setup["kube"].kubeconfig),
+                                "gitops_dir": str(gitops_dir or setup["gitops"]),
                             },
                         }
                     ],
@@ -200,6 +224,17 @@ def test_check_mode_changes_nothing(setup):
     assert r["changed"] is True and r["changes"]
     assert {d["before_header"] for d in r["diff"]} == {c["node"] for c in r["changes"]}
     assert {n: owned(v) for n, v in cluster_nodes(setup["kube"]).items()} == before
+    assert r["annotations"]["managed"] is True and len(r["annotations"]["files"]) == 2
+    diffs = {d["before_header"]: d for d in r["diff"]}
+    assert diffs["np-extra"]["before"]["annotations"] == {TOPO: "topo-np:block-stale"}
+    assert diffs["np-extra"]["after"]["annotations"] == {}
+    for name, value in setup["topology"].items():
+        assert diffs[name]["after"]["annotations"] == {TOPO: value}, name
+    assert cluster_nodes(setup["kube"])["np-extra"]["metadata"]["annotations"][TOPO] == "topo-np:block-stale"
+    # without the rendered tree, annotations are not managed: said in the result, not an error
+    r = run_module(setup, "--check", gitops_dir=setup["inventory"] / "no-such-tree")
+    assert r["annotations"]["managed"] is False and "does not exist" in r["annotations"]["msg"]
+    assert all("annotations" not in c["after"] for c in r["changes"])
 
 
 def test_labels_and_taints_land_then_second_run_is_unchanged(setup):
@@ -217,6 +252,12 @@ def test_labels_and_taints_land_then_second_run_is_unchanged(setup):
     assert FOREIGN_TAINT in nodes["np-gpu-7"]["spec"]["taints"]
     assert owned(nodes["np-extra"]) == ({}, [])
     assert owned(nodes["np-gpu-2"])[0][fence.POOL_KEY] != "ghost"
+    # the topology annotation: set from the tenants' files, removed where no file names the node
+    carried = {n: v["metadata"].get("annotations", {}).get(TOPO) for n, v in nodes.items()}
+    assert {n: v for n, v in carried.items() if v is not None} == setup["topology"]
+    key, value = FOREIGN_ANNOTATION
+    assert nodes["np-extra"]["metadata"]["annotations"][key] == value  # foreign annotation kept
+    assert all(v["metadata"]["annotations"].get("kwok.x-k8s.io/node") for v in nodes.values())
 
     again = run_module(setup, "--diff")
     assert again["changed"] is False and again["changes"] == [] and again.get("diff", []) == []
