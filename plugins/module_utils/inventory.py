@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 
 PREFIX = "gpufleet_"
-if TYPE_CHECKING:  # annotations only: the alias is never evaluated at run time
-    Path_ = tuple[str | int, ...]
+# A key path: mapping keys and list indexes, e.g. ("gpufleet_pools", 1, "size"). Spelled out in each
+# annotation (no alias): annotations are never evaluated, an alias would be (and fails on py3.9).
 
 
 @dataclass
@@ -27,9 +27,9 @@ class RawModel:
 
     inventory_dir: Path
     data: dict[str, Any] = field(default_factory=dict)
-    where: dict[Path_, tuple[str, int]] = field(default_factory=dict)
+    where: dict[tuple[str | int, ...], tuple[str, int]] = field(default_factory=dict)
 
-    def locate(self, path: Path_) -> tuple[str, int | None]:
+    def locate(self, path: tuple[str | int, ...]) -> tuple[str, int | None]:
         """File and line of ``path``, or of its nearest located ancestor."""
         p = tuple(path)
         while p:
@@ -38,19 +38,21 @@ class RawModel:
             p = p[:-1]
         return (str(self.inventory_dir / "group_vars" / "all"), None)
 
-    def issue(self, path: Path_, message: str) -> Issue:
+    def issue(self, path: tuple[str | int, ...], message: str) -> Issue:
         file, line = self.locate(path)
         return Issue(file=file, line=line, path=format_path(path), message=message)
 
 
-def format_path(path: Path_) -> str:
+def format_path(path: tuple[str | int, ...]) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
 
-def _record(node: yaml.Node, path: Path_, file: str, where: dict[Path_, tuple[str, int]]) -> None:
+def _record(
+    node: yaml.Node, path: tuple[str | int, ...], file: str, where: dict[tuple[str | int, ...], tuple[str, int]]
+) -> None:
     where[path] = (file, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
@@ -111,7 +113,7 @@ def load_inventory(inventory: str | Path) -> RawModel:
         if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
             issues.append(Issue(file=str(f), line=1, path="", message="a vars file must be a mapping"))
             continue
-        where: dict[Path_, tuple[str, int]] = {}
+        where: dict[tuple[str | int, ...], tuple[str, int]] = {}
         _record(node, (), str(f), where)
         for key, val in value.items():
             if not str(key).startswith(PREFIX):

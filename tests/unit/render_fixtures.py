@@ -7,6 +7,7 @@ two CPU-only system nodes that are not on the fabric.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -94,6 +95,9 @@ def make_big_inventory(root: Path, nodes: int = 10_000, tenants: int = 100, fabr
     clusters = yaml.safe_load((SAMPLE / "group_vars" / "all" / "clusters.yml").read_text(encoding="utf-8"))
     if not fabric:
         clusters["gpufleet_clusters"][0]["fabric"] = {"source": "none"}
+    # A large fleet's nodes snapshot is JSON (what `kubectl get nodes -o json` writes; JSON is YAML):
+    # it loads 40x faster than YAML.
+    clusters["gpufleet_clusters"][0]["nodes_snapshot"] = "snapshots/gpu-east/nodes.json"
     (gv / "clusters.yml").write_text(yaml.safe_dump(clusters, sort_keys=False), encoding="utf-8")
     share = (nodes // tenants) // 8 * 8 - 8 if nodes // tenants >= 16 else 8
     pools = [{"name": "system", "cluster": "gpu-east", "kind": "system", "size": {"nodes": 16}}]
@@ -126,6 +130,5 @@ def make_big_inventory(root: Path, nodes: int = 10_000, tenants: int = 100, fabr
     for item in snapshot["items"]:
         item["metadata"]["labels"].pop("nvidia.com/gpu.clique", None)
     snapshot["items"] += [cpu_node(f"sys{i:02d}") for i in range(1, 17)]
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    (snap / "nodes.yaml").write_text(yaml.dump(snapshot, Dumper=dumper, sort_keys=True), encoding="utf-8")
+    (snap / "nodes.json").write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return inv
