@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", choices=("default", "ports"), default="default",
                     help="ibnetdiscover output format: default or -p ports report")
     ap.add_argument("--out", help="fabric output file (default: stdout)")
-    ap.add_argument("--nodes-out", help="write the Kubernetes Node list (YAML) here")
+    ap.add_argument("--nodes-out", help="write the Kubernetes Node list here (JSON if it ends in .json, else YAML)")
     a = ap.parse_args(argv)
     spec = fabric_gen.GenSpec(
         hosts=a.hosts, rails=a.rails, su_size=a.su_size, tiers=a.tiers, radix=a.radix, sharp=a.sharp,
@@ -66,9 +66,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _write(a.out, fabric_gen.render_ports(g) if a.format == "ports" else fabric_gen.render_ibnetdiscover(g))
     if a.nodes_out:
-        import yaml
+        snapshot = fabric_gen.nodes_snapshot(g)
+        if a.nodes_out.endswith(".json"):  # JSON is YAML too, and loads 40x faster for large fleets
+            import json
 
-        _write(a.nodes_out, yaml.safe_dump(fabric_gen.nodes_snapshot(g), sort_keys=True, default_flow_style=False))
+            _write(a.nodes_out, json.dumps(snapshot, indent=1, sort_keys=True) + "\n")
+        else:
+            import yaml
+
+            _write(a.nodes_out, yaml.safe_dump(snapshot, sort_keys=True, default_flow_style=False))
     return 0
 
 
