@@ -60,10 +60,24 @@ def schema_issues(raw: RawModel) -> list[Issue]:
     return issues
 
 
-def _dupes(raw: RawModel, key: str, items: list[dict[str, Any]], what: str) -> list[Issue]:
+def _shaped(value: Any, needs: tuple[str, ...]) -> list[tuple[int, dict[str, Any]]]:
+    """(index, item) of the list items that carry the string keys the reference checks read. The
+    others already have schema errors; skipping them lets every other problem be reported too."""
+    if not isinstance(value, list):
+        return []
+    return [
+        (i, it) for i, it in enumerate(value) if isinstance(it, dict) and all(isinstance(it.get(k), str) for k in needs)
+    ]
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _dupes(raw: RawModel, key: str, items: list[tuple[int, dict[str, Any]]], what: str) -> list[Issue]:
     seen: dict[str, int] = {}
     out = []
-    for i, item in enumerate(items):
+    for i, item in items:
         name = item.get("name")
         if name in seen:
             out.append(raw.issue((key, i, "name"), f"duplicate {what} name {name!r} (also {key}[{seen[name]}])"))
@@ -73,18 +87,18 @@ def _dupes(raw: RawModel, key: str, items: list[dict[str, Any]], what: str) -> l
 
 
 def reference_issues(raw: RawModel) -> list[Issue]:
-    """Cross-reference checks; assumes the schema passed."""
+    """Cross-reference checks, on every item whose shape allows them (even when the schema failed)."""
     d = raw.data
-    clusters = d.get("gpufleet_clusters", [])
-    tenants = d.get("gpufleet_tenants", [])
-    pools = d.get("gpufleet_pools", [])
+    clusters = _shaped(d.get("gpufleet_clusters"), ("name",))
+    tenants = _shaped(d.get("gpufleet_tenants"), ("name", "cluster"))
+    pools = _shaped(d.get("gpufleet_pools"), ("name", "cluster", "kind"))
     issues = _dupes(raw, "gpufleet_clusters", clusters, "cluster")
     issues += _dupes(raw, "gpufleet_tenants", tenants, "tenant")
     issues += _dupes(raw, "gpufleet_pools", pools, "pool")
-    cluster_names = {c["name"] for c in clusters}
-    pool_by_name = {p["name"]: (i, p) for i, p in enumerate(pools)}
+    cluster_names = {c["name"] for c in dict(clusters).values()}
+    pool_by_name = {p["name"]: p for p in dict(pools).values()}
     owner: dict[str, str] = {}
-    for ti, t in enumerate(tenants):
+    for ti, t in tenants:
         if t["cluster"] not in cluster_names:
             issues.append(
                 raw.issue(
@@ -93,12 +107,15 @@ def reference_issues(raw: RawModel) -> list[Issue]:
                     f" (known: {', '.join(sorted(cluster_names))})",
                 )
             )
-        for pi, pname in enumerate(t.get("pools", [])):
+        tpools = t.get("pools") if isinstance(t.get("pools"), list) else []
+        for pi, pname in enumerate(tpools):
             path = ("gpufleet_tenants", ti, "pools", pi)
+            if not isinstance(pname, str):
+                continue
             if pname not in pool_by_name:
                 issues.append(raw.issue(path, f"pool {pname!r} is not defined in gpufleet_pools"))
                 continue
-            pool = pool_by_name[pname][1]
+            pool = pool_by_name[pname]
             if pool["kind"] not in ("slurm", "kubernetes"):
                 issues.append(
                     raw.issue(
@@ -115,7 +132,7 @@ def reference_issues(raw: RawModel) -> list[Issue]:
                 )
     sizeless_spare: dict[str, str] = {}
     partitions: dict[tuple[str, str], str] = {}
-    for pi, p in enumerate(pools):
+    for pi, p in pools:
         base = ("gpufleet_pools", pi)
         if p["cluster"] not in cluster_names:
             issues.append(
@@ -140,8 +157,8 @@ def reference_issues(raw: RawModel) -> list[Issue]:
                 sizeless_spare[p["cluster"]] = p["name"]
         if "slurm" in p and p["kind"] != "slurm":
             issues.append(raw.issue((*base, "slurm"), f"slurm settings on a {p['kind']} pool"))
-        if p["kind"] == "slurm" and p["name"] in owner:
-            part = p.get("slurm", {}).get("partition", p["name"])
+        part = _dict(p.get("slurm")).get("partition", p["name"])
+        if p["kind"] == "slurm" and p["name"] in owner and isinstance(part, str):  # else the schema says why
             key = (owner[p["name"]], part)
             if key in partitions:
                 issues.append(
@@ -151,13 +168,13 @@ def reference_issues(raw: RawModel) -> list[Issue]:
                     )
                 )
             partitions[key] = p["name"]
-    for ci, c in enumerate(clusters):
-        fab = c.get("fabric", {})
+    for ci, c in clusters:
+        fab = _dict(c.get("fabric"))
         if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
             issues.append(
                 raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")
             )
-        ss = c.get("components", {}).get("shared_storage", {})
+        ss = _dict(_dict(c.get("components")).get("shared_storage"))
         if ss.get("enabled", True) and ss and not (ss.get("nfs_server") and ss.get("nfs_share")):
             issues.append(
                 raw.issue(
@@ -266,9 +283,7 @@ def build_fleet(raw: RawModel) -> Fleet:
 
 
 def validate(raw: RawModel) -> Fleet:
-    issues = schema_issues(raw)
-    if not issues:  # reference checks assume the shapes the schema guarantees
-        issues = reference_issues(raw)
+    issues = schema_issues(raw) + reference_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

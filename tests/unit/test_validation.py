@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.fleet_schema import SCHEMA
-from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.inventory import load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet, validate
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "inventories" / "sample"
@@ -126,3 +129,59 @@ def test_invalid_yaml_names_line(inv):
 def test_published_schema_matches_code():
     published = json.loads((REPO / "docs" / "fleet.schema.json").read_text())
     assert published == SCHEMA
+
+
+def test_schema_and_reference_errors_reported_together(inv):
+    """A type error elsewhere must not hide a dangling reference: every problem in one run."""
+    edit(inv, "pools.yml", lambda d: d["gpufleet_pools"][1]["size"].update(nodes="many"))
+    edit(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][2]["pools"].append("gpu-heavy"))
+
+    def broken_shapes(d):
+        d["gpufleet_clusters"][0]["fabric"] = "ibnetdiscover"  # wrong type: must not crash the reference pass
+        d["gpufleet_clusters"].append({"name": 7})
+
+    edit(inv, "clusters.yml", broken_shapes)
+    joined = "\n".join(errors_of(inv))
+    assert "gpufleet_pools[1].size.nodes: 'many' is not of type 'integer'" in joined
+    assert "gpufleet_tenants[2].pools[1]: pool 'gpu-heavy' is not defined" in joined
+    assert "gpufleet_clusters[0].fabric: 'ibnetdiscover' is not of type 'object'" in joined
+    assert "gpufleet_clusters[1].name: 7 is not of type 'string'" in joined
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["", "x", "gpu-east", "slurm", "pretrain"]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["name", "kind", "size"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, (*prefix, i))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_mutation_gives_a_fleet_or_model_errors(data):
+    """Whatever a user breaks, validation answers with located ModelError issues, never a traceback."""
+    raw = load_inventory(SAMPLE)
+    paths = sorted(p for p in _paths(raw.data) if p)
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(paths))
+        target = raw.data
+        for part in path[:-1]:
+            target = target[part]
+        target[path[-1]] = data.draw(_JSON)
+        paths = sorted(p for p in _paths(raw.data) if p)
+    try:
+        validate(raw)
+    except ModelError as exc:
+        assert exc.issues
+        assert all(i.file and i.message for i in exc.issues)
