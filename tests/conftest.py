@@ -1,6 +1,6 @@
 """Shared test setup.
 
-Puts ``.build/collections`` on ``sys.path``; inside it
+``scripts/checkout_path.use_checkout()`` puts ``.build/collections`` on ``sys.path``; inside it
 ``ansible_collections/gpufleet/core`` is a symlink to the repository root, so tests import the
 collection exactly as Ansible does (``ansible_collections.gpufleet.core.plugins...``).
 """
@@ -16,23 +16,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
-COLLECTIONS = REPO / ".build" / "collections"
 BIN = REPO / ".build" / "bin"
 
 
-def _link_collection() -> None:
-    link = COLLECTIONS / "ansible_collections" / "gpufleet" / "core"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            link.symlink_to(REPO, target_is_directory=True)
-        except FileExistsError:  # another xdist worker made it first
-            pass
-    if str(COLLECTIONS) not in sys.path:
-        sys.path.insert(0, str(COLLECTIONS))
+sys.path.append(str(REPO / "scripts"))
+from checkout_path import use_checkout  # the same link the scripts and benchmarks use
 
-
-_link_collection()
+use_checkout()
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
