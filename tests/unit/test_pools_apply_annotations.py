@@ -68,7 +68,7 @@ def test_labels_and_annotation_in_one_patch():
 
 def test_plan_passes_annotations_per_node():
     nodes = [node("a", {A: "x"}), node("b"), node("c", {A: "gone"})]
-    changes, _ = pool_apply.plan(nodes, {n: SLURM_A for n in "abc"}, {"a": {A: "x"}, "b": {A: "y"}})
+    changes = pool_apply.plan(nodes, {n: SLURM_A for n in "abc"}, {"a": {A: "x"}, "b": {A: "y"}})[0]
     assert {c.node: c.after["annotations"] for c in changes} == {"b": {A: "y"}, "c": {}}
     assert pool_apply.plan(nodes, {n: SLURM_A for n in "abc"})[0] == []
 

@@ -173,7 +173,7 @@ def test_any_mutation_gives_a_fleet_or_model_errors(data):
     """Whatever a user breaks, validation answers with located ModelError issues, never a traceback."""
     raw = load_inventory(SAMPLE)
     paths = sorted(p for p in _paths(raw.data) if p)
-    for _ in range(data.draw(st.integers(1, 3))):
+    for _step in range(data.draw(st.integers(1, 3))):
         path = data.draw(st.sampled_from(paths))
         target = raw.data
         for part in path[:-1]:
