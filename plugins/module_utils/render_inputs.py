@@ -315,7 +315,7 @@ class TopologyIndex:
         self.order_pos = {n: i for i, n in enumerate(topo.order)}
 
     def view(self, nodes: list[str]) -> Any:
-        from ansible_collections.gpufleet.core.plugins.module_utils.topology import Topology, TreeSwitch
+        from ansible_collections.gpufleet.core.plugins.module_utils.topology import Topology, pruned_switches
 
         t = self.topo
         keep = [n for n in nodes if n in t.node_group]
@@ -325,24 +325,8 @@ class TopologyIndex:
         for ns in groups.values():
             ns.sort(key=self.in_group.__getitem__)
         leaf_groups = [(g, groups[g]) for g in sorted(groups, key=self.group_pos.__getitem__)]
-        live: set[str] = set()
-        for g in groups:
-            cur: str | None = g
-            while cur is not None and cur not in live:
-                live.add(cur)
-                cur = t.switches[cur].parent
-        sws = {}
-        for name in (n for n in t.switches if n in live):
-            sw = t.switches[name]
-            sws[name] = TreeSwitch(
-                name,
-                sw.tier,
-                list(sw.members),
-                [c for c in sw.children if c in live],
-                groups.get(name, []),
-                sw.parent,
-                list(sw.member_names),
-            )
+        sws = pruned_switches(t.switches, groups)
+        live = set(sws)
         blocks_d: dict[str, list[str]] = {}
         for n in nodes:
             if n in self.block_of:

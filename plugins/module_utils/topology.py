@@ -168,6 +168,30 @@ class TreeSwitch:
         return self.tier == 0
 
 
+def pruned_switches(switches: dict[str, TreeSwitch], groups: dict[str, list[str]]) -> dict[str, TreeSwitch]:
+    """The switches on the way from the leaf groups in ``groups`` (name -> kept nodes) up to their
+    root, in ``switches`` order, with children outside that set dropped and leaf nodes replaced."""
+    live: set[str] = set()
+    for g in groups:
+        cur: str | None = g
+        while cur is not None and cur not in live:
+            live.add(cur)
+            cur = switches[cur].parent
+    return {
+        name: TreeSwitch(
+            name,
+            sw.tier,
+            list(sw.members),
+            [c for c in sw.children if c in live],
+            groups.get(name, []),
+            sw.parent,
+            list(sw.member_names),
+        )
+        for name, sw in switches.items()
+        if name in live
+    }
+
+
 @dataclass
 class Topology:
     switches: dict[str, TreeSwitch]
@@ -203,26 +227,8 @@ class Topology:
         keep = set(wanted)
         groups = [(g, [n for n in ns if n in keep]) for g, ns in self.leaf_groups]
         groups = [(g, ns) for g, ns in groups if ns]
-        live: set[str] = set()
-        for g, _nodes in groups:
-            cur: str | None = g
-            while cur is not None and cur not in live:
-                live.add(cur)
-                cur = self.switches[cur].parent
-        sws: dict[str, TreeSwitch] = {}
-        gnodes = dict(groups)
-        for name, sw in self.switches.items():
-            if name not in live:
-                continue
-            sws[name] = TreeSwitch(
-                name,
-                sw.tier,
-                list(sw.members),
-                [c for c in sw.children if c in live],
-                gnodes.get(name, []),
-                sw.parent,
-                list(sw.member_names),
-            )
+        sws = pruned_switches(self.switches, dict(groups))
+        live = set(sws)
         blocks = [(b, [n for n in ns if n in keep]) for b, ns in self.blocks]
         blocks = [(b, ns) for b, ns in blocks if ns]
         kept_blocks = {b for b, _ns in blocks}
@@ -306,8 +312,11 @@ def build_topology(
             continue
         parent = ents.parent[eid]
         switches[nm] = TreeSwitch(
-            nm, ents.tier[eid], list(ents.members[eid]),
-            sorted((names[c] for c in ents.children[eid]), key=natural_key), [],
+            nm,
+            ents.tier[eid],
+            list(ents.members[eid]),
+            sorted((names[c] for c in ents.children[eid]), key=natural_key),
+            [],
             names[parent] if parent is not None else None,
             sorted((sw_all[m].name for m in ents.members[eid]), key=natural_key),
         )
@@ -343,8 +352,10 @@ def build_topology(
         "asymmetric_switches": asymmetric,
         "isolated_switches": tiers.isolated[:_LIST_CAP],
         "dangling_switches": tiers.dangling[:_LIST_CAP],
-        "excluded": {"hcas": hosts.excluded_hcas,
-                     "switches": sorted((sw_all[s].name for s in drop_sw), key=natural_key)[:_LIST_CAP]},
+        "excluded": {
+            "hcas": hosts.excluded_hcas,
+            "switches": sorted((sw_all[s].name for s in drop_sw), key=natural_key)[:_LIST_CAP],
+        },
         "unmapped_hosts": sorted(set(hosts.unmapped), key=natural_key)[:_LIST_CAP],
         "synthetic_roots": sorted(names[e] for e in ents.synthetic),
         "nodes_not_in_fabric": [],
@@ -368,8 +379,9 @@ class _Hosts:
     unmapped: list[str] = field(default_factory=list)
 
 
-def _collect_hosts(fabric: Fabric, mapper: Callable[[str], str | None], excluded: Callable[[str], bool],
-                   drop_sw: set[str]) -> _Hosts:
+def _collect_hosts(
+    fabric: Fabric, mapper: Callable[[str], str | None], excluded: Callable[[str], bool], drop_sw: set[str]
+) -> _Hosts:
     """Step 1: which HCAs are hosts (by description), their node names and leaf switches."""
     out = _Hosts()
     sw_all = fabric.switches
@@ -383,8 +395,13 @@ def _collect_hosts(fabric: Fabric, mapper: Callable[[str], str | None], excluded
             continue
         if ca.kind == UNNAMED:
             if links:
-                out.unnamed.append({"guid": ca.id[2:], "description": ca.desc,
-                                    "switch": ", ".join(sorted(sw_all[s].name for s in links))})
+                out.unnamed.append(
+                    {
+                        "guid": ca.id[2:],
+                        "description": ca.desc,
+                        "switch": ", ".join(sorted(sw_all[s].name for s in links)),
+                    }
+                )
             continue
         if ca.kind != HOST or not links or ca.host is None:
             continue
@@ -457,17 +474,24 @@ def _rail_report(units: _Units, host_leaves: dict[str, list[str]], sw_all: dict)
         expected = units.group_leaves[g]
         have = set(host_leaves[node])
         if len(expected) > 1 and not set(expected) <= have:
-            missing.append({
-                "node": node, "rails": len(have & set(expected)), "expected": len(expected),
-                "missing_leaves": sorted((sw_all[s].name for s in expected if s not in have), key=natural_key),
-            })
+            missing.append(
+                {
+                    "node": node,
+                    "rails": len(have & set(expected)),
+                    "expected": len(expected),
+                    "missing_leaves": sorted((sw_all[s].name for s in expected if s not in have), key=natural_key),
+                }
+            )
         foreign = sorted(sw_all[s].name for s in host_leaves[node] if units.group_of_leaf[s] != g)
         if foreign:
             outside.append({"node": node, "foreign_leaves": foreign})
     missing.sort(key=lambda d: natural_key(d["node"]))
     outside.sort(key=lambda d: natural_key(d["node"]))
-    return {"hosts_missing_rails": missing[:_LIST_CAP], "hosts_missing_rails_count": len(missing),
-            "hosts_outside_unit": outside[:_LIST_CAP]}
+    return {
+        "hosts_missing_rails": missing[:_LIST_CAP],
+        "hosts_missing_rails_count": len(missing),
+        "hosts_outside_unit": outside[:_LIST_CAP],
+    }
 
 
 @dataclass
@@ -572,8 +596,9 @@ class _Entities:
                 self.add(members, t, sorted(union))
                 for s in members:
                     if kids[s] != union and len(asymmetric) < _LIST_CAP:
-                        asymmetric.append({"switch": sw_all[s].name, "tier": t,
-                                           "missing_children": len(union - kids[s])})
+                        asymmetric.append(
+                            {"switch": sw_all[s].name, "tier": t, "missing_children": len(union - kids[s])}
+                        )
         return asymmetric
 
     def drop_single_child_tops(self) -> None:
@@ -582,8 +607,12 @@ class _Entities:
         while changed:
             changed = False
             for eid in range(len(self.members)):
-                if (eid in self.removed or self.parent[eid] is not None or self.tier[eid] == 0
-                        or len(self.children[eid]) != 1):
+                if (
+                    eid in self.removed
+                    or self.parent[eid] is not None
+                    or self.tier[eid] == 0
+                    or len(self.children[eid]) != 1
+                ):
                     continue
                 self.removed.add(eid)
                 self.parent[self.children[eid][0]] = None
