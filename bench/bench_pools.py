@@ -22,7 +22,7 @@ from checkout_path import use_checkout
 
 use_checkout()
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     Cluster,
     FabricSource,
     Fleet,
@@ -30,9 +30,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     Pool,
     TopologyConfig,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.nodes import NodeInfo
-from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import render_lock
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import assign, render_pool_table
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign, render_pool_table
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import render_lock
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 B200 = "NVIDIA-B200"

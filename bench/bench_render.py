@@ -41,11 +41,11 @@ def main() -> int:
     use_checkout()
     from render_fixtures import make_big_inventory
 
-    from ansible_collections.gpufleet.core.plugins.module_utils import render_inputs as ri
-    from ansible_collections.gpufleet.core.plugins.module_utils import render_tree as rt
-    from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import read_lock
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools import assign
-    from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import read_lock
+    from ansible_collections.gpufleet.core.plugins.module_utils.render import inputs as ri
+    from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as rt
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-render-"))
     os.environ["GPUFLEET_CACHE_DIR"] = str(tmp / "cache")

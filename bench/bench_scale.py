@@ -47,9 +47,9 @@ def main() -> int:
     use_checkout()
     from render_fixtures import make_big_inventory
 
-    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory, write_render
-    from ansible_collections.gpufleet.core.plugins.module_utils.scale import scale
-    from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory, write_render
+    from ansible_collections.gpufleet.core.plugins.module_utils.scale.run import scale
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     try:

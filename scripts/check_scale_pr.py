@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CI check for a scale pull request (see plugins/module_utils/scale_check.py).
+"""CI check for a scale pull request (see plugins/module_utils/scale/check.py).
 
     check_scale_pr.py --base <rev> [--inventory DIR ...] [--gitops DIR] [--repo DIR]
 
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     _import_path()
     from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-    from ansible_collections.gpufleet.core.plugins.module_utils.scale_check import check_scale_change
+    from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import check_scale_change
 
     inventories = args.inventory or ["inventories/sample"]
     try:

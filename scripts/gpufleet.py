@@ -25,7 +25,7 @@ def _import_path() -> None:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_and_write
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
 
     _, out, _, report = render_and_write(args.inventory, args.out, check=args.check)
     if args.check:
@@ -57,7 +57,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from ansible_collections.gpufleet.core.plugins.module_utils.fleet_schema import SCHEMA
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.schema import SCHEMA
 
     sys.stdout.write(json.dumps(SCHEMA, indent=2, sort_keys=True) + "\n")
     return 0

@@ -51,7 +51,7 @@ def _module_level_imports(path: Path) -> tuple[set[str], set[str]]:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             for n in names:
                 if n.startswith(PREFIX):
-                    local.add(n[len(PREFIX) :].split(".")[0])
+                    local.add(n[len(PREFIX) :])
                 elif n.split(".")[0] in CONTROLLER_ONLY:
                     third.add(n.split(".")[0])
 
@@ -60,7 +60,11 @@ def _module_level_imports(path: Path) -> tuple[set[str], set[str]]:
 
 
 def failing_files() -> list[str]:
-    files = {p.stem: p for p in MODULE_UTILS.glob("*.py") if p.name != "__init__.py"}
+    files = {
+        ".".join(p.relative_to(MODULE_UTILS).with_suffix("").parts): p
+        for p in MODULE_UTILS.rglob("*.py")
+        if p.name != "__init__.py"
+    }
     graph = {name: _module_level_imports(path) for name, path in files.items()}
     bad: dict[str, bool] = {}
 

@@ -15,7 +15,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 
 try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.fleet_facts import fleet_facts
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.facts import fleet_facts
 except ImportError as exc:  # jsonschema missing on the controller
     fleet_facts = None
     IMPORT_ERROR = str(exc)

@@ -9,7 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 
 try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.node_snapshot import snapshot_text
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.node_snapshot import snapshot_text
 except ImportError as _exc:  # PyYAML is an ansible-core requirement; kept for a clear message
     snapshot_text = None
     _IMPORT_ERROR = _exc

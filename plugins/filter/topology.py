@@ -14,20 +14,20 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import load_fabric
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric_labels import domains_from_nodes, fabric_from_nodes
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import domains_from_nodes, fabric_from_nodes
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     kueue_node_labels,
     render,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     kueue_topology as _kueue_topology,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     slinky_topology_spec as _slinky,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_task import topology_summary
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import topology_summary
 
 
 def _topo(name, src, kind="auto", nodes=None, node_map=None, exclude=None, domains=None):

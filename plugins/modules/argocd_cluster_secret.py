@@ -129,7 +129,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 
 try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.argocd_cluster import cluster_secret, describe
+    from ansible_collections.gpufleet.core.plugins.module_utils.argocd.cluster_secret import cluster_secret, describe
 except ImportError:
     cluster_secret = describe = None
     IMPORT_ERROR = traceback.format_exc()

@@ -111,8 +111,8 @@ dest:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_task import run_fabric_facts
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import run_fabric_facts
 
 
 def main() -> None:

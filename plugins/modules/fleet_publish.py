@@ -116,10 +116,10 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.publish_spec import publish_argument_spec
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.spec import publish_argument_spec
 
 try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.publish_tree import publish_tree
+    from ansible_collections.gpufleet.core.plugins.module_utils.publish.tree import publish_tree
 except ImportError:
     publish_tree = None
     IMPORT_ERROR = traceback.format_exc()

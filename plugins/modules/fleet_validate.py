@@ -75,7 +75,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 
 try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.fleet_facts import fleet_facts
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.facts import fleet_facts
 except ImportError:
     fleet_facts = None
     IMPORT_ERROR = traceback.format_exc()

@@ -113,7 +113,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 
 try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import run
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import run
 except ImportError:
     run = None
     IMPORT_ERROR = traceback.format_exc()

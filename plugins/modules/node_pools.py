@@ -159,7 +159,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 
 try:
-    from ansible_collections.gpufleet.core.plugins.module_utils import pool_apply
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply as pool_apply
 except ImportError:
     pool_apply = None
     IMPORT_ERROR = traceback.format_exc()

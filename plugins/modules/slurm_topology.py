@@ -155,8 +155,8 @@ slinky_spec:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_task import run_slurm_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import run_slurm_topology
 
 
 def main() -> None:

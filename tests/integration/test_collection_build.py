@@ -28,7 +28,7 @@ def test_collection_build_is_clean(tmp_path: Path) -> None:
     assert "MANIFEST.json" in names and "FILES.json" in names
     for needed in (
         "plugins/modules/gitops_render.py",
-        "plugins/module_utils/validation.py",
+        "plugins/module_utils/model/validation.py",
         "roles/tenant/tasks/main.yml",
     ):
         assert needed in names

@@ -21,9 +21,9 @@ from scale_forge_server import ForgeServer
 from scale_gitrepo import INV, REPO, Repos, git, make_fleet_repos, require_tool
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.publish_git import PublishError
-from ansible_collections.gpufleet.core.plugins.module_utils.scale import scale
-from ansible_collections.gpufleet.core.plugins.module_utils.scale_check import check_scale_change
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import PublishError
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import check_scale_change
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.run import scale
 
 POOLS = f"{INV}/group_vars/all/pools.yml"
 LOCK = f"{INV}/snapshots/gpu-east/pools.lock.yaml"

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_forge_server import ForgeServer
 
-from ansible_collections.gpufleet.core.plugins.module_utils.publish_forge import (
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.forge import (
     GITHUB_API_VERSION,
     ForgeError,
     compare_url,

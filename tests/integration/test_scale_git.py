@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_gitrepo import Repos, git, make_repos, require_tool
 
-from ansible_collections.gpufleet.core.plugins.module_utils.publish_git import (
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
     PublishError,
     branch_name,
     commit_and_push,

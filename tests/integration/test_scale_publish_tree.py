@@ -12,9 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_forge_server import ForgeServer
 from scale_gitrepo import INV, Repos, make_fleet_repos
 
-from ansible_collections.gpufleet.core.plugins.module_utils.publish_git import PublishError
-from ansible_collections.gpufleet.core.plugins.module_utils.publish_tree import publish_tree
-from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory, write_render
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import PublishError
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.tree import publish_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory, write_render
 
 TOKEN = "ghp-publish-tree-token"
 POOLS = Path(INV) / "group_vars" / "all" / "pools.yml"

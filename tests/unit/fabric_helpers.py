@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import load_fabric
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 
 
 def gen(**kw):

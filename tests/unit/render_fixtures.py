@@ -54,7 +54,7 @@ def make_inventory(root: Path, hosts: int = 64) -> Path:
 
 def render_to(inv: Path, out: Path):
     """Render ``inv`` into ``out``; returns (RenderResult, WriteReport)."""
-    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory, write_render
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory, write_render
 
     result = render_inventory(inv)
     return result, write_render(result, out)

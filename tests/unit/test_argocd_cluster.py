@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.module_utils.argocd_cluster import (
+from ansible_collections.gpufleet.core.plugins.module_utils.argocd.cluster_secret import (
     SECRET_TYPE_LABEL,
     ClusterSecretError,
     cluster_secret,

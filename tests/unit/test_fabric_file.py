@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError, load_fabric
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError, load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 
 
 def test_small_file_with_nodes_and_domains():

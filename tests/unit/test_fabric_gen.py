@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
 
 SAMPLE = ["--hosts", "64", "--su-size", "8", "--rails", "8", "--tiers", "2", "--sharp", "1", "--unnamed", "1",
           "--cut-cables", "1"]

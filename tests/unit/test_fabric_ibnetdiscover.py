@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import (
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default, parse_ports
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
     HOST,
     SHARP,
     UNNAMED,
@@ -16,7 +17,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric import (
     detect_kind,
     load_fabric,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric_ibnetdiscover import parse_default, parse_ports
 
 # Lines in the exact shape of real output (reference topology.md section 2; topograph fixture excerpt).
 REAL = (
@@ -192,7 +192,7 @@ def test_fuzz_mutated_real_output(base, data):
         except FabricError as e:
             assert e.line is not None
         else:
-            from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
+            from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 
             build_topology(fab)
 
@@ -200,8 +200,8 @@ def test_fuzz_mutated_real_output(base, data):
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(alphabet="abz019_.-", min_size=1, max_size=30), min_size=1, max_size=6))
 def test_fuzz_host_names_render_or_fabric_error(hosts):
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import render_tree
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import render_tree
 
     text = 'Switch\t65 "S-0000000000000001"\t\t# "MF0;leaf:X/U1" enhanced port 0 lid 1 lmc 0\n'
     for i, h in enumerate(hosts, 1):

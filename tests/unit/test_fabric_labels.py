@@ -8,13 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError, load_fabric
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric_labels import (
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import (
     domains_from_nodes,
     fabric_from_nodes,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import parse_tree_conf, render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError, load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import parse_tree_conf, render_tree
 
 
 def node(name: str, **labels: str) -> dict:

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.fleet_facts import fleet_facts
+from ansible_collections.gpufleet.core.plugins.module_utils.model.facts import fleet_facts
 
 
 def test_sample_fleet_is_plain_json(repo_root):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.module_utils.node_snapshot import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.node_snapshot import (
     NodeSnapshotError,
     snapshot,
     snapshot_text,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.nodes import nodes_from_objects
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import nodes_from_objects
 
 
 def node(name: str, gpus: int = 8, **labels: str) -> dict:

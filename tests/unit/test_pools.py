@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     Cluster,
     FabricSource,
     Fleet,
@@ -15,15 +15,15 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     Pool,
     TopologyConfig,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.nodes import NodeInfo, NodesError, load_nodes
-from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo, NodesError, load_nodes
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import PoolError, assign, render_pool_table
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     HEADER,
     LockError,
     lock_path,
     read_lock,
     render_lock,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import PoolError, assign, render_pool_table
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 B200 = "NVIDIA-B200"
@@ -458,7 +458,7 @@ def test_nodes_snapshot_invalid_yaml_and_missing(tmp_path):
 
 
 def test_sample_inventory_assigns(repo_root):
-    from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 
     fleet = load_fleet(repo_root / "inventories" / "sample")
     snap = fleet.clusters["gpu-east"].nodes_snapshot

@@ -7,10 +7,11 @@ import shutil
 import pytest
 from test_pools import make_nodes
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fence, pool_apply
-from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import lock_path, render_lock
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import assign
-from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply as pool_apply
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, render_lock
 
 K = fence.POOL_KEY
 T = fence.TENANT_KEY

@@ -13,9 +13,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from render_fixtures import edit_vars, make_inventory, yaml_objects
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fence, versions
-from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils import versions
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
 C = "clusters/gpu-east"
 
@@ -276,9 +277,9 @@ def test_report_says_what_runs_where(files) -> None:
 
 
 def test_topology_view_renders_like_subset(tmp_path: Path) -> None:
-    from ansible_collections.gpufleet.core.plugins.module_utils import topology_render as tr
-    from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import cluster_inputs
-    from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
 
     fleet = load_fleet(make_inventory(tmp_path))
     inputs = cluster_inputs(fleet, fleet.clusters["gpu-east"])

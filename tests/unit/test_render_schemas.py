@@ -27,7 +27,7 @@ from render_checks import (
 )
 from render_fixtures import REPO, make_inventory, yaml_objects
 
-from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
 # kinds whose CRDs are not in ../shared/upstream (validated only by their builders' unit tests and
 # by server-side dry-run with stand-in CRDs): reported, not silently passed
@@ -161,7 +161,7 @@ def test_committed_gitops_tree_is_the_sample_render(sample_rendered) -> None:
     """gitops/ is the sample inventory's render, byte for byte (what `make check` enforces)."""
     if sample_rendered is None:
         pytest.skip("inventories/sample snapshots not generated yet")
-    from ansible_collections.gpufleet.core.plugins.module_utils import tree_writer
+    from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 
     plan = tree_writer.plan(REPO / "gitops", sample_rendered)
     assert not plan.changes, {"added": plan.added, "changed": plan.changed, "removed": plan.removed}

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from render_fixtures import REPO, edit_vars, make_inventory, render_to, tree_state
 
-from ansible_collections.gpufleet.core.plugins.module_utils import tree_writer
-from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import (
+from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import (
     render_inventory,
     run,
 )
@@ -165,7 +165,7 @@ def test_cli_render_and_check(inv: Path, tmp_path: Path) -> None:
 def test_cli_schema_matches_docs() -> None:
     p = cli("schema")
     assert p.returncode == 0
-    from ansible_collections.gpufleet.core.plugins.module_utils.fleet_schema import SCHEMA
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.schema import SCHEMA
 
     assert p.stdout == json.dumps(SCHEMA, indent=2, sort_keys=True) + "\n"
     assert p.stdout == (REPO / "docs" / "fleet.schema.json").read_text(encoding="utf-8")
@@ -209,7 +209,7 @@ def test_cli_missing_snapshot(inv: Path, tmp_path: Path) -> None:
 
 
 def test_no_change_fast_path_is_safe(inv: Path, tmp_path: Path) -> None:
-    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_and_write
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
 
     out = tmp_path / "gitops"
     _, _, res, rep = render_and_write(inv, out)
@@ -235,8 +235,8 @@ def test_no_change_fast_path_is_safe(inv: Path, tmp_path: Path) -> None:
 
 
 def test_parse_cache_gives_the_same_bytes(inv: Path, tmp_path: Path) -> None:
-    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_fleet
-    from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
     fleet = load_fleet(inv)
     cache = tmp_path / "cache"

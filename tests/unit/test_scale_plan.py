@@ -11,13 +11,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.core.plugins.module_utils.inventory_edit import (
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.inventory_edit import (
     ScaleError,
     plan_size_edit,
     pools_file,
     write_atomic,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.scale_plan import (
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
     Move,
     build_plan,
     file_changes,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.module_utils.nodes import NodesError, load_nodes
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodesError, load_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import safe_load
 
 SAMPLE_NODES = Path(__file__).resolve().parents[2] / "inventories" / "sample" / "snapshots" / "gpu-east" / "nodes.yaml"

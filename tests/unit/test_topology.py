@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError, load_fabric
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError, load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     parse_block_conf,
     parse_tree_conf,
     render_block,
@@ -280,7 +280,7 @@ def test_one_dump_per_rail_plane_merges_to_the_same_topology(ports):
 
 @st.composite
 def random_fabrics(draw):
-    from ansible_collections.gpufleet.core.plugins.module_utils.fabric import Fabric
+    from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric
 
     n_sw = draw(st.integers(1, 12))
     fab = Fabric(source="hyp")

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_task import run_slurm_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import run_slurm_topology
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECTIONS = REPO / ".build" / "collections"

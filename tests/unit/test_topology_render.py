@@ -7,10 +7,10 @@ import yaml
 from fabric_helpers import gen, gen_topo
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError, load_fabric
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric_labels import domains_from_nodes
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology, hostlist_expand
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import domains_from_nodes
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError, load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology, hostlist_expand
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     infer_block_sizes,
     kueue_node_labels,
     kueue_topology,

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.fleet_schema import SCHEMA
-from ansible_collections.gpufleet.core.plugins.module_utils.inventory import load_inventory
-from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet, validate
+from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.model.schema import SCHEMA
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet, validate
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "inventories" / "sample"

@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "tests" / "unit"))
 
 from render_fixtures import make_inventory
 
-from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import render_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
 pytestmark = pytest.mark.kube
 

@@ -13,7 +13,7 @@ import pytest
 from harness import leaf_of, parse_show_topology
 
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 from ansible_collections.gpufleet.core.plugins.module_utils.slurm_conf import (
     SlurmCluster,
@@ -22,8 +22,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.slurm_conf import (
     render_gres_conf,
     render_slurm_conf,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     render_tree,
     tree_switches,
     validate_tree,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from harness import SlurmHarnessError
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import HostlistError
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import parse_tree_conf, validate_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import parse_tree_conf, validate_tree
 
 pytestmark = pytest.mark.slurm
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import HOST, Fabric, FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import HOST, Fabric, FabricError
 
 _DOMAIN_SUFFIX = ("/domain", "gpu.clique")
 
@@ -74,7 +74,7 @@ def _line(obj: Any, default: int | None = None) -> int | None:
 
 
 def _names(value: Any, source: str, key: str, line: int | None) -> list[str]:
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology import hostlist_expand
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import hostlist_expand
 
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list):

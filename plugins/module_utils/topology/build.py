@@ -25,7 +25,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import HOST, SHARP, UNNAMED, Fabric, FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
+    HOST,
+    SHARP,
+    UNNAMED,
+    Fabric,
+    FabricError,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 
 MAX_NAME = 64

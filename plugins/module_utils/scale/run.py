@@ -24,34 +24,35 @@ from typing import Any
 
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.module_utils import render_tree, tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
-from ansible_collections.gpufleet.core.plugins.module_utils.inventory import load_inventory
-from ansible_collections.gpufleet.core.plugins.module_utils.inventory_edit import (
-    ScaleError,
-    SizeEdit,
-    plan_size_edit,
-    unified_line_diff,
-    write_atomic,
-)
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import lock_path as lock_path_of
-from ansible_collections.gpufleet.core.plugins.module_utils.publish_forge import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet, validate
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path as lock_path_of
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.forge import (
     ForgeError,
     compare_url,
     open_pull_request,
     resolve_target,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.publish_git import (
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
     Git,
     branch_name,
     commit_and_push,
     open_repo,
     preflight,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.scale_plan import ScalePlan, build_plan
-from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet, validate
+from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.inventory_edit import (
+    ScaleError,
+    SizeEdit,
+    plan_size_edit,
+    unified_line_diff,
+    write_atomic,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import ScalePlan, build_plan
 
 
 @dataclass

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Cluster, Fleet, Pool
-from ansible_collections.gpufleet.core.plugins.module_utils.nodes import NodeInfo, load_nodes
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo, load_nodes
 
 LOCK_NAME = "pools.lock.yaml"
 
@@ -60,7 +60,7 @@ class ClusterInputs:
         return int(self.pool_resources(pool)["nvidia.com/gpu"])
 
     def pool_resources(self, pool: str) -> dict[str, int | str]:
-        from ansible_collections.gpufleet.core.plugins.module_utils.pools import node_resources
+        from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import node_resources
 
         by_name = self.by_name
         return node_resources(by_name[n] for n in self.members.get(pool, []) if n in by_name)
@@ -76,8 +76,8 @@ def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
     fab = cluster.fabric
     if fab.source == "none":
         return None
-    from ansible_collections.gpufleet.core.plugins.module_utils.fabric import load_fabric
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology import build_topology
+    from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 
     if fab.source == "labels":
         src: Any = cluster.nodes_snapshot
@@ -100,15 +100,15 @@ def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
 # directory (render_tree.cache_dir, outside the repository), keyed by the sha256 of the input bytes,
 # the settings that shape the result and the parsing code; a miss or an unreadable entry parses again.
 
-_CODE_DIR = Path(__file__).resolve().parent
+_CODE_DIR = Path(__file__).resolve().parent.parent  # plugins/module_utils
 _PARSE_CODE = (
-    "nodes.py",
-    "fabric.py",
-    "fabric_ibnetdiscover.py",
-    "fabric_labels.py",
-    "fabric_file.py",
-    "topology.py",
-    "render_inputs.py",
+    "model/nodes.py",
+    "fabric/model.py",
+    "fabric/ibnetdiscover.py",
+    "fabric/labels.py",
+    "fabric/file.py",
+    "topology/build.py",
+    "render/inputs.py",
 )
 
 
@@ -125,19 +125,20 @@ def code_files() -> dict[str, bytes] | None:
     """name -> source of every module_utils file, from disk or from the zip the module was loaded
     from (Ansible's AnsiballZ payload); None when neither can be read (then caches are off)."""
     if _CODE_DIR.is_dir():
-        found = {f.name: f.read_bytes() for f in sorted(_CODE_DIR.glob("*.py"))}
+        found = {f.relative_to(_CODE_DIR).as_posix(): f.read_bytes() for f in sorted(_CODE_DIR.rglob("*.py"))}
         if found:
             return found
     loader = globals().get("__loader__")
     archive, prefix = getattr(loader, "archive", None), getattr(loader, "prefix", None)
     if not archive or prefix is None:
         return None
+    prefix = prefix.rstrip("/").rpartition("/")[0] + "/"  # this file's package -> module_utils/
     import zipfile
 
     try:
         with zipfile.ZipFile(archive) as zf:
             names = sorted(
-                n for n in zf.namelist() if n.startswith(prefix) and n.endswith(".py") and "/" not in n[len(prefix) :]
+                n for n in zf.namelist() if n.startswith(prefix) and n.endswith(".py")
             )
             found = {n[len(prefix) :]: zf.read(n) for n in names}
     except (OSError, zipfile.BadZipFile):
@@ -205,7 +206,7 @@ def _topo_to_json(t: Any) -> dict:
 
 
 def _topo_from_json(d: dict) -> Any:
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology import Topology, TreeSwitch
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, TreeSwitch
 
     sws = {s[0]: TreeSwitch(s[0], s[1], s[2], s[3], s[4], s[5], s[6]) for s in d["switches"]}
     return Topology(
@@ -270,8 +271,8 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
 
     ``cache``: a directory for parsed snapshots (see above); None parses every time.
     """
-    from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import read_lock, render_lock
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools import assign, render_pool_table
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign, render_pool_table
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import read_lock, render_lock
 
     if not cluster.nodes_snapshot.is_file():
         raise RenderInputError(
@@ -315,7 +316,7 @@ class TopologyIndex:
         self.order_pos = {n: i for i, n in enumerate(topo.order)}
 
     def view(self, nodes: list[str]) -> Any:
-        from ansible_collections.gpufleet.core.plugins.module_utils.topology import Topology, pruned_switches
+        from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, pruned_switches
 
         t = self.topo
         keep = [n for n in nodes if n in t.node_group]

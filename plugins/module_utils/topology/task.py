@@ -9,14 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import Fabric, FabricError, load_fabric, merge_into
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric_labels import (
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import (
     domains_from_nodes,
     fabric_from_nodes,
     load_nodes,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import Topology, build_topology, node_list
-from ansible_collections.gpufleet.core.plugins.module_utils.topology_render import (
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
+    Fabric,
+    FabricError,
+    load_fabric,
+    merge_into,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, build_topology, node_list
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     default_topologies,
     render,
     slinky_topology_spec,

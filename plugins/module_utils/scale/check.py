@@ -24,12 +24,12 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.module_utils import render_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet, Pool
-from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import lock_path, read_lock
-from ansible_collections.gpufleet.core.plugins.module_utils.scale_plan import node_moves, pool_counts
-from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, read_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import node_moves, pool_counts
 
 
 class CheckError(GpufleetError):

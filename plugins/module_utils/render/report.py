@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Cluster, Fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render_platform import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     SLURM_HOME_PVC,
     SLURM_NAMESPACE,
     namespace_of,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render_tenant import JWT_KEY_SECRET, SLURM_KEY_SECRET
-from ansible_collections.gpufleet.core.plugins.module_utils.render_values import vcluster_namespace, vcluster_server
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant import JWT_KEY_SECRET, SLURM_KEY_SECRET
+from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace, vcluster_server
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
 _CHART_OF = {

@@ -11,9 +11,7 @@ from typing import Any
 import jsonschema
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.fleet_schema import SCHEMA
-from ansible_collections.gpufleet.core.plugins.module_utils.inventory import RawModel, load_inventory
-from ansible_collections.gpufleet.core.plugins.module_utils.model import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
     Cluster,
     Component,
@@ -26,6 +24,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     Tenant,
     TopologyConfig,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import RawModel, load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.model.schema import SCHEMA
 
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 _COMPONENT_KEYS = ("enabled", "install_method", "namespace", "values")

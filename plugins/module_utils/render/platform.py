@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fence
-from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Cluster, Component, Fleet, Pool
-from ansible_collections.gpufleet.core.plugins.module_utils.render_values import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Component, Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
     translated_name,
     vcluster_namespace,

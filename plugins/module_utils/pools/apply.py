@@ -28,11 +28,11 @@ from typing import Any
 
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet, Pool
-from ansible_collections.gpufleet.core.plugins.module_utils.pool_lock import lock_path, read_lock
-from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, read_lock
 
 TOPOLOGY_FILE = "node-topology.yaml"
 
@@ -194,7 +194,7 @@ def mapping_from_fleet(fleet: Fleet, cluster: str) -> tuple[dict[str, Pool], Pat
 
 def default_gitops_dir(fleet: Fleet) -> Path:
     """Where the renderer writes by default: ``gitops.path`` in the Git work tree of the inventory."""
-    from ansible_collections.gpufleet.core.plugins.module_utils.render_tree import default_out
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import default_out
 
     return default_out(fleet)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 
 API = "argoproj.io/v1alpha1"
 ARGOCD_NS = "argocd"

@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet, Pool
-from ansible_collections.gpufleet.core.plugins.module_utils.nodes import NodeInfo
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
 
 try:
     from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand as _expand

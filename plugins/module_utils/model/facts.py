@@ -11,8 +11,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 
 
 def _plain(value: Any) -> Any:

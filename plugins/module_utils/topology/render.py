@@ -13,8 +13,8 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import FabricError
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import (
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import (
     MAX_DEPTH,
     Topology,
     hostlist_compress,
@@ -142,7 +142,7 @@ def _missing(known, nodes, what: str) -> list[str]:
     """Slurm warns about nodes no switch/block covers; say it before it does."""
     if nodes is None:
         return []
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology import node_list
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import node_list
 
     lost = sorted(set(node_list(nodes) or []) - set(known), key=natural_key)
     if not lost:

@@ -23,23 +23,23 @@ from typing import Any
 
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.module_utils import render_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
-from ansible_collections.gpufleet.core.plugins.module_utils.publish_forge import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.forge import (
     ForgeError,
     compare_url,
     open_pull_request,
     resolve_target,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.publish_git import (
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
     PublishError,
     commit_and_push,
     open_repo,
     preflight,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.scale_plan import node_moves, pool_counts
-from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import node_moves, pool_counts
 
 
 @dataclass

@@ -240,15 +240,15 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
     text, source = _read(path_or_text)
     k = detect_kind(text) if kind == "auto" else kind
     if k == "ibnetdiscover":
-        from ansible_collections.gpufleet.core.plugins.module_utils.fabric_ibnetdiscover import parse_default
+        from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default
         return parse_default(text, source)
     if k == "ibnetdiscover-ports":
-        from ansible_collections.gpufleet.core.plugins.module_utils.fabric_ibnetdiscover import parse_ports
+        from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_ports
         return parse_ports(text, source)
     if k == "labels":
-        from ansible_collections.gpufleet.core.plugins.module_utils.fabric_labels import parse_nodes_text
+        from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import parse_nodes_text
         return parse_nodes_text(text, source)
-    from ansible_collections.gpufleet.core.plugins.module_utils.fabric_file import parse_fabric_yaml
+    from ansible_collections.gpufleet.core.plugins.module_utils.fabric.file import parse_fabric_yaml
     return parse_fabric_yaml(text, source)
 
 

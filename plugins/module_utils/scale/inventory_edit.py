@@ -27,7 +27,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError, Issue, ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.inventory import vars_files
+from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import vars_files
 
 UNITS = ("nodes", "gpus")
 _INT = re.compile(r"[0-9]+")

@@ -27,11 +27,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fence
-from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Cluster, Fleet, Pool, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render_platform import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     DCGM_JOB_MAPPING_DIR,
     SLURM_HOME_PVC,
     SLURM_NAMESPACE,
@@ -40,7 +40,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render_platform impo
     namespace_of,
     system_placement,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render_values import (
+from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
     vcluster_namespace,
     vcluster_server,
@@ -233,7 +233,7 @@ def _topology_conf(cluster: Cluster, sub: Any) -> tuple[str, str] | None:
     tenant's Slurm nodes)."""
     if sub is None:
         return None
-    from ansible_collections.gpufleet.core.plugins.module_utils import topology_render as tr
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
 
     plugin = cluster.topology.plugin
     if plugin == "tree" and sub.node_group:
@@ -249,7 +249,7 @@ def topology_annotations(sub: Any, plugin: str) -> dict[str, str]:
     """Node annotation ``topology.slinky.slurm.net/spec`` values (the apply step sets them)."""
     if sub is None:
         return {}
-    from ansible_collections.gpufleet.core.plugins.module_utils import topology_render as tr
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
 
     if plugin == "block":
         return tr.slinky_topology_spec(sub, tree=None, block="default")

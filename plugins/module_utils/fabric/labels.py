@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import HOST, Fabric, FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import HOST, Fabric, FabricError
 
 _TOPOGRAPH = re.compile(r"^fabric\.topograph\.run/tier-(\d+)$")
 _NEBIUS = re.compile(r"^topology\.nebius\.com/tier-(\d+)$")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric import Fabric, FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError
 
 _HEADER_KEYS = ("vendid", "devid", "sysimgguid", "switchguid", "caguid", "rtguid")
 _NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"([^"]*)"(.*))?$')

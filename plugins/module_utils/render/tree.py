@@ -33,26 +33,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils import render_argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils import tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.inventory import vars_files
-from ansible_collections.gpufleet.core.plugins.module_utils.model import Fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import ClusterInputs, cluster_inputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render_platform import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import vars_files
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     Rendered,
     cluster_dir,
     platform_project,
     render_platform,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render_report import render_report
-from ansible_collections.gpufleet.core.plugins.module_utils.render_tenant import render_tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render_values import (
+from ansible_collections.gpufleet.core.plugins.module_utils.render.report import render_report
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant import render_tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     header,
     vcluster_namespace,
     vcluster_server,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import dump_docs, dump_file
 
 
@@ -233,7 +233,7 @@ def input_digest(fleet: Fleet) -> str | None:
     AnsiballZ zip), or None when the code cannot be read: then there is no fast path."""
     import yaml
 
-    from ansible_collections.gpufleet.core.plugins.module_utils.render_inputs import code_files
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import code_files
 
     code = code_files()
     if not code:
