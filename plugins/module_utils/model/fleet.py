@@ -53,6 +53,16 @@ class TopologyConfig:
 
 
 @dataclass(frozen=True)
+class ClusterMonitoring:
+    """Where the fleet's Prometheus/Grafana live (they are not installed by gpufleet)."""
+
+    prometheus_operator: bool = False  # monitoring.coreos.com CRDs present: render PodMonitors
+    namespace: str = "monitoring"  # Grafana dashboard ConfigMaps go here
+    dashboard_label: str = "grafana_dashboard"  # the Grafana sidecar's label
+    labels: dict[str, str] = field(default_factory=dict)  # labels Prometheus selects monitors by
+
+
+@dataclass(frozen=True)
 class Cluster:
     name: str
     server: str
@@ -62,6 +72,7 @@ class Cluster:
     components: dict[str, Component]
     kubeconfig: str | None = None
     context: str | None = None
+    monitoring: ClusterMonitoring = field(default_factory=ClusterMonitoring)
 
     @property
     def snapshot_dir(self) -> Path:
@@ -93,6 +104,24 @@ class Pool:
 
 
 @dataclass(frozen=True)
+class TenantMonitoring:
+    enabled: bool = True  # Slurm metrics, PodMonitors, DCGM job mapping prolog/epilog
+    scrape_interval: str = "30s"
+
+
+@dataclass(frozen=True)
+class TenantHealth:
+    """Slurm HealthCheckProgram settings of a tenant (drains failing GPU nodes with a reason)."""
+
+    enabled: bool = True
+    interval: int = 300  # HealthCheckInterval, seconds
+    node_state: str = "ANY"  # HealthCheckNodeState (CYCLE is always added)
+    dcgm_diag_level: int = 1  # dcgmi diag -r <level>, idle nodes only
+    checks: tuple[str, ...] = ("dcgm", "ecc", "nvlink", "xid")
+    xids: tuple[int, ...] = (48, 63, 64, 74, 79, 94, 95, 119, 120)
+
+
+@dataclass(frozen=True)
 class Tenant:
     name: str
     cluster: str
@@ -103,6 +132,8 @@ class Tenant:
     login_replicas: int = 1
     slurm_values: dict[str, Any] = field(default_factory=dict)
     vcluster_values: dict[str, Any] = field(default_factory=dict)
+    monitoring: TenantMonitoring = field(default_factory=TenantMonitoring)
+    health: TenantHealth = field(default_factory=TenantHealth)
 
 
 @dataclass(frozen=True)

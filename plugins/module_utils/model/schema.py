@@ -15,6 +15,71 @@ SCHEMA_VERSION = 1
 _NAME = {"type": "string", "pattern": "^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$", "description": "DNS label, max 40 chars"}
 _LABELS = {"type": "object", "additionalProperties": {"type": "string"}}
 _HOSTLISTS = {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True}
+# Kubernetes label key (optional DNS prefix) and value: strings that end up in object metadata.
+_LABEL_KEY = "^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+_LABEL_VALUE = "^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+_STRICT_LABELS = {
+    "type": "object",
+    "propertyNames": {"pattern": _LABEL_KEY},
+    "additionalProperties": {"type": "string", "pattern": _LABEL_VALUE},
+}
+# Observability and GPU health (issue 13): per cluster where Prometheus lives, per tenant what runs.
+HEALTH_CHECKS = ("dcgm", "ecc", "nvlink", "xid")
+HEALTH_NODE_STATES = ("ANY", "IDLE", "ALLOC", "MIXED", "NONDRAINED_IDLE")
+# XIDs that mean the GPU needs an operator (NVIDIA XID catalog): double-bit ECC (48), row remap /
+# page retirement failures (63, 64), NVLink (74), fallen off the bus (79), contained/uncontained
+# ECC (94, 95), GSP timeouts (119, 120).
+DEFAULT_XIDS = (48, 63, 64, 74, 79, 94, 95, 119, 120)
+_CLUSTER_MONITORING = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "prometheus_operator": {
+            "type": "boolean",
+            "default": False,
+            "description": "the prometheus-operator CRDs are installed on the host: render PodMonitors",
+        },
+        "namespace": {**_NAME, "default": "monitoring", "description": "where the Grafana sidecar looks"},
+        "dashboard_label": {"type": "string", "pattern": _LABEL_KEY, "default": "grafana_dashboard"},
+        "labels": {**_STRICT_LABELS, "description": "labels Prometheus selects monitors by (e.g. release)"},
+    },
+}
+_TENANT_MONITORING = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "enabled": {"type": "boolean", "default": True},
+        "scrape_interval": {"type": "string", "pattern": "^[1-9][0-9]{0,3}[sm]$", "default": "30s"},
+    },
+}
+_TENANT_HEALTH = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "enabled": {"type": "boolean", "default": True},
+        "interval": {"type": "integer", "minimum": 10, "maximum": 86400, "default": 300, "description": "seconds"},
+        "node_state": {"enum": list(HEALTH_NODE_STATES), "default": "ANY"},
+        "dcgm_diag_level": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4,
+            "default": 1,
+            "description": "dcgmi diag -r level (run on idle nodes only)",
+        },
+        "checks": {
+            "type": "array",
+            "items": {"enum": list(HEALTH_CHECKS)},
+            "uniqueItems": True,
+            "default": list(HEALTH_CHECKS),
+        },
+        "xids": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1, "maximum": 999},
+            "uniqueItems": True,
+            "default": list(DEFAULT_XIDS),
+        },
+    },
+}
 _VALUES = {
     "type": "object",
     "description": "Helm values merged over gpufleet's; every key must exist in the chart's values",
@@ -129,6 +194,7 @@ SCHEMA: dict[str, Any] = {
                             "block_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}},
                         },
                     },
+                    "monitoring": _CLUSTER_MONITORING,
                     "components": {
                         "type": "object",
                         "additionalProperties": False,
@@ -176,6 +242,8 @@ SCHEMA: dict[str, Any] = {
                             "values": _VALUES,
                         },
                     },
+                    "monitoring": _TENANT_MONITORING,
+                    "health": _TENANT_HEALTH,
                     "namespaces": {
                         "type": "array",
                         "items": _NAME,

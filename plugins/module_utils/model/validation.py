@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue,
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
     Cluster,
+    ClusterMonitoring,
     Component,
     FabricSource,
     Fleet,
@@ -22,6 +23,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     Pool,
     PoolSlurm,
     Tenant,
+    TenantHealth,
+    TenantMonitoring,
     TopologyConfig,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import RawModel, load_inventory
@@ -197,6 +200,35 @@ def _component(name: str, spec: dict[str, Any] | None) -> Component:
     )
 
 
+def _cluster_monitoring(m: dict[str, Any]) -> ClusterMonitoring:
+    d = ClusterMonitoring()
+    return ClusterMonitoring(
+        prometheus_operator=m.get("prometheus_operator", d.prometheus_operator),
+        namespace=m.get("namespace", d.namespace),
+        dashboard_label=m.get("dashboard_label", d.dashboard_label),
+        labels=dict(sorted(m.get("labels", {}).items())),
+    )
+
+
+def _tenant_monitoring(m: dict[str, Any]) -> TenantMonitoring:
+    d = TenantMonitoring()
+    return TenantMonitoring(
+        enabled=m.get("enabled", d.enabled), scrape_interval=m.get("scrape_interval", d.scrape_interval)
+    )
+
+
+def _tenant_health(h: dict[str, Any]) -> TenantHealth:
+    d = TenantHealth()
+    return TenantHealth(
+        enabled=h.get("enabled", d.enabled),
+        interval=h.get("interval", d.interval),
+        node_state=h.get("node_state", d.node_state),
+        dcgm_diag_level=h.get("dcgm_diag_level", d.dcgm_diag_level),
+        checks=tuple(sorted(h.get("checks", d.checks))),
+        xids=tuple(sorted(h.get("xids", d.xids))),
+    )
+
+
 def build_fleet(raw: RawModel) -> Fleet:
     d = raw.data
     inv = raw.inventory_dir
@@ -229,6 +261,7 @@ def build_fleet(raw: RawModel) -> Fleet:
             components={name: _component(name, comps.get(name)) for name in COMPONENTS},
             kubeconfig=c.get("kubeconfig"),
             context=c.get("context"),
+            monitoring=_cluster_monitoring(c.get("monitoring", {})),
         )
     owner = {p: t["name"] for t in d.get("gpufleet_tenants", []) for p in t["pools"]}
     pools = {}
@@ -270,6 +303,8 @@ def build_fleet(raw: RawModel) -> Fleet:
             login_replicas=s.get("login_replicas", 1),
             slurm_values=s.get("values", {}),
             vcluster_values=t.get("vcluster", {}).get("values", {}),
+            monitoring=_tenant_monitoring(t.get("monitoring", {})),
+            health=_tenant_health(t.get("health", {})),
         )
     return Fleet(
         name=f["name"],

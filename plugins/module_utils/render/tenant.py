@@ -30,6 +30,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render import health, monitoring
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     DCGM_JOB_MAPPING_DIR,
@@ -334,7 +335,22 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
             }
         }
     ann = topology_annotations(sub, plugin)
+    values = observe(tenant, values)
     return deep_merge(values, tenant.slurm_values), ann
+
+
+def observe(tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:
+    """Monitoring (metrics, DCGM job mapping prolog/epilog) and GPU health check of a tenant's
+    ``slurm`` values: see render/monitoring.py and render/health.py."""
+    values = deep_merge(values, monitoring.slurm_fragment(tenant))
+    if tenant.health.enabled:
+        values["controller"]["extraConfMap"].update(health.slurm_conf(tenant.health))
+    for ns in values["nodesets"].values():
+        if tenant.monitoring.enabled:
+            monitoring.add_to_nodeset(ns)
+        if tenant.health.enabled:
+            health.add_to_nodeset(ns)
+    return values
 
 
 def slurm_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
@@ -425,6 +441,8 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     out.manifests[f"{base}/host/namespace.yaml"] = [host_namespace(cluster, tenant, bool(slurm_pools))]
     if comps["cilium"].enabled:
         out.manifests[f"{base}/host/network-policy.yaml"] = [isolation_policy(tenant)]
+    if slurm_pools and tenant.monitoring.enabled and cluster.monitoring.prometheus_operator:
+        out.manifests[f"{base}/host/monitoring.yaml"] = [monitoring.pod_monitor(cluster, tenant)]
     out.apps[f"{prefix}-1-host.yaml"] = argo.directory_app(
         app_name("host"),
         fleet=fleet,
@@ -462,6 +480,8 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     objects: list[dict[str, Any]] = tenant_namespaces(tenant, bool(slurm_pools), bool(kube_pools))
     if slurm_pools and storage:
         objects.append(home_pvc(cluster))
+    if slurm_pools and tenant.health.enabled:
+        objects.append(health.configmap(tenant, SLURM_NAMESPACE))
     use_kueue = bool(kube_pools) and comps["kueue"].enabled
     if use_kueue:
         objects += kueue_objects(fleet, tenant, inputs)
@@ -511,6 +531,8 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
         )
         op_vf = f"{base}/slurm-operator/values.yaml"
         out.values[op_vf] = slurm_operator_values(fleet, cluster)
+        if tenant.health.enabled:
+            out.values[op_vf] = deep_merge(health.operator_fragment(), out.values[op_vf])
         out.apps[f"{prefix}-4-slurm-operator.yaml"] = argo.chart_app(
             app_name("slurm-operator"),
             fleet=fleet,

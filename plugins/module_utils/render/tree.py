@@ -40,6 +40,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.monitoring import dcgm_fragment, render_monitoring
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     Rendered,
     cluster_dir,
@@ -49,6 +50,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.report import render_report
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant import render_tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
+    deep_merge,
     header,
     vcluster_namespace,
     vcluster_server,
@@ -90,6 +92,10 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
     tenants = sorted(fleet.cluster_tenants(name), key=lambda t: t.name)
     for t in tenants:
         out.update(render_tenant(fleet, cluster, t, inputs))
+    out.update(render_monitoring(fleet, cluster, inputs))
+    gpu_vf = f"{base}/platform/gpu-operator/values.yaml"
+    if gpu_vf in out.values:
+        out.values[gpu_vf] = deep_merge(dcgm_fragment(fleet, cluster, inputs), out.values[gpu_vf])
     out.apps["00-project-platform.yaml"] = platform_project(fleet, cluster, [vcluster_server(t.name) for t in tenants])
     files: dict[str, bytes] = {}
     for rel, values in out.values.items():
@@ -227,6 +233,7 @@ def _text(data: bytes | None) -> str:
 # code. The digest of all of them is kept in a cache directory outside the repository (cache_dir).
 # When the digest is unchanged and every owned file still has the bytes the manifest records, the
 # tree is current: nothing is parsed, rendered or written.
+
 
 def input_digest(fleet: Fleet) -> str | None:
     """Digest of everything a render reads (inputs and the module_utils code, from disk or from the

@@ -1,0 +1,300 @@
+"""Observability of the fleet: Slurm metrics, DCGM job mapping, PodMonitors, the Grafana dashboard.
+
+* Slurm metrics: the ``slurm`` chart's ``controller.metrics.enabled`` (slurmctld's OpenMetrics
+  endpoints ``/metrics/{jobs,nodes,partitions,scheduler}``). The chart's own ServiceMonitor stays
+  off: it would be created inside the vCluster, where no Prometheus and no CRD exist. Prometheus
+  runs on the host, so the monitor is a host-side PodMonitor in ``vc-<tenant>`` selecting the
+  slurmctld pod vCluster syncs there, labelled ``tenant=<name>`` (rendered only when the cluster
+  declares the prometheus-operator CRDs: ``monitoring.prometheus_operator``).
+* DCGM HPC job mapping: the GPU Operator's dcgm-exporter reads ``<dir>/<GPU index>`` files holding
+  the ids of the jobs on that GPU and adds the ``hpc_job`` label. gpufleet's Slurm prolog writes
+  them (``SLURM_JOB_GPUS``), its epilog removes the job again; the directory is a hostPath shared
+  by the slurmd pod and dcgm-exporter. The chart's ``vendor.nvidia.dcgm`` scripts are replaced by
+  these (same directory) so that the scripts that run are the ones the tests run under slurmd.
+* dcgm-exporter's ServiceMonitor (GPU Operator chart) gets a ``tenant`` label by node name, so
+  "GPUs per tenant" needs no node-label join.
+* Grafana: one dashboard for the fleet as a ConfigMap with the sidecar label, in the cluster's
+  ``monitoring.namespace``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
+    DCGM_JOB_MAPPING_DIR,
+    Rendered,
+    cluster_dir,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace
+
+MONITORING_API = "monitoring.coreos.com/v1"
+JOB_MAPPING_SCRIPT = "90-gpufleet-dcgm-job-mapping.sh"
+JOB_MAPPING_VOLUME = "dcgm-job-mapping"
+SLURM_METRICS_PATHS = ("/metrics/jobs", "/metrics/nodes", "/metrics/partitions", "/metrics/scheduler")
+SLURMCTLD_PORT = "slurmctld"
+DASHBOARD_UID = "gpufleet-fleet"
+
+PROLOG = r"""#!/bin/bash
+# gpufleet: DCGM HPC job mapping, prolog. dcgm-exporter labels the metrics of GPU <i> with the job
+# ids listed in $DIR/<i> (one per line). Rendered by gpufleet; do not edit, re-render.
+set -u
+DIR="${DCGM_HPC_JOB_MAPPING_DIR:-@DIR@}"
+GPUS="${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}"
+[ -n "${SLURM_JOB_ID:-}" ] && [ -n "$GPUS" ] || exit 0
+mkdir -p "$DIR" || exit 0
+exec 9<"$DIR" && flock 9
+for gpu in ${GPUS//,/ }; do
+  case "$gpu" in '' | *[!0-9]*) continue ;; esac
+  grep -qxF "$SLURM_JOB_ID" "$DIR/$gpu" 2>/dev/null || echo "$SLURM_JOB_ID" >>"$DIR/$gpu"
+done
+exit 0
+"""
+
+EPILOG = r"""#!/bin/bash
+# gpufleet: DCGM HPC job mapping, epilog: remove this job from every GPU file, delete empty files.
+# Rendered by gpufleet; do not edit, re-render.
+set -u
+DIR="${DCGM_HPC_JOB_MAPPING_DIR:-@DIR@}"
+[ -n "${SLURM_JOB_ID:-}" ] && [ -d "$DIR" ] || exit 0
+exec 9<"$DIR" && flock 9
+for f in "$DIR"/*; do
+  [ -f "$f" ] && grep -qxF "$SLURM_JOB_ID" "$f" || continue
+  rest=$(grep -vxF "$SLURM_JOB_ID" "$f")
+  if [ -z "$rest" ]; then rm -f "$f"; else printf '%s\n' "$rest" >"$f"; fi
+done
+exit 0
+"""
+
+
+def prolog_script() -> str:
+    return PROLOG.replace("@DIR@", DCGM_JOB_MAPPING_DIR)
+
+
+def epilog_script() -> str:
+    return EPILOG.replace("@DIR@", DCGM_JOB_MAPPING_DIR)
+
+
+def slurm_fragment(tenant: Tenant) -> dict[str, Any]:
+    """``slurm`` chart values of a tenant with monitoring on (only keys of the chart's values)."""
+    if not tenant.monitoring.enabled:
+        return {}
+    return {
+        "controller": {"metrics": {"enabled": True, "serviceMonitor": {"enabled": False}}},
+        "prologScripts": {JOB_MAPPING_SCRIPT: prolog_script()},
+        "epilogScripts": {JOB_MAPPING_SCRIPT: epilog_script()},
+        "vendor": {"nvidia": {"dcgm": {"enabled": False, "jobMappingDir": DCGM_JOB_MAPPING_DIR}}},
+    }
+
+
+def add_to_nodeset(ns: dict[str, Any]) -> None:
+    """Mount the host's job-mapping directory into a NodeSet's slurmd (in place)."""
+    ns["slurmd"].setdefault("volumeMounts", []).append({"name": JOB_MAPPING_VOLUME, "mountPath": DCGM_JOB_MAPPING_DIR})
+    ns["podSpec"].setdefault("volumes", []).append(
+        {"name": JOB_MAPPING_VOLUME, "hostPath": {"path": DCGM_JOB_MAPPING_DIR, "type": "DirectoryOrCreate"}}
+    )
+
+
+def pod_monitor(cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
+    """Host-side PodMonitor of a tenant's slurmctld (synced by vCluster into ``vc-<tenant>``)."""
+    ns = vcluster_namespace(tenant.name)
+    relabel = [{"action": "replace", "targetLabel": "tenant", "replacement": tenant.name}]
+    return {
+        "apiVersion": MONITORING_API,
+        "kind": "PodMonitor",
+        "metadata": {
+            "name": f"{tenant.name}-slurmctld",
+            "namespace": ns,
+            "labels": {**cluster.monitoring.labels, argo.LABEL_TENANT: tenant.name},
+        },
+        "spec": {
+            "namespaceSelector": {"matchNames": [ns]},
+            "selector": {"matchLabels": {"app.kubernetes.io/name": "slurmctld", "vcluster.loft.sh/namespace": "slurm"}},
+            "podMetricsEndpoints": [
+                {
+                    "port": SLURMCTLD_PORT,
+                    "path": path,
+                    "interval": tenant.monitoring.scrape_interval,
+                    "relabelings": relabel,
+                }
+                for path in SLURM_METRICS_PATHS
+            ],
+        },
+    }
+
+
+def dcgm_fragment(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> dict[str, Any]:
+    """GPU Operator values: dcgm-exporter ServiceMonitor labels and a ``tenant`` label by node."""
+    if not cluster.monitoring.prometheus_operator:
+        return {}
+    relabel: list[dict[str, Any]] = []
+    for t in sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name):
+        nodes = sorted({n for p in fleet.tenant_pools(t.name) for n in inputs.members.get(p.name, [])})
+        if not nodes or not t.monitoring.enabled:
+            continue
+        relabel.append(
+            {
+                "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                "regex": "|".join(re.escape(n) for n in nodes),
+                "targetLabel": "tenant",
+                "replacement": t.name,
+                "action": "replace",
+            }
+        )
+    sm: dict[str, Any] = {"enabled": True, "relabelings": relabel}
+    if cluster.monitoring.labels:
+        sm["additionalLabels"] = dict(cluster.monitoring.labels)
+    return {"dcgmExporter": {"serviceMonitor": sm}}
+
+
+# ------------------------------------------------------------------ Grafana
+
+
+def _panel(pid: int, title: str, kind: str, grid: tuple[int, int, int, int], **kw: Any) -> dict[str, Any]:
+    x, y, w, h = grid
+    return {"id": pid, "title": title, "type": kind, "gridPos": {"x": x, "y": y, "w": w, "h": h}, **kw}
+
+
+def _target(expr: str, legend: str = "", instant: bool = False) -> dict[str, Any]:
+    t: dict[str, Any] = {"refId": "A", "expr": expr, "datasource": {"type": "prometheus", "uid": "${datasource}"}}
+    if legend:
+        t["legendFormat"] = legend
+    if instant:
+        t["instant"] = True
+        t["format"] = "table"
+    return t
+
+
+def pools_markdown(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
+    rows = ["| pool | kind | tenant | nodes | GPUs |", "| --- | --- | --- | ---: | ---: |"]
+    for p in sorted(fleet.cluster_pools(cluster.name), key=lambda p: (p.kind, p.name)):
+        n = len(inputs.members.get(p.name, []))
+        rows.append(f"| {p.name} | {p.kind} | {p.tenant or '-'} | {n} | {inputs.pool_gpus(p.name)} |")
+    return "\n".join(rows)
+
+
+def dashboard(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> dict[str, Any]:
+    panels = [
+        _panel(
+            1,
+            "Pools (rendered from the inventory)",
+            "text",
+            (0, 0, 12, 8),
+            options={"mode": "markdown", "content": pools_markdown(fleet, cluster, inputs)},
+        ),
+        _panel(
+            2,
+            "GPUs per tenant",
+            "stat",
+            (12, 0, 12, 8),
+            targets=[_target('count by (tenant) (DCGM_FI_DEV_GPU_UTIL{tenant=~"$tenant"})', "{{tenant}}")],
+        ),
+        _panel(
+            3,
+            "GPU utilisation per tenant (%)",
+            "timeseries",
+            (0, 8, 12, 8),
+            targets=[_target('avg by (tenant) (DCGM_FI_DEV_GPU_UTIL{tenant=~"$tenant"})', "{{tenant}}")],
+        ),
+        _panel(
+            4,
+            "Job -> GPU (DCGM HPC job mapping)",
+            "table",
+            (12, 8, 12, 8),
+            targets=[
+                _target(
+                    'max by (tenant, hpc_job, Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{hpc_job!="", tenant=~"$tenant"})',
+                    instant=True,
+                )
+            ],
+        ),
+        _panel(
+            5,
+            "Slurm jobs per partition",
+            "timeseries",
+            (0, 16, 12, 8),
+            targets=[
+                _target(
+                    'sum by (tenant, partition) (slurm_partition_jobs_running{tenant=~"$tenant"})',
+                    "{{tenant}}/{{partition}} running",
+                ),
+                {
+                    **_target(
+                        'sum by (tenant, partition) (slurm_partition_jobs_pending{tenant=~"$tenant"})',
+                        "{{tenant}}/{{partition}} pending",
+                    ),
+                    "refId": "B",
+                },
+            ],
+        ),
+        _panel(
+            6,
+            "Nodes quarantined for GPU health (taint)",
+            "table",
+            (12, 16, 12, 8),
+            targets=[_target('kube_node_spec_taint{key="gpufleet.io/gpu-unhealthy"}', instant=True)],
+        ),
+    ]
+    return {
+        "uid": DASHBOARD_UID,
+        "title": f"gpufleet {fleet.name} / {cluster.name}",
+        "tags": ["gpufleet"],
+        "schemaVersion": 39,
+        "editable": False,
+        "time": {"from": "now-6h", "to": "now"},
+        "templating": {
+            "list": [
+                {"name": "datasource", "type": "datasource", "query": "prometheus"},
+                {
+                    "name": "tenant",
+                    "type": "custom",
+                    "includeAll": True,
+                    "multi": True,
+                    "allValue": ".*",
+                    "query": ",".join(sorted(t.name for t in fleet.cluster_tenants(cluster.name))),
+                },
+            ]
+        },
+        "panels": panels,
+    }
+
+
+def dashboard_configmap(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> dict[str, Any]:
+    mon = cluster.monitoring
+    text = json.dumps(dashboard(fleet, cluster, inputs), indent=1, sort_keys=True) + "\n"
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"gpufleet-dashboard-{cluster.name}",
+            "namespace": mon.namespace,
+            "labels": {mon.dashboard_label: "1", argo.LABEL_CLUSTER: cluster.name},
+        },
+        "data": {f"gpufleet-{cluster.name}.json": text},
+    }
+
+
+def render_monitoring(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> Rendered:
+    """Cluster-level monitoring: the dashboard app (when any tenant has monitoring on)."""
+    out = Rendered()
+    if not any(t.monitoring.enabled for t in fleet.cluster_tenants(cluster.name)):
+        return out
+    path = f"{cluster_dir(cluster.name)}/platform/monitoring"
+    out.manifests[f"{path}/dashboard.yaml"] = [dashboard_configmap(fleet, cluster, inputs)]
+    out.apps["50-monitoring.yaml"] = argo.directory_app(
+        f"{cluster.name}-monitoring",
+        fleet=fleet,
+        path=path,
+        project=argo.platform_project(cluster.name),
+        wave="operators",
+        app_labels=argo.labels(cluster.name, "monitoring"),
+        dest_server=cluster.server,
+        dest_namespace=cluster.monitoring.namespace,
+        policy=argo.sync_policy(create_namespace=True),
+    )
+    return out
