@@ -2,7 +2,7 @@
 # Build the Go-based test tools (Kubernetes control plane, etcd, kwok, helm,
 # kustomize) from pinned Go modules into the git-ignored .build/bin/.
 #
-# Usage: tools/build.sh [GROUP...]     GROUP: k8s etcd kwok helm kustomize (default: all)
+# Usage: tools/build.sh [GROUP...]     GROUP: k8s etcd kwok helm kustomize promcrds (default: all)
 #
 # Idempotent: each binary has a stamp file (.build/bin/.stamps/<name>) holding
 # the pinned version and build recipe; a binary whose stamp matches is not
@@ -29,9 +29,10 @@ ETCD_VERSION=3.6.10         # go.etcd.io/etcd/server/v3; wrapper: tools/etcd/go.
 KWOK_VERSION=v0.8.0         # sigs.k8s.io/kwok
 HELM_VERSION=v4.2.4         # helm.sh/helm/v4
 KUSTOMIZE_VERSION=v5.8.1    # sigs.k8s.io/kustomize/kustomize/v5
+PROM_OPERATOR_VERSION=v0.85.0  # github.com/prometheus-operator/prometheus-operator (CRD YAMLs only)
 RECIPE=1                    # bump when build flags change, forces a rebuild
 
-ALL_GROUPS=(k8s etcd kwok helm kustomize)
+ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds)
 
 die() { echo "tools/build.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/build.sh: $*" >&2; }
@@ -148,6 +149,24 @@ build_kustomize() {
   is_fresh kustomize "$KUSTOMIZE_VERSION" && return 10
   GOBIN="$TMPB" go install -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
   install_bins "$KUSTOMIZE_VERSION" kustomize
+}
+
+build_promcrds() {
+  # No binary: the upstream monitoring.coreos.com CRDs (PodMonitor, ServiceMonitor, PrometheusRule)
+  # from the module zip, for the server-side dry-run of rendered monitors (.build/share/).
+  local dest="$SHARE/prometheus-operator-crds" dir k
+  if [[ "${GPUFLEET_BUILD_FORCE:-0}" != 1 ]] && [[ "$(cat "$dest/.version" 2>/dev/null)" == "$PROM_OPERATOR_VERSION" ]]; then
+    return 10
+  fi
+  dir="$(go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROM_OPERATOR_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [[ -d "$dir/example/prometheus-operator-crd" ]] || die "prometheus-operator CRDs not found in module cache ($dir)"
+  rm -rf "$dest.tmp" && mkdir -p "$dest.tmp"
+  for k in podmonitors servicemonitors prometheusrules; do
+    cp "$dir/example/prometheus-operator-crd/monitoring.coreos.com_$k.yaml" "$dest.tmp/"
+  done
+  echo "$PROM_OPERATOR_VERSION" >"$dest.tmp/.version"
+  rm -rf "$dest" && mv "$dest.tmp" "$dest"
 }
 
 # Everything runs from main so that editing this file during a build is safe.

@@ -25,6 +25,8 @@ from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_too
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 UPSTREAM_CRDS = REPO_ROOT.parent / "shared" / "upstream" / "crds"
+# monitoring.coreos.com CRDs from the prometheus-operator Go module (tools/build.sh promcrds)
+PROMETHEUS_CRDS = REPO_ROOT / ".build" / "share" / "prometheus-operator-crds"
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +50,12 @@ def nodes_snapshot() -> Path:
 def upstream_crd_files() -> list[Path]:
     shared_test_helpers().require_path(UPSTREAM_CRDS, "upstream CRDs")
     return sorted(UPSTREAM_CRDS.glob("*/*.yaml"))
+
+
+@pytest.fixture(scope="session")
+def prometheus_crd_files() -> list[Path]:
+    """PodMonitor/ServiceMonitor/PrometheusRule CRDs of the pinned prometheus-operator release."""
+    shared_test_helpers().require_path(PROMETHEUS_CRDS / ".version", "tools/build.sh promcrds")
+    files = sorted(PROMETHEUS_CRDS.glob("monitoring.coreos.com_*.yaml"))
+    assert files, f"no CRDs in {PROMETHEUS_CRDS}"
+    return files

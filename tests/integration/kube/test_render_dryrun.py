@@ -1,5 +1,6 @@
 """Every rendered manifest passes server-side dry-run (``--validate=strict``) on a real kube-apiserver
-with the upstream CRDs installed (Argo CD Application/AppProject, Slinky, GPU Operator).
+with the upstream CRDs installed (Argo CD Application/AppProject, Slinky, GPU Operator, and the
+prometheus-operator's PodMonitor/ServiceMonitor from its Go module, fetched by tools/build.sh).
 
 Objects meant for a tenant's vCluster API (namespaces, the Slurm-home PVC, Kueue queues) are
 dry-run against the same apiserver: a vCluster serves the same Kubernetes API. Cilium and Kueue
@@ -78,8 +79,9 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, by
 
 
 @pytest.fixture(scope="module")
-def api(kube_cluster, upstream_crd_files, tmp_path_factory):
+def api(kube_cluster, upstream_crd_files, prometheus_crd_files, tmp_path_factory):
     kube_cluster.apply_crds(upstream_crd_files, timeout=180)
+    kube_cluster.apply_crds(prometheus_crd_files, timeout=180)
     d = tmp_path_factory.mktemp("standin")
     files = []
     for spec in sorted(STAND_INS):
@@ -118,6 +120,7 @@ def test_every_rendered_manifest_passes_server_dry_run(api, rendered) -> None:
         "ClusterQueue",
         "ResourceFlavor",
         "LocalQueue",
+        "PodMonitor",
     ):
         assert checked.get(kind), f"no {kind} was checked: {checked}"
 
@@ -132,4 +135,17 @@ def test_dry_run_rejects_a_broken_application(api, rendered) -> None:
     assert proc.returncode != 0 and "automatd" in proc.stderr
     bad = json.loads(json.dumps(app))
     bad["spec"]["destination"]["namespace"] = 42
+    assert api.server_dry_run(bad).returncode != 0
+
+
+def test_dry_run_rejects_a_broken_pod_monitor(api, rendered) -> None:
+    """The monitoring.coreos.com schema is really enforced: a misspelt endpoint field is refused."""
+    pm = next(o for _, o in manifests(rendered["sample"]) if o["kind"] == "PodMonitor")
+    assert api.server_dry_run(pm).returncode == 0
+    bad = json.loads(json.dumps(pm))
+    bad["spec"]["podMetricsEndpoints"][0]["intervall"] = "30s"
+    proc = api.server_dry_run(bad)
+    assert proc.returncode != 0 and "intervall" in proc.stderr
+    bad = json.loads(json.dumps(pm))
+    bad["spec"]["podMetricsEndpoints"][0]["interval"] = "30 seconds"
     assert api.server_dry_run(bad).returncode != 0

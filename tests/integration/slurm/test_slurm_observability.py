@@ -56,7 +56,8 @@ case "$*" in
     for i in 0 1 2 3; do
       echo "GPU $i: NVIDIA H100 80GB HBM3 (UUID: GPU-$i)"
       echo "	 Link 0: 26.562 GB/s"
-      if [ "{mode}" = failing ] && [ "$i" = 1 ]; then echo "	 Link 1: <inactive>"; else echo "	 Link 1: 26.562 GB/s"; fi
+      link1="26.562 GB/s"; [ "{mode}" = failing ] && [ "$i" = 1 ] && link1="<inactive>"
+      echo "	 Link 1: $link1"
     done ;;
   *) exit 2 ;;
 esac
@@ -102,8 +103,8 @@ def _setup(tmp_path: Path, rendered: dict, interval: int = 10) -> tuple[str, dic
     wrap_epilog = _exe(scripts / "epilog-wrapper.sh", f"#!/bin/bash\n{env}exec {epilog}\n")
     wrap_hc = _exe(
         scripts / "healthcheck-wrapper.sh",
-        f'#!/bin/bash\nexport PATH="{fakebin}/$SLURMD_NODENAME:/usr/sbin:/usr/bin:/sbin:/bin" SLURM_CONF="{conf_path}"\n'
-        f"exec {hc}\n",
+        f'#!/bin/bash\nexport PATH="{fakebin}/$SLURMD_NODENAME:/usr/sbin:/usr/bin:/sbin:/bin"\n'
+        f'export SLURM_CONF="{conf_path}"\nexec {hc}\n',
     )
     for node in NODES:
         set_probes(fakebin, node, "healthy")

@@ -1,0 +1,164 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gpu_health
+short_description: List, quarantine or resume GPU nodes on the Kubernetes side
+version_added: 0.2.0
+description:
+  - Kubernetes side of gpufleet's GPU health handling. A quarantined Node carries the taint
+    C(gpufleet.io/gpu-unhealthy=true:NoSchedule) (tolerated by no pool fence, so neither Slinky
+    NodeSet pods nor Kueue workloads are placed there), the node condition C(GpuUnhealthy=True)
+    (which the Slinky operator turns into a Slurm drain) and the annotation
+    C(gpufleet.io/gpu-unhealthy-reason).
+  - O(state=resumed) removes the taint and the annotation and sets the condition C(False).
+  - Pool labels and taints (owned by M(gpufleet.core.node_pools)) are never touched; the node stays
+    in its pool, so no pool lock or GitOps change is involved.
+  - O(state=list) changes nothing and returns every Node's health (RV(nodes)).
+author:
+  - gpufleet maintainers (@gpufleet)
+requirements:
+  - kubernetes (Python client)
+options:
+  state:
+    description: What to do.
+    type: str
+    choices: [list, quarantined, resumed]
+    default: list
+  nodes:
+    description: Node names to quarantine or resume. Required unless O(state=list).
+    type: list
+    elements: str
+    default: []
+  reason:
+    description:
+      - Why the nodes are quarantined (1-200 characters, letters, digits, space and C(-_.,:;()/=)).
+      - Required with O(state=quarantined).
+    type: str
+  kubeconfig:
+    description: Kubeconfig file of the host cluster; in-cluster or default config when omitted.
+    type: path
+  context:
+    description: Kubeconfig context.
+    type: str
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Quarantine a node whose GPU failed
+  gpufleet.core.gpu_health:
+    state: quarantined
+    nodes: [gpu-h100-017]
+    reason: "XID 79 gpu3 fallen off the bus"
+
+- name: List quarantined nodes
+  gpufleet.core.gpu_health:
+    state: list
+  register: health
+
+- name: Return a repaired node
+  gpufleet.core.gpu_health:
+    state: resumed
+    nodes: [gpu-h100-017]
+"""
+
+RETURN = r"""
+nodes:
+  description: Health of every Node (O(state=list)) or of the O(nodes) after the change.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - node: gpu-h100-017
+      quarantined: true
+      reason: XID 79 gpu3 fallen off the bus
+      pool: pretrain
+      tenant: llm-pretrain
+      condition: "True"
+quarantined:
+  description: Names of the quarantined Nodes (O(state=list)).
+  returned: always
+  type: list
+  elements: str
+  sample: [gpu-h100-017]
+"""
+
+import importlib.util
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+
+try:
+    from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.apply import core_api
+except ImportError:
+    quarantine = None
+    IMPORT_ERROR = traceback.format_exc()
+else:
+    IMPORT_ERROR = None
+
+K8S_ERROR = None if importlib.util.find_spec("kubernetes") else "No module named 'kubernetes'"
+
+ARGUMENT_SPEC = {
+    "state": {"type": "str", "choices": ["list", "quarantined", "resumed"], "default": "list"},
+    "nodes": {"type": "list", "elements": "str", "default": []},
+    "reason": {"type": "str"},
+    "kubeconfig": {"type": "path"},
+    "context": {"type": "str"},
+}
+
+
+def run(module, params):
+    api = core_api(params["kubeconfig"], params["context"])
+    state = params["state"]
+    if state == "list":
+        nodes = [h.as_dict() for h in quarantine.list_health(api)]
+        return {"changed": False, "nodes": nodes, "quarantined": [n["node"] for n in nodes if n["quarantined"]]}
+    if not params["nodes"]:
+        module.fail_json(msg=f"state={state} needs nodes")
+    reason = params["reason"] or ""
+    if state == "quarantined":
+        quarantine.check_reason(reason)
+    results = [quarantine.apply(api, n, state, reason, check=module.check_mode) for n in sorted(set(params["nodes"]))]
+    out = {
+        "changed": any(r["changed"] for r in results),
+        "nodes": [r["after"] for r in results],
+        "quarantined": [r["node"] for r in results if r["after"]["quarantined"]],
+    }
+    if module._diff:
+        out["diff"] = [
+            {"before_header": r["node"], "after_header": r["node"], "before": r["before"], "after": r["after"]}
+            for r in results
+            if r["changed"]
+        ]
+    return out
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=ARGUMENT_SPEC,
+        supports_check_mode=True,
+        required_if=[("state", "quarantined", ("reason",))],
+    )
+    if quarantine is None:
+        module.fail_json(msg=missing_required_lib("PyYAML and jsonschema"), exception=IMPORT_ERROR)
+    if K8S_ERROR is not None:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_ERROR)
+    try:
+        module.exit_json(**run(module, module.params))
+    except GpufleetError as exc:
+        module.fail_json(msg=str(exc))
+
+
+if __name__ == "__main__":
+    main()
