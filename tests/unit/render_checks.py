@@ -174,10 +174,16 @@ def crd_validator(crd_file: Path, version: str) -> jsonschema.protocols.Validato
     raise KeyError(f"{crd_file}: no version {version}")
 
 
+# monitoring.coreos.com CRDs of the pinned prometheus-operator release (tools/build.sh promcrds)
+PROMETHEUS_CRDS = Path(__file__).resolve().parents[2] / ".build" / "share" / "prometheus-operator-crds"
+
+
 def crd_index(shared: Path) -> dict[tuple[str, str], tuple[Path, str]]:
-    """(apiVersion, kind) -> (CRD file, version) for every upstream CRD."""
+    """(apiVersion, kind) -> (CRD file, version) for every upstream CRD (and the fetched
+    prometheus-operator CRDs when tools/build.sh has fetched them)."""
     out = {}
-    for f in sorted((shared / "upstream" / "crds").glob("*/*.yaml")):
+    files = sorted((shared / "upstream" / "crds").glob("*/*.yaml")) + sorted(PROMETHEUS_CRDS.glob("*.yaml"))
+    for f in files:
         for doc in _crd_docs(f):
             if doc.get("kind") != "CustomResourceDefinition":
                 continue
