@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
-from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.health import CONDITION, REASON_PREFIX, TAINT_KEY
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     SLURM_HOME_PVC,
@@ -32,6 +33,34 @@ def _hosts(names: list[str]) -> str:
         return "-"
     text = compress(names)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def observability_lines(cluster: Cluster, t: Tenant, slurm: bool) -> list[str]:
+    """Monitoring and GPU-health state of one tenant (render/monitoring.py, render/health.py)."""
+    m, h = t.monitoring, t.health
+    if not m.enabled:
+        mon = "off"
+    elif slurm:
+        where = (
+            f"PodMonitor `vc-{t.name}/{t.name}-slurmctld` every {m.scrape_interval}"
+            if cluster.monitoring.prometheus_operator
+            else "no PodMonitor (cluster has no prometheus-operator CRDs)"
+        )
+        mon = f"Slurm metrics on ({where}); DCGM job mapping by the Slurm prolog/epilog (`hpc_job` label)"
+    else:
+        mon = "GPU metrics from dcgm-exporter, labelled `tenant`"
+    out = [f"- Monitoring: {mon}."]
+    if slurm:
+        if h.enabled:
+            out.append(
+                f"- GPU health: HealthCheckProgram every {h.interval}s on {h.node_state} nodes, checks "
+                f"{', '.join(h.checks)} (dcgmi diag -r {h.dcgm_diag_level} on idle nodes); a failure drains the "
+                f"node with reason `{REASON_PREFIX}: ...`; Node condition `{CONDITION}` drains too."
+            )
+        else:
+            out.append("- GPU health: off (no HealthCheckProgram).")
+    out.append(f"- Quarantine taint `{TAINT_KEY}:NoSchedule` is tolerated by none of the tenant's workloads.")
+    return out
 
 
 def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
@@ -100,6 +129,7 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
             if t.accounting:
                 inside.append(f"`{SLURM_NAMESPACE}/mariadb-password` (key `password`)")
             lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")
+        lines += observability_lines(cluster, t, bool(slurm))
         lines.append(
             f"- Secrets provisioned out of Git: on the host {host_secret}"
             + ("; inside the vCluster " + ", ".join(inside) if inside else "")
