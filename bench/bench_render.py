@@ -2,6 +2,9 @@
 """Render benchmark: a generated 10,000-node, 100-tenant fleet (8-rail fat-tree fabric).
 
 Targets (DESIGN "Bars"): full render < 5 s; re-render with no change < 2 s and zero files written.
+The generated fleet has monitoring and GPU health on for every tenant (the defaults) and the
+prometheus-operator CRDs declared; a last table compares render_fleet with them on and off
+(issue 13 target: "on" within 20% of "off").
 Prints tables; asserts nothing (timings depend on the machine and its load, shown in the header).
 
     .venv/bin/python bench/bench_render.py [--nodes 10000] [--tenants 100] [--no-fabric]
@@ -29,6 +32,24 @@ def timed(fn, *a, **kw):
     t0 = time.perf_counter()
     out = fn(*a, **kw)
     return time.perf_counter() - t0, out
+
+
+def features_off(fleet):
+    """The same fleet with monitoring, GPU health and the prometheus-operator monitors off."""
+    from dataclasses import replace
+
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
+        ClusterMonitoring,
+        TenantHealth,
+        TenantMonitoring,
+    )
+
+    tenants = {
+        n: replace(t, monitoring=TenantMonitoring(enabled=False), health=TenantHealth(enabled=False))
+        for n, t in fleet.tenants.items()
+    }
+    clusters = {n: replace(c, monitoring=ClusterMonitoring()) for n, c in fleet.clusters.items()}
+    return replace(fleet, tenants=tenants, clusters=clusters)
 
 
 def main() -> int:
@@ -155,6 +176,13 @@ def main() -> int:
         ):
             print(f"{label} | {t:.2f}")
         print(f"\n{len(result.files)} files, {sum(map(len, result.files.values())) / 1e6:.1f} MB rendered")
+        print()
+        print("observability + GPU health | render_fleet seconds (best of 3) | files | MB")
+        print("---|---|---|---")
+        for label, f in (("off (as before issue 13)", features_off(fleet)), ("on (defaults)", fleet)):
+            best, res = min((timed(rt.render_fleet, f) for _ in range(3)), key=lambda x: x[0])
+            size = sum(map(len, res.files.values())) / 1e6
+            print(f"{label} | {best:.2f} | {len(res.files)} | {size:.1f}")
     finally:
         if args.keep:
             print(f"kept {tmp}")
