@@ -15,29 +15,29 @@ description:
     NodeSet pods nor Kueue workloads are placed there), the node condition C(GpuUnhealthy=True)
     (which the Slinky operator turns into a Slurm drain) and the annotation
     C(gpufleet.io/gpu-unhealthy-reason).
-  - O(state=resumed) removes the taint and the annotation and sets the condition C(False).
+  - O(operation=resume) removes the taint and the annotation and sets the condition C(False).
   - Pool labels and taints (owned by M(gpufleet.core.node_pools)) are never touched; the node stays
     in its pool, so no pool lock or GitOps change is involved.
-  - O(state=list) changes nothing and returns every Node's health (RV(nodes)).
+  - O(operation=list) changes nothing and returns every Node's health (RV(nodes)).
 author:
   - gpufleet maintainers (@gpufleet)
 requirements:
   - kubernetes (Python client)
 options:
-  state:
+  operation:
     description: What to do.
     type: str
-    choices: [list, quarantined, resumed]
+    choices: [list, quarantine, resume]
     default: list
   nodes:
-    description: Node names to quarantine or resume. Required unless O(state=list).
+    description: Node names to quarantine or resume. Required unless O(operation=list).
     type: list
     elements: str
     default: []
   reason:
     description:
       - Why the nodes are quarantined (1-200 characters, letters, digits, space and C(-_.,:;()/=)).
-      - Required with O(state=quarantined).
+      - Required with O(operation=quarantine).
     type: str
   kubeconfig:
     description: Kubeconfig file of the host cluster; in-cluster or default config when omitted.
@@ -47,32 +47,34 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Reports what would change without patching any Node.
     support: full
   diff_mode:
+    description: Returns the health of each changed Node before and after.
     support: full
 """
 
 EXAMPLES = r"""
 - name: Quarantine a node whose GPU failed
   gpufleet.core.gpu_health:
-    state: quarantined
+    operation: quarantine
     nodes: [gpu-h100-017]
     reason: "XID 79 gpu3 fallen off the bus"
 
 - name: List quarantined nodes
   gpufleet.core.gpu_health:
-    state: list
+    operation: list
   register: health
 
 - name: Return a repaired node
   gpufleet.core.gpu_health:
-    state: resumed
+    operation: resume
     nodes: [gpu-h100-017]
 """
 
 RETURN = r"""
 nodes:
-  description: Health of every Node (O(state=list)) or of the O(nodes) after the change.
+  description: Health of every Node (O(operation=list)) or of the O(nodes) after the change.
   returned: always
   type: list
   elements: dict
@@ -84,7 +86,7 @@ nodes:
       tenant: llm-pretrain
       condition: "True"
 quarantined:
-  description: Names of the quarantined Nodes (O(state=list)).
+  description: Names of the quarantined Nodes (among all Nodes, or among O(nodes)).
   returned: always
   type: list
   elements: str
@@ -110,7 +112,7 @@ else:
 K8S_ERROR = None if importlib.util.find_spec("kubernetes") else "No module named 'kubernetes'"
 
 ARGUMENT_SPEC = {
-    "state": {"type": "str", "choices": ["list", "quarantined", "resumed"], "default": "list"},
+    "operation": {"type": "str", "choices": ["list", "quarantine", "resume"], "default": "list"},
     "nodes": {"type": "list", "elements": "str", "default": []},
     "reason": {"type": "str"},
     "kubeconfig": {"type": "path"},
@@ -120,13 +122,14 @@ ARGUMENT_SPEC = {
 
 def run(module, params):
     api = core_api(params["kubeconfig"], params["context"])
-    state = params["state"]
-    if state == "list":
+    op = params["operation"]
+    if op == "list":
         nodes = [h.as_dict() for h in quarantine.list_health(api)]
         return {"changed": False, "nodes": nodes, "quarantined": [n["node"] for n in nodes if n["quarantined"]]}
     if not params["nodes"]:
-        module.fail_json(msg=f"state={state} needs nodes")
+        module.fail_json(msg=f"operation={op} needs nodes")
     reason = params["reason"] or ""
+    state = {"quarantine": "quarantined", "resume": "resumed"}[op]
     if state == "quarantined":
         quarantine.check_reason(reason)
     results = [quarantine.apply(api, n, state, reason, check=module.check_mode) for n in sorted(set(params["nodes"]))]
@@ -148,7 +151,7 @@ def main():
     module = AnsibleModule(
         argument_spec=ARGUMENT_SPEC,
         supports_check_mode=True,
-        required_if=[("state", "quarantined", ("reason",))],
+        required_if=[("operation", "quarantine", ("reason",))],
     )
     if quarantine is None:
         module.fail_json(msg=missing_required_lib("PyYAML and jsonschema"), exception=IMPORT_ERROR)
