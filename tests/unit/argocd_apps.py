@@ -60,7 +60,11 @@ def status(
     health_message: str = "",
 ) -> dict[str, Any]:
     st: dict[str, Any] = {
-        "sync": {"status": sync, "revision": REVISION, "comparedTo": {"source": spec()["source"]}},
+        "sync": {
+            "status": sync,
+            "revision": REVISION,
+            "comparedTo": {"source": spec()["source"], "destination": spec()["destination"]},
+        },
         "health": {"status": health, **({"message": health_message} if health_message else {})},
         "resources": resources or [],
         "reconciledAt": T0,

@@ -33,8 +33,17 @@ TEMPLATES: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {
 }
 # maps of user-chosen keys (label maps, Slurm option maps, quotas): free-form even when upstream
 # ships a non-empty default (e.g. nodeSelector: {kubernetes.io/os: linux})
-FREE_FORM_KEYS = {"nodeSelector", "labels", "annotations", "extraConfMap", "configMap", "configFiles", "quota",
-                  "limits", "requests"}
+FREE_FORM_KEYS = {
+    "nodeSelector",
+    "labels",
+    "annotations",
+    "extraConfMap",
+    "configMap",
+    "configFiles",
+    "quota",
+    "limits",
+    "requests",
+}
 # chart -> key paths present upstream only as commented-out documentation, with the text to find
 COMMENTED: dict[str, dict[tuple[str, ...], str]] = {
     "gpu-operator": {

@@ -108,10 +108,20 @@ def make_big_inventory(root: Path, nodes: int = 10_000, tenants: int = 100, fabr
             a = share * 2 // 3 // 8 * 8 or 8
             b = share - a or 8
             pools += [
-                {"name": f"{t}-a", "cluster": "gpu-east", "kind": "slurm", "size": {"nodes": a},
-                 "slurm": {"partition": "main", "default": True}},
-                {"name": f"{t}-b", "cluster": "gpu-east", "kind": "slurm", "size": {"nodes": b},
-                 "slurm": {"partition": "debug", "max_time": "02:00:00"}},
+                {
+                    "name": f"{t}-a",
+                    "cluster": "gpu-east",
+                    "kind": "slurm",
+                    "size": {"nodes": a},
+                    "slurm": {"partition": "main", "default": True},
+                },
+                {
+                    "name": f"{t}-b",
+                    "cluster": "gpu-east",
+                    "kind": "slurm",
+                    "size": {"nodes": b},
+                    "slurm": {"partition": "debug", "max_time": "02:00:00"},
+                },
             ]
             tlist.append({"name": t, "cluster": "gpu-east", "pools": [f"{t}-a", f"{t}-b"]})
         else:

@@ -84,9 +84,18 @@ def test_failed_sync_names_the_resource_that_failed():
             phase="Failed",
             op_message="one or more objects failed to apply, reason: admission webhook denied",
             sync_failures=[
-                {"kind": "Namespace", "name": "gpu-operator", "status": "Synced", "message": "namespace created"},
+                {
+                    "group": "",
+                    "version": "v1",
+                    "kind": "Namespace",
+                    "namespace": "",
+                    "name": "gpu-operator",
+                    "status": "Synced",
+                    "message": "namespace created",
+                },
                 {
                     "group": "apps",
+                    "version": "v1",
                     "kind": "DaemonSet",
                     "namespace": "gpu-operator",
                     "name": "nvidia-driver",

@@ -32,15 +32,18 @@ def test_topograph_model_loads(shared_dir):
     assert fab.domains["I21"] == "nvl2"
 
 
-@pytest.mark.parametrize("text,line", [
-    ("switches:\n  a: [x]\n", 2),
-    ("switches:\n  a:\n    bogus: 1\n", 3),
-    ("switches: [a]\n", 1),
-    ("blocks:\n  - switch: s\n    nodes: ['n[1-']\n", 3),
-    ("switches:\n  a: {nodes: [1.5]}\n", 2),
-    ("x: 1\n", 1),
-    ("switches:\n  a: {\n", 3),
-])
+@pytest.mark.parametrize(
+    "text,line",
+    [
+        ("switches:\n  a: [x]\n", 2),
+        ("switches:\n  a:\n    bogus: 1\n", 3),
+        ("switches: [a]\n", 1),
+        ("blocks:\n  - switch: s\n    nodes: ['n[1-']\n", 3),
+        ("switches:\n  a: {nodes: [1.5]}\n", 2),
+        ("x: 1\n", 1),
+        ("switches:\n  a: {\n", 3),
+    ],
+)
 def test_errors_have_lines(text, line):
     with pytest.raises(FabricError) as e:
         load_fabric(text, kind="file")
@@ -57,9 +60,13 @@ def test_fuzz_file(text):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-                    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
-                    max_leaves=12))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+        max_leaves=12,
+    )
+)
 def test_fuzz_structures(obj):
     import yaml
 

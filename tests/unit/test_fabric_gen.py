@@ -11,13 +11,32 @@ import yaml
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
 
-SAMPLE = ["--hosts", "64", "--su-size", "8", "--rails", "8", "--tiers", "2", "--sharp", "1", "--unnamed", "1",
-          "--cut-cables", "1"]
+SAMPLE = [
+    "--hosts",
+    "64",
+    "--su-size",
+    "8",
+    "--rails",
+    "8",
+    "--tiers",
+    "2",
+    "--sharp",
+    "1",
+    "--unnamed",
+    "1",
+    "--cut-cables",
+    "1",
+]
 
 
 def run_cli(repo_root, tmp_path, *args):
-    return subprocess.run([sys.executable, str(repo_root / "scripts" / "fabric_gen.py"), *args],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, str(repo_root / "scripts" / "fabric_gen.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
 
 
 def test_cli_sample_fleet_is_deterministic(repo_root, tmp_path):
@@ -53,8 +72,9 @@ def test_seeded_faults_differ_by_seed_only(seed):
 
 
 def test_three_tier_storage_and_sharp_everywhere():
-    g = fabric_gen.generate(fabric_gen.GenSpec(hosts=64, rails=2, su_size=8, tiers=3, su_per_pod=2, storage=3,
-                                               sharp=-1))
+    g = fabric_gen.generate(
+        fabric_gen.GenSpec(hosts=64, rails=2, su_size=8, tiers=3, su_per_pod=2, storage=3, sharp=-1)
+    )
     fab = load_fabric(fabric_gen.render_ibnetdiscover(g))
     names = {sw.name for sw in fab.switches.values()}
     assert "storage-leaf-01" in names and any(n.startswith("core-r1") for n in names)

@@ -74,16 +74,19 @@ def test_real_shaped_ports_output():
     assert detect_kind(REAL) == "ibnetdiscover"
 
 
-@pytest.mark.parametrize("desc,kind,host", [
-    ("gpu001 mlx5_0", HOST, "gpu001"),
-    ("a08-p1-dgx-04-c01 HCA-1", HOST, "a08-p1-dgx-04-c01"),
-    ("Mellanox Technologies Aggregation Node", SHARP, None),
-    ("MT4123 ConnectX6 Mellanox Technologies", UNNAMED, None),
-    ("MT4129 ConnectX7   Mellanox Technologies", UNNAMED, None),
-    ("MT4129 mlx5_0", UNNAMED, None),
-    ("", UNNAMED, None),
-    ("onlyone", UNNAMED, None),
-])
+@pytest.mark.parametrize(
+    "desc,kind,host",
+    [
+        ("gpu001 mlx5_0", HOST, "gpu001"),
+        ("a08-p1-dgx-04-c01 HCA-1", HOST, "a08-p1-dgx-04-c01"),
+        ("Mellanox Technologies Aggregation Node", SHARP, None),
+        ("MT4123 ConnectX6 Mellanox Technologies", UNNAMED, None),
+        ("MT4129 ConnectX7   Mellanox Technologies", UNNAMED, None),
+        ("MT4129 mlx5_0", UNNAMED, None),
+        ("", UNNAMED, None),
+        ("onlyone", UNNAMED, None),
+    ],
+)
 def test_classify(desc, kind, host):
     k, h, _ = classify_ca(desc)
     assert (k, h) == (kind, host)
@@ -91,8 +94,11 @@ def test_classify(desc, kind, host):
 
 @pytest.mark.parametrize("rails,tiers", [(1, 2), (8, 2), (1, 3), (8, 3)])
 def test_both_formats_give_the_same_fabric(rails, tiers):
-    g = fabric_gen.generate(fabric_gen.GenSpec(hosts=48, rails=rails, su_size=8, tiers=tiers, su_per_pod=2,
-                                               sharp=2, unnamed=1, cut_cables=1, seed=4))
+    g = fabric_gen.generate(
+        fabric_gen.GenSpec(
+            hosts=48, rails=rails, su_size=8, tiers=tiers, su_per_pod=2, sharp=2, unnamed=1, cut_cables=1, seed=4
+        )
+    )
     a = load_fabric(fabric_gen.render_ibnetdiscover(g))
     b = load_fabric(fabric_gen.render_ports(g))
     assert a.summary() == b.summary()
@@ -100,13 +106,16 @@ def test_both_formats_give_the_same_fabric(rails, tiers):
     assert a.hosts() == b.hosts()
 
 
-@pytest.mark.parametrize("text,line", [
-    ("vendid=0x2c9\nSwitch\t65 S-zz\n", 2),
-    ('[1]\t"S-2c5eab0300c26280"[32]\n', 1),
-    ("vendid=0x2c9\n\ngarbage here\n", 3),
-    ('Switch\t65 "H-2c5eab0300b87b40"\t\t# "x"\n', 1),
-    ('Switch\t65 "S-2c5eab0300b87b40"\t\t# "x"\n[x]\t"S-1"[1]\n', 2),
-])
+@pytest.mark.parametrize(
+    "text,line",
+    [
+        ("vendid=0x2c9\nSwitch\t65 S-zz\n", 2),
+        ('[1]\t"S-2c5eab0300c26280"[32]\n', 1),
+        ("vendid=0x2c9\n\ngarbage here\n", 3),
+        ('Switch\t65 "H-2c5eab0300b87b40"\t\t# "x"\n', 1),
+        ('Switch\t65 "S-2c5eab0300b87b40"\t\t# "x"\n[x]\t"S-1"[1]\n', 2),
+    ],
+)
 def test_errors_carry_line_numbers(text, line):
     with pytest.raises(FabricError) as e:
         parse_default(text, "f.out")
@@ -134,10 +143,25 @@ def test_unknown_format_and_missing_file(tmp_path):
     assert load_fabric(p).summary()["switches"] == 2
 
 
-_chunks = st.sampled_from(REAL.splitlines() + PORTS.splitlines() + [
-    "[", '"', "Switch", "Ca\t1", '[1](zz) "S-1"[1]', "Rt\t2 \"R-00ff\"\t\t# \"router\"", "[1]\t\"R-00ff\"[2]",
-    "# comment", "", "caguid=0x1", "SW 1 1 0x1 4x NDR - SW 2 2 0x2 ( 'a' - 'b' )", "\x00", "[99999999999999999999]",
-])
+_chunks = st.sampled_from(
+    REAL.splitlines()
+    + PORTS.splitlines()
+    + [
+        "[",
+        '"',
+        "Switch",
+        "Ca\t1",
+        '[1](zz) "S-1"[1]',
+        'Rt\t2 "R-00ff"\t\t# "router"',
+        '[1]\t"R-00ff"[2]',
+        "# comment",
+        "",
+        "caguid=0x1",
+        "SW 1 1 0x1 4x NDR - SW 2 2 0x2 ( 'a' - 'b' )",
+        "\x00",
+        "[99999999999999999999]",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -222,8 +246,12 @@ def test_repeated_switch_descriptions_fall_back_to_guids():
     )
     fab = parse_default(text)
     names = {s: sw.name for s, sw in fab.switches.items()}
-    assert names == {"S-0000000000000001": "S-0000000000000001", "S-0000000000000002": "S-0000000000000002",
-                     "S-0000000000000003": "S-0000000000000003", "S-0000000000000004": "ISR9024 Voltaire"}
+    assert names == {
+        "S-0000000000000001": "S-0000000000000001",
+        "S-0000000000000002": "S-0000000000000002",
+        "S-0000000000000003": "S-0000000000000003",
+        "S-0000000000000004": "ISR9024 Voltaire",
+    }
 
 
 def test_grouped_output_with_ext_ports_and_chassis_comments():

@@ -28,10 +28,17 @@ def nodes_list(items):
 def test_topograph_tiers_and_domains():
     items = []
     for i in range(8):
-        items.append(node(
-            f"n{i}",
-            **{"fabric.topograph.run/tier-0": f"leaf{i // 2}", "fabric.topograph.run/tier-1": f"spine{i // 4}",
-               "fabric.topograph.run/tier-2": "core", "accelerator.topograph.run/domain": f"nvl{i // 4}"}))
+        items.append(
+            node(
+                f"n{i}",
+                **{
+                    "fabric.topograph.run/tier-0": f"leaf{i // 2}",
+                    "fabric.topograph.run/tier-1": f"spine{i // 4}",
+                    "fabric.topograph.run/tier-2": "core",
+                    "accelerator.topograph.run/domain": f"nvl{i // 4}",
+                },
+            )
+        )
     topo = build_topology(fabric_from_nodes(nodes_list(items)))
     sws = parse_tree_conf(render_tree(topo))
     assert sws[0] == ("core", "switches", ["spine0", "spine1"])
@@ -39,21 +46,47 @@ def test_topograph_tiers_and_domains():
     assert [b for b, _ in topo.blocks] == ["nvl0", "nvl1"]
 
 
-@pytest.mark.parametrize("labels,path", [
-    ({"cloud.google.com/gce-topology-block": "b1", "cloud.google.com/gce-topology-subblock": "sb1",
-      "cloud.google.com/gce-topology-host": "h1"}, ["b1", "sb1"]),
-    ({"topology.k8s.aws/network-node-layer-1": "nn-a", "topology.k8s.aws/network-node-layer-2": "nn-b",
-      "topology.k8s.aws/network-node-layer-3": "nn-c"}, ["nn-a", "nn-b", "nn-c"]),
-    ({"oci.oraclecloud.com/rdma.hpc_island_id": "i", "oci.oraclecloud.com/rdma.network_block_id": "nb",
-      "oci.oraclecloud.com/rdma.local_block_id": "lb"}, ["i", "nb", "lb"]),
-    ({"topology.nebius.com/tier-0": "nvl", "topology.nebius.com/tier-1": "leaf",
-      "topology.nebius.com/tier-2": "spine"}, ["spine", "leaf"]),
-])
+@pytest.mark.parametrize(
+    "labels,path",
+    [
+        (
+            {
+                "cloud.google.com/gce-topology-block": "b1",
+                "cloud.google.com/gce-topology-subblock": "sb1",
+                "cloud.google.com/gce-topology-host": "h1",
+            },
+            ["b1", "sb1"],
+        ),
+        (
+            {
+                "topology.k8s.aws/network-node-layer-1": "nn-a",
+                "topology.k8s.aws/network-node-layer-2": "nn-b",
+                "topology.k8s.aws/network-node-layer-3": "nn-c",
+            },
+            ["nn-a", "nn-b", "nn-c"],
+        ),
+        (
+            {
+                "oci.oraclecloud.com/rdma.hpc_island_id": "i",
+                "oci.oraclecloud.com/rdma.network_block_id": "nb",
+                "oci.oraclecloud.com/rdma.local_block_id": "lb",
+            },
+            ["i", "nb", "lb"],
+        ),
+        (
+            {
+                "topology.nebius.com/tier-0": "nvl",
+                "topology.nebius.com/tier-1": "leaf",
+                "topology.nebius.com/tier-2": "spine",
+            },
+            ["spine", "leaf"],
+        ),
+    ],
+)
 def test_cloud_label_schemes(labels, path):
     leaf_key = next(k for k, v in labels.items() if v == path[-1])
     other = {**labels, leaf_key: path[-1] + "x"}
-    topo = build_topology(fabric_from_nodes(nodes_list([node("a", **labels), node("b", **labels),
-                                                        node("c", **other)])))
+    topo = build_topology(fabric_from_nodes(nodes_list([node("a", **labels), node("b", **labels), node("c", **other)])))
     assert topo.path("a") == path[-2:]  # levels above a single child fold away
     assert topo.leaf_groups == [(path[-1], ["a", "b"]), (path[-1] + "x", ["c"])]
 
@@ -80,8 +113,10 @@ def test_generated_snapshot_is_sorted_and_complete():
     assert fab.kind == "labels" and len(fab.domains) == 12
 
 
-@pytest.mark.parametrize("doc", [{"kind": "List"}, {"items": [{"metadata": {}}]}, [1],
-                                 {"items": [{"metadata": {"name": "a", "labels": [1]}}]}])
+@pytest.mark.parametrize(
+    "doc",
+    [{"kind": "List"}, {"items": [{"metadata": {}}]}, [1], {"items": [{"metadata": {"name": "a", "labels": [1]}}]}],
+)
 def test_bad_node_lists(doc):
     with pytest.raises(FabricError):
         fabric_from_nodes(doc)

@@ -156,8 +156,12 @@ def test_disconnected_fabrics_get_one_root_each():
     a = gen_text(hosts=16, rails=1, su_size=8, seed=1)
     g2 = fabric_gen.generate(fabric_gen.GenSpec(hosts=16, rails=1, su_size=8, name_format="cpu{:03d}"))
     # shift GUIDs of the second fabric so they do not collide
-    b = fabric_gen.render_ibnetdiscover(g2).replace('"S-2c5eab03', '"S-2c5eab13').replace(
-        '"H-e09d7303', '"H-e09d7313').replace("MF0;", "MF0;b-")
+    b = (
+        fabric_gen.render_ibnetdiscover(g2)
+        .replace('"S-2c5eab03', '"S-2c5eab13')
+        .replace('"H-e09d7303', '"H-e09d7313')
+        .replace("MF0;", "MF0;b-")
+    )
     topo = build_topology(load_fabric([a, b]))
     assert len(topo.roots) == 2
     assert topo.health["summary"]["fabrics"] == 2
@@ -199,8 +203,11 @@ def test_topograph_large_tree_matches_golden(topograph):
     assert ours == golden
     # and the BFS order of leaves matches (leaf lines in the same node order)
     ours_leaves = [m for _, k, m in parse_tree_conf(render_tree(topo)) if k == "nodes"]
-    gold_leaves = [m for _, k, m in parse_tree_conf(
-        (topograph / "ci" / "expected.slinky-oci-sim-tree.conf").read_text()) if k == "nodes"]
+    gold_leaves = [
+        m
+        for _, k, m in parse_tree_conf((topograph / "ci" / "expected.slinky-oci-sim-tree.conf").read_text())
+        if k == "nodes"
+    ]
     assert ours_leaves == gold_leaves
 
 
@@ -214,8 +221,9 @@ def test_topograph_large_block_matches_golden(topograph):
     assert topo.block_domains[ours[0][0]] == "nvl-1-1"
 
 
-@pytest.mark.parametrize("model", ["small-tree", "medium", "large", "nvl72", "dual-xclr-regular",
-                                   "dual-xclr-irregular"])
+@pytest.mark.parametrize(
+    "model", ["small-tree", "medium", "large", "nvl72", "dual-xclr-regular", "dual-xclr-irregular"]
+)
 def test_topograph_models_render(topograph, model):
     topo = build_topology(load_fabric(topograph / "models" / f"{model}.yaml"))
     assert len(topo.roots) == 1
@@ -254,8 +262,10 @@ def test_empty_leaf_does_not_pose_as_a_top_tier():
 
 
 def test_dangling_switch_is_pruned_and_reported():
-    doc = ("switches:\n  core: {switches: [s1, s2, spare]}\n  s1: {nodes: [a]}\n  s2: {nodes: [b]}\n"
-           "  spare: {switches: [spare2]}\n")
+    doc = (
+        "switches:\n  core: {switches: [s1, s2, spare]}\n  s1: {nodes: [a]}\n  s2: {nodes: [b]}\n"
+        "  spare: {switches: [spare2]}\n"
+    )
     topo = build_topology(load_fabric(doc, kind="file"))
     assert topo.roots == ["core"] and topo.switches["core"].children == ["s1", "s2"]
     assert topo.health["dangling_switches"] == ["spare", "spare2"]

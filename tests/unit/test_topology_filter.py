@@ -62,12 +62,17 @@ def test_in_a_real_playbook(text, tmp_path, repo_root):
         "        content: \"{{ lookup('file', playbook_dir ~ '/fabric.out')"
         " | gpufleet.core.slurm_topology_conf(nodes=['gpu[001-016]']) }}\"\n"
     )
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(repo_root / ".build" / "collections"),
-           "ANSIBLE_HOME": str(tmp_path / "ah"), "ANSIBLE_LOCALHOST_WARNING": "false",
-           "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false"}
+    env = {
+        **os.environ,
+        "ANSIBLE_COLLECTIONS_PATH": str(repo_root / ".build" / "collections"),
+        "ANSIBLE_HOME": str(tmp_path / "ah"),
+        "ANSIBLE_LOCALHOST_WARNING": "false",
+        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
+    }
     exe = Path(sys.executable).parent / "ansible-playbook"
-    p = subprocess.run([str(exe), "-c", "local", str(tmp_path / "play.yml")], capture_output=True, text=True,
-                       env=env, timeout=300)
+    p = subprocess.run(
+        [str(exe), "-c", "local", str(tmp_path / "play.yml")], capture_output=True, text=True, env=env, timeout=300
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     conf = (tmp_path / "topology.conf").read_text()
     assert "SwitchName=spine Switches=su01-leaf,su02-leaf" in conf

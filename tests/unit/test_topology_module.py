@@ -31,13 +31,19 @@ def fleet(tmp_path_factory):
     return d
 
 
-def run_module(name: str, args: dict, tmp_path: Path, check: bool = False, diff: bool = False,
-               env: dict | None = None) -> dict:
+def run_module(
+    name: str, args: dict, tmp_path: Path, check: bool = False, diff: bool = False, env: dict | None = None
+) -> dict:
     f = tmp_path / f"args-{name}.json"
     f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {**args, "_ansible_check_mode": check, "_ansible_diff": diff}}))
     e = {**os.environ, "PYTHONPATH": str(COLLECTIONS), **(env or {})}
-    p = subprocess.run([sys.executable, "-m", f"ansible_collections.gpufleet.core.plugins.modules.{name}", str(f)],
-                       capture_output=True, text=True, env=e, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", f"ansible_collections.gpufleet.core.plugins.modules.{name}", str(f)],
+        capture_output=True,
+        text=True,
+        env=e,
+        timeout=120,
+    )
     out = p.stdout.strip().splitlines()
     assert out, p.stderr
     return json.loads(out[-1])
@@ -62,10 +68,16 @@ def test_module_writes_once_then_unchanged(fleet, tmp_path):
 
 
 def test_module_yaml_with_cliques_and_nodes(fleet, tmp_path):
-    args = {"ibnetdiscover": [str(fleet / "ibnetdiscover-p.out")], "nodes_snapshot": str(fleet / "nodes.yaml"),
-            "format": "yaml", "nodes": ["gpu[001-032]"],
-            "topologies": [{"name": "topo-tree", "plugin": "tree", "cluster_default": True},
-                           {"name": "topo-block", "plugin": "block", "block_sizes": [8, 16]}]}
+    args = {
+        "ibnetdiscover": [str(fleet / "ibnetdiscover-p.out")],
+        "nodes_snapshot": str(fleet / "nodes.yaml"),
+        "format": "yaml",
+        "nodes": ["gpu[001-032]"],
+        "topologies": [
+            {"name": "topo-tree", "plugin": "tree", "cluster_default": True},
+            {"name": "topo-block", "plugin": "block", "block_sizes": [8, 16]},
+        ],
+    }
     r = run_module("slurm_topology", args, tmp_path)
     doc = yaml.safe_load(r["content"])
     assert [d["topology"] for d in doc] == ["topo-tree", "topo-block"]
@@ -81,11 +93,11 @@ def test_module_errors_are_clean(fleet, tmp_path):
     r = run_module("slurm_topology", {"ibnetdiscover": [str(bad)], "dest": str(tmp_path / "t.conf")}, tmp_path)
     assert r["failed"] is True and f"{bad}:2" in r["msg"]
     assert not (tmp_path / "t.conf").exists()
-    r = run_module("slurm_topology", {"ibnetdiscover": [str(fleet / "ibnetdiscover.out")], "strict": True},
-                   tmp_path)
+    r = run_module("slurm_topology", {"ibnetdiscover": [str(fleet / "ibnetdiscover.out")], "strict": True}, tmp_path)
     assert r["failed"] is True and "strict" in r["msg"]
-    r = run_module("slurm_topology", {"ibnetdiscover": [str(fleet / "ibnetdiscover.out")],
-                                      "nodes": ["gpu001", "gpu999"]}, tmp_path)
+    r = run_module(
+        "slurm_topology", {"ibnetdiscover": [str(fleet / "ibnetdiscover.out")], "nodes": ["gpu001", "gpu999"]}, tmp_path
+    )
     assert "gpu999" in json.dumps(r["warnings"]) and "deprecations" not in r
 
 
@@ -93,13 +105,16 @@ def test_fabric_facts_runs_ibnetdiscover(fleet, tmp_path):
     # stand-in for infiniband-diags on a host with an HCA: replays a saved fabric, prints -p when asked
     shim = tmp_path / "bin" / "ibnetdiscover"
     shim.parent.mkdir()
-    shim.write_text(f"#!/bin/sh\nif [ \"$1\" = -p ]; then cat {fleet / 'ibnetdiscover-p.out'}; "
-                    f"else cat {fleet / 'ibnetdiscover.out'}; fi\n")
+    shim.write_text(
+        f'#!/bin/sh\nif [ "$1" = -p ]; then cat {fleet / "ibnetdiscover-p.out"}; '
+        f"else cat {fleet / 'ibnetdiscover.out'}; fi\n"
+    )
     shim.chmod(0o755)
     env = {"PATH": f"{shim.parent}:{os.environ['PATH']}"}
     dest = tmp_path / "snap" / "ibnetdiscover.out"
-    r = run_module("fabric_facts", {"dest": str(dest), "nodes": ["gpu[001-064]", "gpu099"]}, tmp_path,
-                   check=True, env=env)
+    r = run_module(
+        "fabric_facts", {"dest": str(dest), "nodes": ["gpu[001-064]", "gpu099"]}, tmp_path, check=True, env=env
+    )
     assert r["changed"] is True and not dest.exists()
     assert r["fabric"]["health"]["nodes_not_in_fabric"] == ["gpu099"]
     r = run_module("fabric_facts", {"dest": str(dest)}, tmp_path, env=env)

@@ -80,8 +80,10 @@ def test_block_order_follows_the_tree_not_domain_names():
     assert [b for b, _ in topo.blocks] == ["z9", "z8", "z7", "z6"]
 
 
-@pytest.mark.parametrize("sizes,ok", [([8, 16, 32], True), ([8, 24], False), ([8], True), ([16, 8], False),
-                                      ([8, 8 << 16], False), ([0], False)])
+@pytest.mark.parametrize(
+    "sizes,ok",
+    [([8, 16, 32], True), ([8, 24], False), ([8], True), ([16, 8], False), ([8, 8 << 16], False), ([0], False)],
+)
 def test_block_sizes_rules(sample, sizes, ok):
     if ok:
         render_block(sample, block_sizes=sizes)
@@ -97,19 +99,22 @@ def test_infer_block_sizes():
 
 
 # Each rule from reference section 1.6 that is fatal (or an error) in some Slurm version.
-@pytest.mark.parametrize("switches,msg", [
-    ([], "no switches"),
-    ([("s0", "nodes", ["a"]), ("s0", "nodes", ["b"])], "defined twice"),
-    ([("top", "switches", ["s2"]), ("s1", "nodes", ["a"])], "invalid child"),
-    ([("top", "switches", ["top"])], "invalid child"),
-    ([("a", "switches", ["b"]), ("b", "switches", ["a"])], "not a tree"),
-    ([("leaf018446744073709551615", "nodes", ["a"])], "trailing digit run"),
-    ([("x" * 65, "nodes", ["a"])], "longer than 64"),
-    ([("root", "switches", [])], "no members"),
-    ([("s0", "both", ["a"])], "both or neither"),
-    ([("s0", "nodes", ["a"]), ("s1", "nodes", ["a"]), ("t", "switches", ["s0", "s1"])], "two leaves"),
-    ([("bad name", "nodes", ["a"])], "characters"),
-])
+@pytest.mark.parametrize(
+    "switches,msg",
+    [
+        ([], "no switches"),
+        ([("s0", "nodes", ["a"]), ("s0", "nodes", ["b"])], "defined twice"),
+        ([("top", "switches", ["s2"]), ("s1", "nodes", ["a"])], "invalid child"),
+        ([("top", "switches", ["top"])], "invalid child"),
+        ([("a", "switches", ["b"]), ("b", "switches", ["a"])], "not a tree"),
+        ([("leaf018446744073709551615", "nodes", ["a"])], "trailing digit run"),
+        ([("x" * 65, "nodes", ["a"])], "longer than 64"),
+        ([("root", "switches", [])], "no members"),
+        ([("s0", "both", ["a"])], "both or neither"),
+        ([("s0", "nodes", ["a"]), ("s1", "nodes", ["a"]), ("t", "switches", ["s0", "s1"])], "two leaves"),
+        ([("bad name", "nodes", ["a"])], "characters"),
+    ],
+)
 def test_validate_tree_rejects(switches, msg):
     with pytest.raises(FabricError, match=msg):
         validate_tree(switches)
@@ -137,20 +142,25 @@ def test_validate_block_rejects_duplicates_and_small_blocks():
 
 
 def test_yaml_several_topologies(sample):
-    text = render_yaml(sample, [
-        {"name": "topo-tree", "plugin": "tree", "cluster_default": True},
-        {"name": "topo-block", "plugin": "block", "block_sizes": [8, 16]},
-        {"name": "tenant-a", "plugin": "tree", "nodes": "gpu[001-016]"},
-        {"name": "topo-flat", "plugin": "flat"},
-    ])
+    text = render_yaml(
+        sample,
+        [
+            {"name": "topo-tree", "plugin": "tree", "cluster_default": True},
+            {"name": "topo-block", "plugin": "block", "block_sizes": [8, 16]},
+            {"name": "tenant-a", "plugin": "tree", "nodes": "gpu[001-016]"},
+            {"name": "topo-flat", "plugin": "flat"},
+        ],
+    )
     doc = yaml.safe_load(text)
     assert [d["topology"] for d in doc] == ["topo-tree", "topo-block", "tenant-a", "topo-flat"]
     assert next(iter(doc[0])) == "topology"
     assert [d["cluster_default"] for d in doc] == [True, False, False, False]
     assert doc[1]["block"]["block_sizes"] == [8, 16]
     tenant = doc[2]["tree"]["switches"]
-    assert tenant[0] == {"switch": "spine", "children": "su[01-02]-leaf"} or hostlist_expand(
-        tenant[0]["children"]) == ["su01-leaf", "su02-leaf"]
+    assert tenant[0] == {"switch": "spine", "children": "su[01-02]-leaf"} or hostlist_expand(tenant[0]["children"]) == [
+        "su01-leaf",
+        "su02-leaf",
+    ]
     assert doc[3] == {"topology": "topo-flat", "cluster_default": False, "flat": True}
     with pytest.raises(FabricError, match="twice"):
         render_yaml(sample, [{"name": "a"}, {"name": "a"}])
