@@ -1,0 +1,225 @@
+"""install_method helm installs the values the GitOps render wrote (gpufleet.core.component).
+
+The five component roles (cilium, gpu_operator, shared_storage, slurm_operator with its CRDs chart,
+argocd) run through ``ansible-playbook`` with ``install_method: helm`` against the real test
+kube-apiserver, with the real ``helm`` (built into .build/bin) and kubernetes.core.helm, reading the
+rendered sample tree in ``gitops/clusters/gpu-east``.
+
+Test double: the upstream charts cannot be downloaded here, so every role's chart is replaced by
+one tiny local chart whose only template writes ``.Values`` (as JSON) into a ConfigMap. What the
+test checks is therefore exactly what Helm received as values, per release, compared with the
+rendered values file; chart contents are not under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from controlplane import BIN_DIR, REPO_ROOT, LocalControlPlane, shared_test_helpers
+
+pytestmark = pytest.mark.kube
+
+GITOPS = REPO_ROOT / "gitops" / "clusters" / "gpu-east"
+CHART_VERSION = "0.1.0"
+FENCE_KEY = "node-restriction.kubernetes.io/gpufleet-pool"
+# role -> (namespace, release) and the rendered file its values come from
+RELEASES = {
+    "cilium": ("hc-cilium", "cilium", GITOPS / "platform/cilium/values.yaml"),
+    "gpu_operator": ("hc-gpu-operator", "gpu-operator", GITOPS / "platform/gpu-operator/values.yaml"),
+    "shared_storage": ("hc-storage", "csi-driver-nfs", GITOPS / "platform/csi-driver-nfs/values.yaml"),
+    "slurm_operator_crds": (
+        "hc-slinky",
+        "slurm-operator-crds",
+        GITOPS / "tenants/research/slurm-operator-crds/values.yaml",
+    ),
+    "slurm_operator": ("hc-slinky", "slurm-operator", GITOPS / "tenants/research/slurm-operator/values.yaml"),
+}
+ARGOCD_CM = GITOPS / "platform/argocd-config/argocd-cm.yaml"
+
+CHART_TEMPLATE = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-values
+data:
+  values.json: {{ toJson .Values | quote }}
+"""
+
+
+def rendered(path: Path) -> dict:
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    assert len(docs) == 1, path
+    return docs[0]
+
+
+@pytest.fixture(scope="module")
+def bed(kube_cluster: LocalControlPlane, tmp_path_factory) -> dict:
+    helm = shared_test_helpers().require_tool("helm", "installs the component releases")
+    shared_test_helpers().require_path(GITOPS / "root-app.yaml", "the rendered sample tree")
+    work = tmp_path_factory.mktemp("component-helm")
+    chart = work / "values-echo"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(
+        yaml.safe_dump({"apiVersion": "v2", "name": "values-echo", "version": CHART_VERSION, "type": "application"})
+    )
+    (chart / "templates" / "values.yaml").write_text(CHART_TEMPLATE)
+    (work / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
+    return {"kube": kube_cluster, "dir": work, "chart": chart, "helm": helm}
+
+
+def play(bed: dict, argocd_cm: Path = ARGOCD_CM, gpu_values: Path | None = None) -> Path:
+    local = {"chart_ref": str(bed["chart"]), "chart_repo_url": "", "version": CHART_VERSION}
+    access = {"kubeconfig": str(bed["kube"].kubeconfig), "wait": False}
+
+    def role(name: str, extra: dict) -> dict:
+        return {
+            "name": f"install {name}",
+            "ansible.builtin.include_role": {"name": f"gpufleet.core.{name}"},
+            "vars": {f"{name}_install_method": "helm", **{f"{name}_{k}": v for k, v in access.items()}, **extra},
+        }
+
+    ns = {k: v[0] for k, v in RELEASES.items()}
+    tasks = [
+        role(
+            "cilium",
+            {"cilium_chart": local, "cilium_namespace": ns["cilium"], "cilium_values_file": str(RELEASES["cilium"][2])},
+        ),
+        role(
+            "gpu_operator",
+            {
+                "gpu_operator_chart": local,
+                "gpu_operator_namespace": ns["gpu_operator"],
+                "gpu_operator_values_file": str(gpu_values or RELEASES["gpu_operator"][2]),
+            },
+        ),
+        role(
+            "shared_storage",
+            {
+                "shared_storage_chart": local,
+                "shared_storage_namespace": ns["shared_storage"],
+                "shared_storage_values_file": str(RELEASES["shared_storage"][2]),
+                "shared_storage_nfs_server": "nfs.example.invalid",
+                "shared_storage_nfs_share": "/export/gpufleet",
+                "shared_storage_storage_class": "hc-shared",
+            },
+        ),
+        role(
+            "slurm_operator",
+            {
+                "slurm_operator_chart": local,
+                "slurm_operator_crds_chart": local,
+                "slurm_operator_namespace": ns["slurm_operator"],
+                "slurm_operator_values_file": str(RELEASES["slurm_operator"][2]),
+                "slurm_operator_crds_values_file": str(RELEASES["slurm_operator_crds"][2]),
+            },
+        ),
+        role("argocd", {"argocd_chart": local, "argocd_namespace": "hc-argocd", "argocd_cm_file": str(argocd_cm)}),
+    ]
+    path = bed["dir"] / f"play-{len(list(bed['dir'].glob('play-*')))}.yml"
+    path.write_text(
+        yaml.safe_dump(
+            [{"name": "helm path", "hosts": "localhost", "gather_facts": False, "tasks": tasks}], sort_keys=False
+        )
+    )
+    return path
+
+
+def run(bed: dict, playbook: Path, *flags: str, ok: bool = True) -> list[dict]:
+    helpers = shared_test_helpers()
+    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
+    if not playbook_bin.exists():
+        playbook_bin = Path(helpers.require_tool("ansible-playbook", "runs the component roles"))
+    env = dict(os.environ)
+    env.update(
+        PATH=f"{BIN_DIR}:{Path(bed['helm']).parent}:{env.get('PATH', '')}",
+        ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / ".build" / "collections"),
+        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+        ANSIBLE_LOCALHOST_WARNING="False",
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+        ANSIBLE_NOCOLOR="1",
+        HELM_CACHE_HOME=str(bed["dir"] / "helm-cache"),
+        HELM_CONFIG_HOME=str(bed["dir"] / "helm-config"),
+        HELM_DATA_HOME=str(bed["dir"] / "helm-data"),
+    )
+    cmd = [str(playbook_bin), "-i", str(bed["dir"] / "hosts.yml"), str(playbook), *flags]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert (proc.returncode == 0) is ok, proc.stdout[-6000:] + proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    return [{"name": t["task"]["name"], **t["hosts"]["localhost"]} for t in out["plays"][0]["tasks"]]
+
+
+def installed_values(bed: dict, namespace: str, release: str) -> tuple[dict, dict]:
+    """(helm get values, the values the chart rendered into its ConfigMap) of one release."""
+    kube = bed["kube"]
+    got = subprocess.run(
+        [bed["helm"], "get", "values", release, "-n", namespace, "-o", "json", f"--kubeconfig={kube.kubeconfig}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    cm = kube.get_json("configmap", f"{release}-values", "-n", namespace)
+    return json.loads(got.stdout) or {}, json.loads(cm["data"]["values.json"])
+
+
+def releases(bed: dict) -> set[str]:
+    kube = bed["kube"]
+    out = subprocess.run(
+        [bed["helm"], "list", "-A", "-o", "json", f"--kubeconfig={kube.kubeconfig}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return {f"{r['namespace']}/{r['name']}" for r in json.loads(out.stdout) if r["namespace"].startswith("hc-")}
+
+
+def test_check_mode_installs_nothing(bed):
+    results = run(bed, play(bed), "--check")
+    assert [r for r in results if r.get("changed")], results
+    assert releases(bed) == set()
+
+
+def test_helm_releases_get_the_rendered_values_then_rerun_is_unchanged(bed):
+    results = run(bed, play(bed))
+    installs = [r for r in results if "status" in r and r.get("changed")]
+    assert len(installs) == 6, [r["name"] for r in results]
+    expected = {f"{ns}/{rel}" for ns, rel, _ in RELEASES.values()} | {"hc-argocd/argocd"}
+    assert releases(bed) == expected
+    for role, (ns, rel, path) in RELEASES.items():
+        want = rendered(path)
+        got, echoed = installed_values(bed, ns, rel)
+        assert got == want, role
+        assert echoed == want, role
+    # what the issue called out: fence tolerations and our Cilium settings, not chart/role defaults
+    gpu = installed_values(bed, "hc-gpu-operator", "gpu-operator")[0]
+    assert {"key": FENCE_KEY, "operator": "Exists", "effect": "NoSchedule"} in gpu["daemonsets"]["tolerations"]
+    cilium = installed_values(bed, "hc-cilium", "cilium")[0]
+    assert cilium["cni"] == {"exclusive": True} and cilium["operator"] == {"replicas": 2}
+    # Argo CD: the rendered argocd-cm data becomes the chart's configs.cm
+    argocd = installed_values(bed, "hc-argocd", "argocd")
+    assert argocd[0] == argocd[1] == {"configs": {"cm": rendered(ARGOCD_CM)["data"]}}
+    assert "argoproj.io_Application" in next(iter(argocd[0]["configs"]["cm"]))
+
+    again = run(bed, play(bed))
+    assert [r["name"] for r in again if r.get("changed")] == [], "second run changed something"
+
+
+def test_missing_or_bad_values_file_fails_before_helm(bed, tmp_path):
+    before = releases(bed)
+    results = run(bed, play(bed, gpu_values=tmp_path / "not-rendered.yaml"), ok=False)
+    failed = [r for r in results if r.get("failed")]
+    assert len(failed) == 1 and "not-rendered.yaml is not a rendered values file" in failed[0]["msg"], failed
+    assert "render the tree first" in failed[0]["msg"]
+    listy = tmp_path / "list.yaml"
+    listy.write_text("- a\n- b\n")
+    results = run(bed, play(bed, gpu_values=listy), ok=False)
+    assert "list.yaml is not a rendered values file" in next(r for r in results if r.get("failed"))["msg"]
+    results = run(bed, play(bed, argocd_cm=listy), ok=False)
+    assert "is not a rendered argocd-cm" in next(r for r in results if r.get("failed"))["msg"]
+    assert releases(bed) == before
