@@ -50,8 +50,9 @@ print(json.dumps({"switches": len(fab.switches), "lines": text.count("\n"), "gro
 def run(hosts: int, rails: int, tiers: int, ports: bool) -> dict:
     from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 
-    spec = fabric_gen.GenSpec(hosts=hosts, rails=rails, su_size=32, tiers=tiers, sharp=-1, unnamed=4,
-                              cut_cables=4, seed=7)
+    spec = fabric_gen.GenSpec(
+        hosts=hosts, rails=rails, su_size=32, tiers=tiers, sharp=-1, unnamed=4, cut_cables=4, seed=7
+    )
     g = fabric_gen.generate(spec)
     text = fabric_gen.render_ports(g) if ports else fabric_gen.render_ibnetdiscover(g)
     del g
@@ -61,8 +62,9 @@ def run(hosts: int, rails: int, tiers: int, ports: bool) -> dict:
     del text
     try:
         kind = "ibnetdiscover-ports" if ports else "ibnetdiscover"
-        p = subprocess.run([sys.executable, "-c", CHILD, str(_COLL), path, kind], capture_output=True, text=True,
-                           check=True)
+        p = subprocess.run(
+            [sys.executable, "-c", CHILD, str(_COLL), path, kind], capture_output=True, text=True, check=True
+        )
     finally:
         Path(path).unlink()
     return json.loads(p.stdout)
@@ -75,15 +77,20 @@ def main() -> None:
     a = ap.parse_args()
     fmt = "-p ports" if a.ports else "default"
     print(f"# ibnetdiscover {fmt} format; SU = 32 hosts; SHARP node on every switch; 4 unnamed HCAs; 4 cut cables")
-    print(f"{'hosts x rails':>14} {'tiers':>5} {'switches':>8} {'lines':>9} {'groups':>6} {'conf':>5} "
-          f"{'parse s':>8} {'build s':>8} {'render s':>8} {'total s':>8} {'cpu s':>7} {'peak MiB':>9}")
+    print(
+        f"{'hosts x rails':>14} {'tiers':>5} {'switches':>8} {'lines':>9} {'groups':>6} {'conf':>5} "
+        f"{'parse s':>8} {'build s':>8} {'render s':>8} {'total s':>8} {'cpu s':>7} {'peak MiB':>9}"
+    )
     for hosts, rails, tiers in SIZES:
         if hosts > a.max_hosts:
             continue
         r = run(hosts, rails, tiers, a.ports)
-        print(f"{hosts:>7} x {rails:<4} {tiers:>5} {r['switches']:>8} {r['lines']:>9} {r['groups']:>6} "
-              f"{r['conf_lines']:>5} {r['parse']:>8.3f} {r['build']:>8.3f} {r['render']:>8.3f} "
-              f"{r['total']:>8.3f} {r['cpu']:>7.3f} {r['rss']:>9.1f}", flush=True)
+        print(
+            f"{hosts:>7} x {rails:<4} {tiers:>5} {r['switches']:>8} {r['lines']:>9} {r['groups']:>6} "
+            f"{r['conf_lines']:>5} {r['parse']:>8.3f} {r['build']:>8.3f} {r['render']:>8.3f} "
+            f"{r['total']:>8.3f} {r['cpu']:>7.3f} {r['rss']:>9.1f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

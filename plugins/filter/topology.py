@@ -51,8 +51,17 @@ def fabric_topology(src, kind="auto", nodes=None, node_map=None, exclude=None, d
     return {**topology_summary(topo), "health": topo.health}
 
 
-def slurm_topology_conf(src, format="tree", kind="auto", nodes=None, node_map=None, exclude=None, domains=None,
-                        block_sizes=None, topologies=None):
+def slurm_topology_conf(
+    src,
+    format="tree",
+    kind="auto",
+    nodes=None,
+    node_map=None,
+    exclude=None,
+    domains=None,
+    block_sizes=None,
+    topologies=None,
+):
     """topology.conf (tree or block) or topology.yaml text, validated against Slurm's rules."""
     topo = _topo("slurm_topology_conf", src, kind, nodes, node_map, exclude, domains)
     try:
@@ -61,22 +70,33 @@ def slurm_topology_conf(src, format="tree", kind="auto", nodes=None, node_map=No
         raise AnsibleFilterError(f"slurm_topology_conf: {e}") from e
 
 
-def slinky_topology_spec(src, tree="default", block=None, kind="auto", nodes=None, node_map=None, exclude=None,
-                         domains=None):
+def slinky_topology_spec(
+    src, tree="default", block=None, kind="auto", nodes=None, node_map=None, exclude=None, domains=None
+):
     """Node -> value of the ``topology.slinky.slurm.net/spec`` annotation."""
     topo = _topo("slinky_topology_spec", src, kind, nodes, node_map, exclude, domains)
     return _slinky(topo, tree=tree, block=block)
 
 
-def kueue_topology_labels(src, prefix="topology.gpufleet.io", kind="auto", nodes=None, node_map=None, exclude=None,
-                          domains=None):
+def kueue_topology_labels(
+    src, prefix="topology.gpufleet.io", kind="auto", nodes=None, node_map=None, exclude=None, domains=None
+):
     """Node -> the topology labels a Kueue ``Topology`` with the same prefix needs."""
     topo = _topo("kueue_topology_labels", src, kind, nodes, node_map, exclude, domains)
     return kueue_node_labels(topo, prefix=prefix)
 
 
-def kueue_topology(src, name="gpufleet-fabric", prefix="topology.gpufleet.io", api_version="kueue.x-k8s.io/v1beta1",
-                   kind="auto", nodes=None, node_map=None, exclude=None, domains=None):
+def kueue_topology(
+    src,
+    name="gpufleet-fabric",
+    prefix="topology.gpufleet.io",
+    api_version="kueue.x-k8s.io/v1beta1",
+    kind="auto",
+    nodes=None,
+    node_map=None,
+    exclude=None,
+    domains=None,
+):
     """The Kueue ``Topology`` object (levels coarse to fine, hostname last) for the same labels."""
     topo = _topo("kueue_topology", src, kind, nodes, node_map, exclude, domains)
     return _kueue_topology(topo, name=name, prefix=prefix, api_version=api_version)

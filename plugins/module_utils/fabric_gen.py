@@ -177,10 +177,7 @@ def generate(spec: GenSpec) -> GenFabric:
     )
 
 
-_HEAD = (
-    "#\n# Topology file: generated on Mon Jan  5 00:00:00 2026\n#\n"
-    "# Initiated from node {g:016x} port {g:016x}\n\n"
-)
+_HEAD = "#\n# Topology file: generated on Mon Jan  5 00:00:00 2026\n#\n# Initiated from node {g:016x} port {g:016x}\n\n"
 
 
 def planes(g: GenFabric) -> list[list[int]]:

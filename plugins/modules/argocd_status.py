@@ -144,6 +144,16 @@ progress:
   type: list
   elements: str
   sample: ["[  12.0s] gpu-east-cilium: OutOfSync/Missing -> Synced/Healthy/Succeeded"]
+not_ready_report:
+  description:
+    - The apps that are not ready, one line each (C(namespace/name: sync/health (phase): reason)) after a
+      header line; empty when all are ready. The same text is the failure message with O(fail_on_not_ready).
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "1 of 27 Argo CD Applications not Synced/Healthy after waiting 1800s:"
+    - "  - argocd/gpu-east-gpu-operator: Synced/Degraded (Succeeded): DaemonSet/gpu-operator/nvidia-driver Degraded"
 waited:
   description: Seconds spent waiting (0 without O(wait)).
   returned: always
@@ -204,13 +214,16 @@ def run(module, params):
         "summary": status.summary(records),
         "progress": progress,
         "waited": round(waited, 1),
+        "not_ready_report": [],
     }
-    if not ready and params["fail_on_not_ready"]:
+    if not ready:
         if records:
             msg = status.failure_message(records, waited if params["wait"] else None)
         else:
             msg = f"no Argo CD Applications matched in namespace {params['namespace']}"
-        module.fail_json(msg=msg, **result)
+        result["not_ready_report"] = msg.splitlines()
+        if params["fail_on_not_ready"]:
+            module.fail_json(msg=msg, **result)
     return result
 
 

@@ -165,8 +165,11 @@ def main() -> None:
             "ibnetdiscover": {"type": "list", "elements": "path"},
             "fabric": {"type": "path"},
             "nodes_snapshot": {"type": "path"},
-            "fabric_kind": {"type": "str", "default": "auto",
-                            "choices": ["auto", "ibnetdiscover", "ibnetdiscover-ports"]},
+            "fabric_kind": {
+                "type": "str",
+                "default": "auto",
+                "choices": ["auto", "ibnetdiscover", "ibnetdiscover-ports"],
+            },
             "format": {"type": "str", "default": "tree", "choices": ["tree", "block", "yaml"]},
             "nodes": {"type": "list", "elements": "str"},
             "node_map": {"type": "dict"},

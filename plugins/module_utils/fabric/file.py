@@ -119,8 +119,12 @@ def parse_fabric_yaml(text: str, source: str = "<text>") -> Fabric:
 
     switches = doc.get("switches") or _LDict()
     if not isinstance(switches, dict):
-        raise FabricError("'switches' must map each switch name to its switches and nodes", source,
-                          _line(switches, _line(doc)), "switches")
+        raise FabricError(
+            "'switches' must map each switch name to its switches and nodes",
+            source,
+            _line(switches, _line(doc)),
+            "switches",
+        )
     for name, spec in switches.items():
         key = f"switches.{name}"
         line = _line(spec, _line(switches))

@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import 
 _HEADER_KEYS = ("vendid", "devid", "sysimgguid", "switchguid", "caguid", "rtguid")
 _NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"([^"]*)"(.*))?$')
 _PORT = re.compile(
-    r'^\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*'
+    r"^\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*"
     r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*(?:#(.*))?$'
 )
 _QUOTED = re.compile(r'"([^"]*)"')

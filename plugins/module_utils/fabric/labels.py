@@ -26,8 +26,11 @@ _TOPOGRAPH = re.compile(r"^fabric\.topograph\.run/tier-(\d+)$")
 _NEBIUS = re.compile(r"^topology\.nebius\.com/tier-(\d+)$")
 _EKS = re.compile(r"^topology\.k8s\.aws/network-node-layer-(\d+)$")
 _GKE = ("cloud.google.com/gce-topology-block", "cloud.google.com/gce-topology-subblock")
-_OKE = ("oci.oraclecloud.com/rdma.hpc_island_id", "oci.oraclecloud.com/rdma.network_block_id",
-        "oci.oraclecloud.com/rdma.local_block_id")
+_OKE = (
+    "oci.oraclecloud.com/rdma.hpc_island_id",
+    "oci.oraclecloud.com/rdma.network_block_id",
+    "oci.oraclecloud.com/rdma.local_block_id",
+)
 DOMAIN_LABELS = (
     "nvidia.com/gpu.clique",
     "accelerator.topograph.run/domain",

@@ -185,10 +185,17 @@ KINDS = ("auto", "ibnetdiscover", "ibnetdiscover-ports", "labels", "file")
 def _read(path_or_text: str | Path) -> tuple[str, str]:
     if isinstance(path_or_text, Path):
         p = path_or_text
-    elif "\n" not in path_or_text and len(path_or_text) < 4096 and (
-        Path(path_or_text).is_file()
-        or (not any(c.isspace() for c in path_or_text) and not path_or_text.startswith(("{", "["))
-            and ("/" in path_or_text or path_or_text.endswith(_PATH_SUFFIXES)))
+    elif (
+        "\n" not in path_or_text
+        and len(path_or_text) < 4096
+        and (
+            Path(path_or_text).is_file()
+            or (
+                not any(c.isspace() for c in path_or_text)
+                and not path_or_text.startswith(("{", "["))
+                and ("/" in path_or_text or path_or_text.endswith(_PATH_SUFFIXES))
+            )
+        )
     ):
         p = Path(path_or_text)
     else:
@@ -207,8 +214,21 @@ def detect_kind(text: str) -> str:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if line.startswith(("Switch\t", "Switch ", "Ca\t", "Ca ", "Rt\t", "vendid=", "devid=", "sysimgguid=",
-                            "switchguid=", "caguid=", "rtguid=")):
+        if line.startswith(
+            (
+                "Switch\t",
+                "Switch ",
+                "Ca\t",
+                "Ca ",
+                "Rt\t",
+                "vendid=",
+                "devid=",
+                "sysimgguid=",
+                "switchguid=",
+                "caguid=",
+                "rtguid=",
+            )
+        ):
             return "ibnetdiscover"
         if re.match(r"^(SW|CA|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+", line):
             return "ibnetdiscover-ports"
@@ -217,8 +237,10 @@ def detect_kind(text: str) -> str:
         if line.startswith(("switches:", "blocks:", "domains:", "---")):
             return "file"
         break
-    raise FabricError("cannot tell the fabric format (expected ibnetdiscover output, -p ports output, "
-                      "a Kubernetes Node list or a fabric YAML file); pass kind=")
+    raise FabricError(
+        "cannot tell the fabric format (expected ibnetdiscover output, -p ports output, "
+        "a Kubernetes Node list or a fabric YAML file); pass kind="
+    )
 
 
 def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "auto") -> Fabric:
@@ -241,14 +263,18 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
     k = detect_kind(text) if kind == "auto" else kind
     if k == "ibnetdiscover":
         from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default
+
         return parse_default(text, source)
     if k == "ibnetdiscover-ports":
         from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_ports
+
         return parse_ports(text, source)
     if k == "labels":
         from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import parse_nodes_text
+
         return parse_nodes_text(text, source)
     from ansible_collections.gpufleet.core.plugins.module_utils.fabric.file import parse_fabric_yaml
+
     return parse_fabric_yaml(text, source)
 
 

@@ -137,9 +137,7 @@ def code_files() -> dict[str, bytes] | None:
 
     try:
         with zipfile.ZipFile(archive) as zf:
-            names = sorted(
-                n for n in zf.namelist() if n.startswith(prefix) and n.endswith(".py")
-            )
+            names = sorted(n for n in zf.namelist() if n.startswith(prefix) and n.endswith(".py"))
             found = {n[len(prefix) :]: zf.read(n) for n in names}
     except (OSError, zipfile.BadZipFile):
         return None

@@ -115,13 +115,15 @@ def validate_tree(switches: list[tuple[str, str, list[str]]], source: str = "top
     if len(roots) > 1:
         warnings.append(f"{len(roots)} root switches ({', '.join(roots[:5])}): no job spans them")
     if errors:
-        raise FabricError("; ".join(errors[:20]) + (f" (+{len(errors) - 20} more)" if len(errors) > 20 else ""),
-                          file=source)
+        raise FabricError(
+            "; ".join(errors[:20]) + (f" (+{len(errors) - 20} more)" if len(errors) > 20 else ""), file=source
+        )
     return warnings
 
 
-def render_tree(topo: Topology, nodes: str | Iterable[str] | None = None, header: bool = True,
-                warnings: list[str] | None = None) -> str:
+def render_tree(
+    topo: Topology, nodes: str | Iterable[str] | None = None, header: bool = True, warnings: list[str] | None = None
+) -> str:
     """topology.conf for ``TopologyPlugin=topology/tree``; non-fatal findings go to ``warnings``."""
     sws = tree_switches(topo, nodes)
     found = validate_tree(sws)
@@ -210,8 +212,11 @@ def _block_list(topo: Topology, nodes) -> list[tuple[str, list[str]]]:
 
 
 def render_block(
-    topo: Topology, block_sizes: list[int] | None = None, nodes: str | Iterable[str] | None = None,
-    header: bool = True, warnings: list[str] | None = None,
+    topo: Topology,
+    block_sizes: list[int] | None = None,
+    nodes: str | Iterable[str] | None = None,
+    header: bool = True,
+    warnings: list[str] | None = None,
 ) -> str:
     """topology.conf for ``TopologyPlugin=topology/block``: BlockName lines in adjacency order."""
     blocks = _block_list(topo, nodes)
@@ -240,8 +245,9 @@ def default_topologies(topo: Topology) -> list[dict]:
     return out or [{"name": "topo-flat", "plugin": "flat", "cluster_default": True}]
 
 
-def topology_yaml_data(topo: Topology, topologies: list[Mapping] | None = None,
-                       warnings: list[str] | None = None) -> list[dict]:
+def topology_yaml_data(
+    topo: Topology, topologies: list[Mapping] | None = None, warnings: list[str] | None = None
+) -> list[dict]:
     specs = list(topologies) if topologies else default_topologies(topo)
     out: list[dict] = []
     names: set[str] = set()
@@ -262,15 +268,19 @@ def topology_yaml_data(topo: Topology, topologies: list[Mapping] | None = None,
         if plugin == "tree":
             sws = tree_switches(topo, nodes)
             found = validate_tree(sws, source=f"topology.yaml {name}")
-            entry["tree"] = {"switches": [
-                {"switch": n, ("nodes" if k == "nodes" else "children"): hostlist_compress(m)} for n, k, m in sws
-            ]}
+            entry["tree"] = {
+                "switches": [
+                    {"switch": n, ("nodes" if k == "nodes" else "children"): hostlist_compress(m)} for n, k, m in sws
+                ]
+            }
         elif plugin == "block":
             blocks = _block_list(topo, nodes)
             sizes = [int(x) for x in spec.get("block_sizes") or []] or infer_block_sizes(blocks)
             found = validate_block(blocks, sizes, source=f"topology.yaml {name}")
-            entry["block"] = {"block_sizes": sizes,
-                              "blocks": [{"block": b, "nodes": hostlist_compress(ns)} for b, ns in blocks]}
+            entry["block"] = {
+                "block_sizes": sizes,
+                "blocks": [{"block": b, "nodes": hostlist_compress(ns)} for b, ns in blocks],
+            }
         elif plugin == "flat":
             found = []
             entry["flat"] = True
@@ -291,8 +301,9 @@ def render_yaml(topo: Topology, topologies: list[Mapping] | None = None, warning
     return HEADER + body
 
 
-def render(topo: Topology, fmt: str, nodes=None, block_sizes=None, topologies=None,
-           warnings: list[str] | None = None) -> str:
+def render(
+    topo: Topology, fmt: str, nodes=None, block_sizes=None, topologies=None, warnings: list[str] | None = None
+) -> str:
     if fmt == "tree":
         return render_tree(topo, nodes=nodes, warnings=warnings)
     if fmt == "block":
@@ -332,8 +343,13 @@ def label_value(value: str) -> str:
 
     Longer or unsafe values become ``x`` + FNV-64a hex, as topograph does.
     """
-    ok = len(value) <= 63 and value and value[0].isalnum() and value[-1].isalnum() and not any(
-        not (c.isalnum() or c in "-_.") for c in value)
+    ok = (
+        len(value) <= 63
+        and value
+        and value[0].isalnum()
+        and value[-1].isalnum()
+        and not any(not (c.isalnum() or c in "-_.") for c in value)
+    )
     if ok and value.isascii():
         return value
     h = 0xCBF29CE484222325
@@ -378,8 +394,12 @@ def kueue_node_labels(topo: Topology, prefix: str = "topology.gpufleet.io") -> d
     return out
 
 
-def kueue_topology(topo: Topology, name: str = "gpufleet-fabric", prefix: str = "topology.gpufleet.io",
-                   api_version: str = "kueue.x-k8s.io/v1beta1") -> dict:
+def kueue_topology(
+    topo: Topology,
+    name: str = "gpufleet-fabric",
+    prefix: str = "topology.gpufleet.io",
+    api_version: str = "kueue.x-k8s.io/v1beta1",
+) -> dict:
     return {
         "apiVersion": api_version,
         "kind": "Topology",

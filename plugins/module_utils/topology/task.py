@@ -92,8 +92,13 @@ def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff
     topo = topology_from_params(params)
     fmt = params.get("format") or "tree"
     warnings: list[str] = []
-    content = render(topo, fmt, block_sizes=params.get("block_sizes") or None,
-                     topologies=params.get("topologies") or None, warnings=warnings)
+    content = render(
+        topo,
+        fmt,
+        block_sizes=params.get("block_sizes") or None,
+        topologies=params.get("topologies") or None,
+        warnings=warnings,
+    )
     lost = topo.health.get("nodes_not_in_fabric") or []
     if lost:
         warnings.append(f"{len(lost)} node(s) not in the fabric, so in no switch or block: {', '.join(lost[:10])}")
@@ -129,8 +134,9 @@ def _slinky_names(topo: Topology, fmt: str, params: Mapping[str, Any]) -> dict:
     return {"tree": tree, "block": block}
 
 
-def run_fabric_facts(params: Mapping[str, Any], ibnetdiscover_text: str | None = None,
-                     check_mode: bool = False, diff_mode: bool = False) -> dict:
+def run_fabric_facts(
+    params: Mapping[str, Any], ibnetdiscover_text: str | None = None, check_mode: bool = False, diff_mode: bool = False
+) -> dict:
     """Fabric summary + topology + health; optionally save the raw ibnetdiscover output to ``dest``."""
     topo = topology_from_params(params, ibnetdiscover_text)
     result: dict = {"changed": False, "fabric": {**topology_summary(topo), "health": topo.health}}
@@ -140,8 +146,12 @@ def run_fabric_facts(params: Mapping[str, Any], ibnetdiscover_text: str | None =
         result["changed"] = changed
         result["dest"] = str(dest)
         if diff_mode and changed:
-            result["diff"] = {"before": old, "after": ibnetdiscover_text, "before_header": str(dest),
-                              "after_header": str(dest)}
+            result["diff"] = {
+                "before": old,
+                "after": ibnetdiscover_text,
+                "before_header": str(dest),
+                "after_header": str(dest),
+            }
     return result
 
 

@@ -276,3 +276,47 @@ def test_wait_times_out_and_says_which_apps(argo):
     # a root that never appears: the error says so after the timeout
     r = run_module(argo, {"root": "no-such-root", "wait": True, "wait_timeout": 2, "wait_interval": 1}, ok=False)
     assert r["msg"] == f"root Application {NS}/no-such-root not found (apply the root app first) (waited 2s)"
+
+
+def run_role(argo: dict, role_vars: dict, *flags: str, ok: bool = True) -> list[dict]:
+    """The argocd role's ``status`` entry point (what apply runs last), through ansible-playbook."""
+    cmd, env, _ = playbook(argo, {})
+    play = Path(cmd[3])
+    task = {
+        "name": "status of the app tree",
+        "ansible.builtin.include_role": {"name": "gpufleet.core.argocd", "tasks_from": "status"},
+        "vars": {"argocd_namespace": NS, "argocd_kubeconfig": str(argo["kube"].kubeconfig), **role_vars},
+    }
+    play = play.with_name(f"role-{abs(hash(json.dumps(role_vars, sort_keys=True)))}.yml")
+    play.write_text(yaml.safe_dump([{"name": "status", "hosts": "localhost", "gather_facts": False, "tasks": [task]}]))
+    cmd[3] = str(play)
+    proc = subprocess.run([*cmd, *flags], capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert (proc.returncode == 0) is ok, proc.stdout[-4000:] + proc.stderr[-4000:]
+    tasks = json.loads(proc.stdout)["plays"][0]["tasks"]
+    # included tasks are named "<role> : <task>"
+    return [{**t["hosts"]["localhost"], "name": t["task"]["name"].split(" : ", 1)[-1]} for t in tasks]
+
+
+def test_apply_status_step_prints_the_table_and_fails_naming_the_apps(argo):
+    kube = argo["kube"]
+    all_healthy(kube)
+    set_status(kube, "east-gpu-operator", degraded_status())
+    results = run_role(
+        argo, {"argocd_status_root": ROOT, "argocd_status_wait_timeout": 2, "argocd_status_wait_interval": 1}, ok=False
+    )
+    by_name = {r["name"]: r for r in results}
+    table = by_name["Show the Argo CD Applications"]["msg"]
+    assert table[0].split() == ["APP", "WAVE", "SYNC", "HEALTH", "OPERATION", "REASON"] and len(table) == 7
+    failed = by_name["Fail when Applications are not Synced/Healthy"]
+    assert failed["failed"] is True
+    assert failed["msg"][0].startswith("1 of 6 Argo CD Applications not Synced/Healthy after waiting")
+    assert failed["msg"][1:] == [
+        f"  - {NS}/east-gpu-operator: Synced/Degraded (Succeeded): "
+        f"Deployment/gpu-operator/gpu-operator Degraded: {DEGRADED_MSG}"
+    ]
+    # switched off: the table, no wait, no failure; in check mode: only a report, even for a missing root
+    results = run_role(argo, {"argocd_status_root": ROOT, "argocd_status_wait": False})
+    assert "Fail when Applications are not Synced/Healthy" not in {r["name"] for r in results if not r.get("skipped")}
+    results = run_role(argo, {"argocd_status_root": "not-applied-yet"}, "--check")
+    shown = next(r for r in results if r["name"] == "Show the Argo CD Applications")["msg"]
+    assert shown == [f"root Application {NS}/not-applied-yet not found (apply the root app first)"]
