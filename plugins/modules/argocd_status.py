@@ -146,8 +146,9 @@ progress:
   sample: ["[  12.0s] gpu-east-cilium: OutOfSync/Missing -> Synced/Healthy/Succeeded"]
 not_ready_report:
   description:
-    - The apps that are not ready, one line each (C(namespace/name: sync/health (phase): reason)) after a
-      header line; empty when all are ready. The same text is the failure message with O(fail_on_not_ready).
+    - The apps that are not ready after a header line, one line each with namespace/name, sync and health
+      status, operation phase and reason; empty when all are ready.
+    - The same text is the failure message with O(fail_on_not_ready).
   returned: always
   type: list
   elements: str

@@ -19,7 +19,7 @@ Pure functions on plain dicts (the objects as the Kubernetes API returns them).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
@@ -184,7 +184,7 @@ def app_status(app: Mapping[str, Any], parent: str = "") -> AppStatus:
         children=tuple(f"{ns}/{n}" for ns, n in child_refs(app)),
     )
     reason = "" if record.ready else first_reason(app)
-    return AppStatus(**{**record.__dict__, "reason": reason})
+    return replace(record, reason=reason)
 
 
 def missing_child(namespace: str, name: str, parent: str) -> AppStatus:
