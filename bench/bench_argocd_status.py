@@ -10,6 +10,7 @@ Rows (median of --runs):
   api read      one LIST of the Applications from the real kube-apiserver + the core (what one
                 poll of the module costs), with the kubernetes client
   module        gpufleet.core.argocd_status through ansible-playbook (one read, no wait), wall time
+  baseline      the same ansible-playbook run with ansible.builtin.ping instead (start-up cost)
 
 The api/module rows need the control plane binaries (tools/build.sh) and the Argo CD CRD; without
 them only the core row is printed. Asserts nothing.
@@ -97,25 +98,26 @@ def kube_rows(apps: list[dict], runs: int) -> list[tuple[str, float, int]]:
             secs, recs = timed(once, runs)
             rows.append(("api read (LIST + core)", secs, len(recs)))
             rows.append(module_row(Path(tmp), plane.kubeconfig, max(1, runs // 2)))
+            rows.append(module_row(Path(tmp), plane.kubeconfig, max(1, runs // 2), baseline=True))
         finally:
             plane.stop()
     return rows
 
 
-def module_row(tmp: Path, kubeconfig: Path, runs: int) -> tuple[str, float, int]:
-    play = tmp / "play.yml"
+def module_row(tmp: Path, kubeconfig: Path, runs: int, baseline: bool = False) -> tuple[str, float, int]:
+    play = tmp / ("ping.yml" if baseline else "play.yml")
+    task = (
+        {"ansible.builtin.ping": {}}
+        if baseline
+        else {"gpufleet.core.argocd_status": {"root": ROOT, "kubeconfig": str(kubeconfig)}}
+    )
     play.write_text(
         json.dumps(
             [
                 {
                     "hosts": "localhost",
                     "gather_facts": False,
-                    "tasks": [
-                        {
-                            "gpufleet.core.argocd_status": {"root": ROOT, "kubeconfig": str(kubeconfig)},
-                            "register": "r",
-                        }
-                    ],
+                    "tasks": [{**task, "register": "r"}],
                 }
             ]
         )
@@ -133,10 +135,11 @@ def module_row(tmp: Path, kubeconfig: Path, runs: int) -> tuple[str, float, int]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=600)
         if proc.returncode != 0:
             raise SystemExit(f"module run failed:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
-        return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["summary"]["total"]
+        result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+        return 0 if baseline else result["summary"]["total"]
 
     secs, total = timed(once, runs)
-    return ("module (ansible-playbook)", secs, int(total))
+    return ("baseline (ping, same run)" if baseline else "module (ansible-playbook)", secs, int(total))
 
 
 def main() -> int:
@@ -153,7 +156,8 @@ def main() -> int:
     print(f"argocd_status, {args.tenants} tenants, {len(apps)} Applications, median of {args.runs} runs")
     print(f"{'step':<28} {'apps':>6} {'seconds':>9} {'ms/app':>8}")
     for name, s, count in rows:
-        print(f"{name:<28} {count:>6} {s:>9.3f} {1000 * s / max(count, 1):>8.3f}")
+        per_app = f"{1000 * s / count:.3f}" if count else "-"
+        print(f"{name:<28} {count or '-':>6} {s:>9.3f} {per_app:>8}")
     return 0
 
 
