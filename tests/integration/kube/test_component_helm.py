@@ -223,3 +223,83 @@ def test_missing_or_bad_values_file_fails_before_helm(bed, tmp_path):
     results = run(bed, play(bed, argocd_cm=listy), ok=False)
     assert "is not a rendered argocd-cm" in next(r for r in results if r.get("failed"))["msg"]
     assert releases(bed) == before
+
+
+def test_site_apply_installs_helm_components_with_the_values_it_rendered(bed, tmp_path):
+    """site.yml -e gpufleet_apply=true on a fleet whose components use install_method helm:
+    render, then apply reads each component's values from the tree it just rendered."""
+    import shutil
+
+    inv = tmp_path / "inv"
+    shutil.copytree(REPO_ROOT / "inventories" / "sample", inv)
+    clusters_file = inv / "group_vars" / "all" / "clusters.yml"
+    clusters = yaml.safe_load(clusters_file.read_text())
+    comps = clusters["gpufleet_clusters"][0]["components"]
+    for name in ("cilium", "gpu_operator", "shared_storage", "slurm_operator"):
+        comps[name] = {**(comps.get(name) or {}), "install_method": "helm"}
+    clusters_file.write_text(yaml.safe_dump(clusters, sort_keys=False))
+    gitops = tmp_path / "gitops"
+    local = {"chart_ref": str(bed["chart"]), "chart_repo_url": "", "version": CHART_VERSION}
+    extra = {
+        "gpufleet_gitops_dir": str(gitops),
+        "gpufleet_apply": True,
+        "gpufleet_bootstrap": True,  # Argo CD and Cilium with Helm too
+        "gpufleet_kubeconfig": str(bed["kube"].kubeconfig),
+        "gpufleet_discover_live": False,
+        "gpufleet_apply_node_pools": False,
+        "gpufleet_register_tenants": False,
+        "gpufleet_apply_status": False,
+        "gpufleet_root_application": "",
+        # the local values-echo chart for every release, in this test's namespaces
+        **{
+            f"{c}_chart": local
+            for c in ("cilium", "gpu_operator", "shared_storage", "slurm_operator", "slurm_operator_crds", "argocd")
+        },
+        **{f"{c}_wait": False for c in ("cilium", "gpu_operator", "shared_storage", "slurm_operator", "argocd")},
+        **{
+            f"{c}_namespace": f"hs-{c.replace('_', '-')}"
+            for c in ("cilium", "gpu_operator", "shared_storage", "slurm_operator", "argocd")
+        },
+        "shared_storage_storage_class": "hs-shared",
+    }
+    extra_file = tmp_path / "extra.json"
+    extra_file.write_text(json.dumps(extra))
+    env = dict(os.environ)
+    env.pop("ANSIBLE_CONFIG", None)
+    env.update(
+        PATH=f"{BIN_DIR}:{Path(bed['helm']).parent}:{env.get('PATH', '')}",
+        ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / ".build" / "collections"),
+        ANSIBLE_NOCOLOR="1",
+        HELM_CACHE_HOME=str(bed["dir"] / "helm-cache"),
+        HELM_CONFIG_HOME=str(bed["dir"] / "helm-config"),
+        HELM_DATA_HOME=str(bed["dir"] / "helm-data"),
+    )
+    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
+    proc = subprocess.run(
+        [str(playbook_bin), "-i", str(inv), "site.yml", "-e", f"@{extra_file}"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    c = gitops / "clusters" / "gpu-east"
+    want = {
+        ("hs-cilium", "cilium"): rendered(c / "platform/cilium/values.yaml"),
+        ("hs-gpu-operator", "gpu-operator"): rendered(c / "platform/gpu-operator/values.yaml"),
+        ("hs-shared-storage", "csi-driver-nfs"): rendered(c / "platform/csi-driver-nfs/values.yaml"),
+        ("hs-slurm-operator", "slurm-operator"): rendered(c / "tenants/llm-pretrain/slurm-operator/values.yaml"),
+        ("hs-slurm-operator", "slurm-operator-crds"): rendered(
+            c / "tenants/llm-pretrain/slurm-operator-crds/values.yaml"
+        ),
+        ("hs-argocd", "argocd"): {"configs": {"cm": rendered(c / "platform/argocd-config/argocd-cm.yaml")["data"]}},
+    }
+    assert want[("hs-gpu-operator", "gpu-operator")]["daemonsets"]["tolerations"]  # fence tolerations rendered
+    for (ns, rel), values in want.items():
+        got, echoed = installed_values(bed, ns, rel)
+        assert got == echoed == values, (ns, rel)
+    # helm components have no Argo CD Application in the tree they were rendered into
+    apps = {p.name for p in (c / "apps").iterdir()}
+    assert not {"10-cilium.yaml", "30-gpu-operator.yaml", "40-csi-driver-nfs.yaml"} & apps
