@@ -95,6 +95,11 @@ def credentials(data: dict[str, str]) -> dict[str, str]:
     return creds
 
 
+def default_secret_name(name: str) -> str:
+    """Name of the Argo CD cluster Secret of vCluster ``name`` (in the Argo CD namespace)."""
+    return f"cluster-{name}"
+
+
 def _check_name(value: str, what: str) -> None:
     if not isinstance(value, str) or not _DNS_LABEL.match(value):
         raise ClusterSecretError(f"{what} {value!r} is not a valid DNS label (lowercase letters, digits, '-')")
@@ -141,7 +146,7 @@ def cluster_secret(
     meta_labels = dict(sorted((labels or {}).items()))
     meta_labels[SECRET_TYPE_LABEL] = "cluster"
     metadata: dict[str, Any] = {
-        "name": secret_name or f"cluster-{name}",
+        "name": secret_name or default_secret_name(name),
         "namespace": argocd_namespace,
         "labels": dict(sorted(meta_labels.items())),
     }

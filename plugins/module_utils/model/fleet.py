@@ -44,6 +44,7 @@ class FabricSource:
     node_name_map: dict[str, str] | None = None
     exclude_hosts: tuple[str, ...] = ()
     exclude_switches: tuple[str, ...] = ()
+    allow_unmatched_hosts: bool = False  # opt-in: fabric hosts matching no node only warn
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,8 @@ class Fleet:
     tenants: dict[str, Tenant]
     pools: dict[str, Pool]
     versions: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the RawModel it was built from (file and line of every key, for errors found while rendering)
+    source: Any = field(default=None, compare=False, repr=False)
 
     def tenant_pools(self, tenant: str, kind: str | None = None) -> list[Pool]:
         return [self.pools[p] for p in self.tenants[tenant].pools if kind is None or self.pools[p].kind == kind]

@@ -10,11 +10,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
+
 SCHEMA_VERSION = 1
 
-_NAME = {"type": "string", "pattern": "^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$", "description": "DNS label, max 40 chars"}
-_LABELS = {"type": "object", "additionalProperties": {"type": "string"}}
-_HOSTLISTS = {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True}
+_NAME = g.pattern(g.NAME, "DNS label, max 40 chars")
+_NAMESPACE = g.pattern(g.NAMESPACE, "Kubernetes namespace (DNS label, max 63 chars)")
+_LABELS = {
+    "type": "object",
+    "propertyNames": g.pattern(g.LABEL_KEY, "Kubernetes label key", maxLength=316),
+    "additionalProperties": g.pattern(g.LABEL_VALUE, "Kubernetes label value"),
+}
+_HOSTLISTS = {
+    "type": "array",
+    "items": g.pattern(g.HOSTLIST, "host list expression or glob (no whitespace, '=' or quotes)"),
+    "uniqueItems": True,
+}
+_REL_PATH = g.pattern(g.REL_PATH, "path relative to the inventory, inside it (no '..', no leading '/')")
+_TOKEN = g.pattern(g.TOKEN, "one word: no whitespace or control characters")
 # Kubernetes label key (optional DNS prefix) and value: strings that end up in object metadata.
 _LABEL_KEY = "^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 _LABEL_VALUE = "^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
@@ -90,7 +103,7 @@ def _component(extra: dict[str, Any] | None = None, enabled: bool = True) -> dic
     props: dict[str, Any] = {
         "enabled": {"type": "boolean", "default": enabled},
         "install_method": {"enum": ["gitops", "helm"], "default": "gitops"},
-        "namespace": {"type": "string"},
+        "namespace": _NAMESPACE,
         "values": _VALUES,
     }
     props.update(extra or {})
@@ -118,22 +131,26 @@ SCHEMA: dict[str, Any] = {
                     "additionalProperties": False,
                     "required": ["repo_url"],
                     "properties": {
-                        "repo_url": {"type": "string", "minLength": 1},
-                        "revision": {"type": "string", "minLength": 1, "default": "main"},
-                        "path": {"type": "string", "minLength": 1, "default": "gitops"},
-                        "remote": {"type": "string", "minLength": 1, "default": "origin"},
+                        "repo_url": _TOKEN,
+                        "revision": g.pattern(g.GIT_REF, "Git branch or tag", default="main"),
+                        "path": g.pattern(
+                            g.REL_PATH,
+                            "GitOps tree, relative to the repository root, inside it (no '..', no leading '/')",
+                            default="gitops",
+                        ),
+                        "remote": g.pattern(g.REMOTE, "Git remote name", default="origin"),
                         "forge": {
                             "type": "object",
                             "additionalProperties": False,
                             "properties": {
                                 "type": {"enum": ["github", "gitlab"]},
-                                "api_url": {"type": "string"},
-                                "project": {"type": "string", "description": "owner/repo or GitLab project path"},
-                                "token_env": {
-                                    "type": "string",
-                                    "default": "GPUFLEET_FORGE_TOKEN",
-                                    "description": "environment variable holding the API token (never the token)",
-                                },
+                                "api_url": g.pattern(g.API_URL, "forge API root (https://; http only for loopback)"),
+                                "project": g.pattern(g.PROJECT, "owner/repo or GitLab project path"),
+                                "token_env": g.pattern(
+                                    g.ENV_VAR,
+                                    "environment variable holding the API token (never the token)",
+                                    default="GPUFLEET_FORGE_TOKEN",
+                                ),
                             },
                         },
                     },
@@ -147,9 +164,9 @@ SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {
-                    "repo_url": {"type": "string"},
-                    "chart": {"type": "string"},
-                    "version": {"type": "string"},
+                    "repo_url": _TOKEN,
+                    "chart": _TOKEN,
+                    "version": _TOKEN,
                 },
             },
         },
@@ -162,25 +179,31 @@ SCHEMA: dict[str, Any] = {
                 "required": ["name"],
                 "properties": {
                     "name": _NAME,
-                    "server": {
-                        "type": "string",
-                        "default": "https://kubernetes.default.svc",
-                        "description": "API server URL as Argo CD reaches it",
-                    },
-                    "kubeconfig": {"type": "string", "description": "for apply; never committed credentials"},
-                    "context": {"type": "string"},
-                    "nodes_snapshot": {"type": "string", "description": "path relative to the inventory"},
+                    "server": g.pattern(
+                        g.HTTPS_URL, "API server URL as Argo CD reaches it", default="https://kubernetes.default.svc"
+                    ),
+                    "kubeconfig": g.pattern(g.TOKEN, "for apply; never committed credentials"),
+                    "context": _TOKEN,
+                    "nodes_snapshot": _REL_PATH,
                     "fabric": {
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
                             "source": {"enum": ["ibnetdiscover", "labels", "file", "none"], "default": "none"},
-                            "path": {"type": "string"},
+                            "path": _REL_PATH,
                             "node_name_map": {
                                 "type": "object",
                                 "additionalProperties": False,
                                 "required": ["pattern", "replace"],
-                                "properties": {"pattern": {"type": "string"}, "replace": {"type": "string"}},
+                                "properties": {
+                                    "pattern": g.pattern(g.TEXT, "Python regular expression (full match)"),
+                                    "replace": g.pattern(g.TEXT, "replacement (\\1 for groups)"),
+                                },
+                            },
+                            "allow_unmatched_hosts": {
+                                "type": "boolean",
+                                "default": False,
+                                "description": "render even when fabric hosts match no node (warns, naming them)",
                             },
                             "exclude_hosts": _HOSTLISTS,
                             "exclude_switches": _HOSTLISTS,
@@ -204,9 +227,9 @@ SCHEMA: dict[str, Any] = {
                             "gpu_operator": _component(),
                             "shared_storage": _component(
                                 {
-                                    "nfs_server": {"type": "string"},
-                                    "nfs_share": {"type": "string"},
-                                    "capacity": {"type": "string", "default": "10Ti"},
+                                    "nfs_server": g.pattern(g.HOSTNAME, "NFS server host name or IPv4 address"),
+                                    "nfs_share": g.pattern(g.ABS_PATH, "exported path (absolute, no '..')"),
+                                    "capacity": g.pattern(g.QUANTITY, "Kubernetes quantity", default="10Ti"),
                                 }
                             ),
                             "argocd": _component(),
@@ -226,7 +249,7 @@ SCHEMA: dict[str, Any] = {
                 "properties": {
                     "name": _NAME,
                     "cluster": _NAME,
-                    "description": {"type": "string"},
+                    "description": g.pattern(g.TEXT, "one line of text"),
                     "pools": {"type": "array", "items": _NAME, "uniqueItems": True, "minItems": 1},
                     "vcluster": {
                         "type": "object",
@@ -274,7 +297,7 @@ SCHEMA: dict[str, Any] = {
                             "gpus": {"type": "integer", "minimum": 0},
                         },
                     },
-                    "gpu_product": {"type": "string"},
+                    "gpu_product": g.pattern(g.LABEL_VALUE, "nvidia.com/gpu.product label value", minLength=1),
                     "node_selector": _LABELS,
                     "pin": _HOSTLISTS,
                     "exclude": _HOSTLISTS,
@@ -283,9 +306,12 @@ SCHEMA: dict[str, Any] = {
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
-                            "partition": {"type": "string", "pattern": "^[A-Za-z][-_A-Za-z0-9]*$"},
+                            "partition": g.pattern(g.PARTITION, "Slurm partition name (letters, digits, - and _)"),
                             "default": {"type": "boolean", "default": False},
-                            "max_time": {"type": "string"},
+                            "max_time": g.pattern(
+                                g.SLURM_TIME,
+                                "Slurm time: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED",
+                            ),
                             "autoscale": {"type": "boolean", "default": False},
                         },
                     },

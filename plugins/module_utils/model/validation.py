@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
@@ -30,7 +31,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import RawModel, load_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.model.schema import SCHEMA
 
-_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+_VALIDATOR = grammar.validator_for(SCHEMA)
 _COMPONENT_KEYS = ("enabled", "install_method", "namespace", "values")
 
 
@@ -45,7 +46,8 @@ def _schema_message(err: jsonschema.ValidationError) -> str:
         return err.message.replace("is a required property", "is required")
     if err.validator == "pattern":
         return (
-            f"{err.instance!r} is not valid: {err.schema.get('description') or 'must match ' + err.schema['pattern']}"
+            f"{err.instance!r} is not valid: {err.schema.get('description') or 'must match'}"
+            f" (must match {err.schema['pattern']})"
         )
     return err.message
 
@@ -256,6 +258,7 @@ def build_fleet(raw: RawModel) -> Fleet:
                 node_name_map=fab.get("node_name_map"),
                 exclude_hosts=tuple(fab.get("exclude_hosts", ())),
                 exclude_switches=tuple(fab.get("exclude_switches", ())),
+                allow_unmatched_hosts=fab.get("allow_unmatched_hosts", False),
             ),
             topology=TopologyConfig(plugin=topo.get("plugin", "tree"), block_sizes=tuple(topo.get("block_sizes", ()))),
             components={name: _component(name, comps.get(name)) for name in COMPONENTS},
@@ -314,6 +317,7 @@ def build_fleet(raw: RawModel) -> Fleet:
         tenants=tenants,
         pools=pools,
         versions=d.get("gpufleet_versions", {}),
+        source=raw,
     )
 
 

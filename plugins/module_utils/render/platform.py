@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Component, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
@@ -74,7 +75,9 @@ class Rendered:
         ):
             clash = set(mine) & set(theirs)
             if clash:
-                raise ValueError(f"two renderers produced {sorted(clash)}")
+                raise GpufleetError(
+                    f"two parts of the fleet render the same file(s) {sorted(clash)}; rename the tenant or pool"
+                )
             mine.update(theirs)
         self.notes += other.notes
 

@@ -38,6 +38,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import F
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import vars_files
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render import identity
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.monitoring import dcgm_fragment, render_monitoring
@@ -97,6 +98,8 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
     if gpu_vf in out.values:
         out.values[gpu_vf] = deep_merge(dcgm_fragment(fleet, cluster, inputs), out.values[gpu_vf])
     out.apps["00-project-platform.yaml"] = platform_project(fleet, cluster, [vcluster_server(t.name) for t in tenants])
+    root = argo.root_app(fleet, name, f"{base}/apps")
+    identity.check_cluster(fleet, cluster, {**out.apps, "../root-app.yaml": root}, out.manifests)
     files: dict[str, bytes] = {}
     for rel, values in out.values.items():
         files[rel] = dump_file(values, head)
@@ -109,7 +112,7 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
     for fname, obj in out.apps.items():
         files[f"{base}/apps/{fname}"] = dump_docs([obj], head)
     files[f"{base}/root-app.yaml"] = dump_docs(
-        [argo.root_app(fleet, name, f"{base}/apps")],
+        [root],
         head + "\nApply once (bootstrap): kubectl apply --server-side -f this file. It syncs apps/.",
     )
     files[f"{base}/vclusters.yaml"] = dump_file(

@@ -1,0 +1,190 @@
+"""No two owners may render the same object: the generated-name collision check of one cluster.
+
+A tenant's name is glued into the names of many objects (its AppProject, ``vc-<tenant>``, its
+Applications, cluster Secret, PV, network policy). A tenant named ``default`` would render
+AppProject ``default`` (the root app's project); one named ``<cluster>-platform`` would replace the
+platform project. Instead of a hand-kept list of reserved names, this module reads what the
+renderer produced for the cluster and refuses when:
+
+* two owners (the platform, a tenant) render an object with the same kind, namespace and name, on
+  the same cluster (the host, or one tenant's vCluster), or the same file;
+* a tenant renders an object that Argo CD creates itself (its built-in ``default`` project);
+* a platform Application references an AppProject a tenant owns;
+* two owners deploy into the same host namespace, or a tenant into a system namespace;
+* a tenant lists a namespace that a renderer-made Application deploys into inside its vCluster
+  (``slurm``, the operator namespaces) or a system namespace (``default``, ``kube-*``);
+* a tenant's vCluster API URL equals a cluster's API server.
+
+Errors point at the tenant (or pool) whose name caused the collision, with file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.argocd.cluster_secret import default_secret_name
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import is_system_namespace
+from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_server
+
+PLATFORM = "platform"
+ARGOCD = "argocd"
+# Objects Argo CD itself creates and the renderer relies on (the root app's project).
+ARGOCD_BUILTIN = (("AppProject", argo.ARGOCD_NS, "default"),)
+_TENANT_PATH = re.compile(r"/tenants/([^/]+)/")
+
+
+def _owner_of(obj: dict[str, Any], path: str) -> str:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if labels.get(argo.LABEL_TENANT):
+        return str(labels[argo.LABEL_TENANT])
+    m = _TENANT_PATH.search(path)
+    return m.group(1) if m else PLATFORM
+
+
+def _scope(path: str) -> str:
+    m = _TENANT_PATH.search(path)
+    return f"vcluster {m.group(1)}" if m and "/objects/" in path else "host"
+
+
+def _describe(owner: str) -> str:
+    return {PLATFORM: "the platform", ARGOCD: "Argo CD itself"}.get(owner, f"tenant {owner!r}")
+
+
+def _issue(fleet: Fleet, owner: str, message: str) -> Issue:
+    raw = getattr(fleet, "source", None)
+    tenants = raw.data.get("gpufleet_tenants", []) if raw is not None else []
+    for i, t in enumerate(tenants if isinstance(tenants, list) else []):
+        if isinstance(t, dict) and t.get("name") == owner:
+            return raw.issue(("gpufleet_tenants", i, "name"), message)
+    if raw is not None:
+        return raw.issue(("gpufleet_clusters",), message)
+    return Issue(file=str(fleet.inventory_dir), line=None, path="", message=message)
+
+
+def check_cluster(
+    fleet: Fleet, cluster: Cluster, apps: dict[str, dict[str, Any]], manifests: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Raise ModelError when two owners render the same object (see the module docstring).
+
+    ``apps``: file -> Application/AppProject (all in the Argo CD namespace of the host);
+    ``manifests``: file -> objects (host side, or inside a vCluster under ``tenants/<t>/objects/``).
+    """
+    issues: list[Issue] = []
+    seen: dict[tuple[str, str, str, str], tuple[str, str]] = {}
+
+    def add(scope: str, kind: str, ns: str, name: str, owner: str, where: str) -> None:
+        key = (scope, kind, ns, name)
+        if key in seen:
+            other, other_where = seen[key]
+            if other_where == where and other == owner:
+                return
+            blame = owner if owner not in (PLATFORM, ARGOCD) else other
+            issues.append(
+                _issue(
+                    fleet,
+                    blame,
+                    f"renders {kind} {name!r}{f' in namespace {ns!r}' if ns else ''} ({scope} of cluster"
+                    f" {cluster.name!r}, {where}), which {_describe(other if blame == owner else owner)} already"
+                    f" renders ({other_where if blame == owner else where}); choose another name",
+                )
+            )
+            return
+        seen[key] = (owner, where)
+
+    for kind, ns, name in ARGOCD_BUILTIN:
+        add("host", kind, ns, name, ARGOCD, "built into Argo CD")
+    project_owner: dict[str, str] = {}
+    app_objs: list[tuple[str, dict[str, Any], str]] = []
+    for fname, obj in sorted(apps.items()):
+        meta = obj.get("metadata") or {}
+        owner = _owner_of(obj, fname)
+        add("host", str(obj.get("kind")), str(meta.get("namespace", "")), str(meta.get("name")), owner, f"apps/{fname}")
+        if obj.get("kind") == "AppProject":
+            project_owner[str(meta.get("name"))] = owner
+        else:
+            app_objs.append((fname, obj, owner))
+    for path, objs in sorted(manifests.items()):
+        for obj in objs:
+            meta = obj.get("metadata") or {}
+            add(
+                _scope(path),
+                str(obj.get("kind")),
+                str(meta.get("namespace") or ""),
+                str(meta.get("name")),
+                _owner_of(obj, path),
+                path,
+            )
+    tenants = sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name)
+    for t in tenants:
+        add("host", "Secret", argo.ARGOCD_NS, default_secret_name(t.name), t.name, "cluster Secret (apply step)")
+    servers = {c.server for c in fleet.clusters.values()}
+    for t in tenants:
+        if vcluster_server(t.name) in servers:
+            issues.append(_issue(fleet, t.name, f"vCluster URL {vcluster_server(t.name)} is a cluster's API server"))
+
+    host_ns: dict[str, tuple[str, str]] = {}
+    vc_ns: dict[str, set[str]] = {}
+    tenant_servers = {vcluster_server(t.name): t.name for t in tenants}
+    flagged: set[str] = set()
+    for fname, app, owner in app_objs:
+        spec = app.get("spec") or {}
+        proj = str(spec.get("project"))
+        if owner == PLATFORM and project_owner.get(proj, PLATFORM) != PLATFORM and proj not in flagged:
+            flagged.add(proj)
+            issues.append(
+                _issue(
+                    fleet,
+                    project_owner[proj],
+                    f"AppProject {proj!r} is the project of the platform Application"
+                    f" {(app.get('metadata') or {}).get('name')!r} (apps/{fname}): a tenant may not own it;"
+                    " choose another name",
+                )
+            )
+        dest = spec.get("destination") or {}
+        ns, server = str(dest.get("namespace", "")), str(dest.get("server", ""))
+        if server in tenant_servers:
+            vc_ns.setdefault(tenant_servers[server], set()).add(ns)
+            continue
+        if server != cluster.server or not ns:
+            continue
+        if owner not in (PLATFORM, ARGOCD) and is_system_namespace(ns):
+            issues.append(_issue(fleet, owner, f"would deploy into the system namespace {ns!r} (apps/{fname})"))
+        prev = host_ns.get(ns)
+        if prev and prev[0] != owner:
+            blame = owner if owner != PLATFORM else prev[0]
+            issues.append(
+                _issue(
+                    fleet,
+                    blame,
+                    f"host namespace {ns!r} is used by both {_describe(prev[0])} ({prev[1]}) and"
+                    f" {_describe(owner)} (apps/{fname}); choose another name",
+                )
+            )
+        else:
+            host_ns.setdefault(ns, (owner, f"apps/{fname}"))
+    raw = getattr(fleet, "source", None)
+    for t in tenants:
+        reserved = vc_ns.get(t.name, set())
+        for ns in t.namespaces:
+            why = (
+                "a system namespace"
+                if is_system_namespace(ns)
+                else "created by the renderer inside the vCluster"
+                if ns in reserved
+                else None
+            )
+            if why:
+                msg = f"namespace {ns!r} is {why}; choose another name"
+                issue = _issue(fleet, t.name, msg)
+                if raw is not None:
+                    for i, item in enumerate(raw.data.get("gpufleet_tenants") or []):
+                        if isinstance(item, dict) and item.get("name") == t.name:
+                            j = list(item.get("namespaces") or []).index(ns)
+                            issue = raw.issue(("gpufleet_tenants", i, "namespaces", j), msg)
+                issues.append(issue)
+    if issues:
+        raise ModelError(issues)
