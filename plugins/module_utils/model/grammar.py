@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import jsonschema
@@ -67,7 +67,7 @@ def pattern(regex: str, description: str, **extra: Any) -> dict[str, Any]:
     return {"type": "string", "pattern": regex, "description": description, **extra}
 
 
-@lru_cache(maxsize=None)
+@cache
 def ecma(regex: str) -> re.Pattern[str]:
     """Compile a JSON-Schema pattern with ECMA-262 ``$`` (end of input only, never before a newline)."""
     return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", regex))

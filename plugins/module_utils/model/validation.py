@@ -5,13 +5,14 @@ Every problem found in one run is reported together, each with its file, line an
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
+from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
     Cluster,
@@ -190,6 +191,34 @@ def reference_issues(raw: RawModel) -> list[Issue]:
     return issues
 
 
+def path_issues(raw: RawModel) -> list[Issue]:
+    """Snapshot paths stay inside the inventory: no part of them may be a symbolic link (the pool
+    lock is written beside the nodes snapshot; a link would send it, or a read, elsewhere)."""
+    issues = []
+    inv = raw.inventory_dir
+    for ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",)):
+        paths = [("nodes_snapshot",), ("fabric", "path")]
+        for key in paths:
+            val: Any = c
+            for k in key:
+                val = _dict(val).get(k)
+            if not isinstance(val, str) or not grammar.fullmatch(grammar.REL_PATH, val):
+                continue  # absent, or the schema says why
+            cur = inv
+            for part in val.split("/"):
+                cur = cur / part
+                if cur.is_symlink():
+                    issues.append(
+                        raw.issue(
+                            ("gpufleet_clusters", ci, *key),
+                            f"{cur} is a symbolic link (to {os.readlink(cur)!r}); snapshots must be real files"
+                            " inside the inventory",
+                        )
+                    )
+                    break
+    return issues
+
+
 def _component(name: str, spec: dict[str, Any] | None) -> Component:
     spec = spec or {}
     return Component(
@@ -322,7 +351,7 @@ def build_fleet(raw: RawModel) -> Fleet:
 
 
 def validate(raw: RawModel) -> Fleet:
-    issues = schema_issues(raw) + reference_issues(raw)
+    issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

@@ -183,13 +183,30 @@ def render_inventory(inventory: str | os.PathLike[str]) -> RenderResult:
 def default_out(fleet: Fleet) -> Path:
     """``gitops.path`` under the Git work tree holding the inventory (else the current directory)."""
     d = fleet.inventory_dir.resolve()
-    for cand in (d, *d.parents):
-        if (cand / ".git").exists():
-            return cand / fleet.gitops.path
-    return Path.cwd() / fleet.gitops.path
+    root = next((cand for cand in (d, *d.parents) if (cand / ".git").exists()), Path.cwd())
+    return confined(root, fleet.gitops.path, "gpufleet_fleet.gitops.path")
+
+
+def confined(root: Path, rel: str, key: str) -> Path:
+    """``root/rel`` when ``rel`` is relative, has no ``..`` and no part of it is a symbolic link
+    (the schema already refuses ``..`` and absolute paths; this holds for any caller)."""
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or any(p in ("..", ".") for p in parts):
+        raise GpufleetError(f"{key}: {rel!r} must be a path inside the repository (relative, no '..')")
+    cur = root
+    for part in parts:
+        cur = cur / part
+        if cur.is_symlink():
+            raise GpufleetError(
+                f"{key}: {cur} is a symbolic link (to {os.readlink(cur)!r}); the renderer writes only into"
+                " real directories of the repository"
+            )
+    return cur
 
 
 def _write_lock(path: Path, data: bytes) -> bool:
+    if path.is_symlink():
+        raise GpufleetError(f"{path}: the pool lock is a symbolic link; the renderer never writes through links")
     try:
         if path.read_bytes() == data:
             return False
@@ -197,7 +214,10 @@ def _write_lock(path: Path, data: bytes) -> bool:
         pass
     tmp = path.with_name(f".{path.name}.gpufleet-tmp")
     try:
-        with open(tmp, "wb") as fh:
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

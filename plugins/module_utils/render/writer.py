@@ -15,6 +15,12 @@
 * nothing at all is written when nothing changed.
 
 An ``flock`` on the parent directory serialises concurrent renders (no lock file is left behind).
+
+Confinement: the writer never follows a symbolic link. ``out`` itself, every directory and file
+inside it and the side directories must be real directories and files (checked with ``lstat``
+under the lock); a symlink anywhere in the tree is an error naming it, so nothing is ever read or
+written through a link that points out of the tree. Files are created with ``O_NOFOLLOW|O_EXCL``
+in the fresh side directory the writer made itself.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -76,6 +83,37 @@ def _check_rel(path: str) -> str:
     return p.as_posix()
 
 
+def check_confined(out: Path) -> None:
+    """Refuse a tree that holds a symbolic link (``out`` itself, any directory or file in it).
+
+    The renderer owns the tree; a link in it (``gitops/clusters -> /elsewhere``) would make it
+    write or read outside. Nothing is followed: ``os.walk`` with ``followlinks=False`` and ``lstat``.
+    """
+    try:
+        st = os.lstat(out)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise TreeError(f"{out} is a symbolic link (to {os.readlink(out)!r}); the GitOps tree must be a real directory")
+    if not stat.S_ISDIR(st.st_mode):
+        raise TreeError(f"{out} is not a directory")
+
+    def boom(exc: OSError) -> None:
+        raise TreeError(f"cannot read the GitOps tree {out}: {exc}")
+
+    for root, dirs, names in os.walk(out, followlinks=False, onerror=boom):
+        for n in sorted(dirs + names):
+            p = os.path.join(root, n)
+            m = os.lstat(p).st_mode
+            if stat.S_ISLNK(m):
+                raise TreeError(
+                    f"{p} is a symbolic link (to {os.readlink(p)!r}); the renderer never writes through links:"
+                    " remove it (the GitOps tree holds only real files and directories)"
+                )
+            if not (stat.S_ISDIR(m) or stat.S_ISREG(m)):
+                raise TreeError(f"{p} is not a regular file or directory; remove it")
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -107,17 +145,29 @@ def _side(out: Path, tag: str) -> Path:
 
 def _read(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
-    except IsADirectoryError as exc:
-        raise TreeError(f"{path} is a directory, the renderer needs a file there") from exc
+    except NotADirectoryError as exc:
+        raise TreeError(f"{path}: a parent of it is a file, the renderer needs a directory there") from exc
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TreeError(f"{path} is a symbolic link; the renderer never follows links: remove it") from exc
+        raise
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise TreeError(f"{path} is a directory, the renderer needs a file there")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
 
 
 def plan(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
     """Compare the rendered files with ``out`` on disk; write nothing."""
     out = Path(out)
     files = {_check_rel(k): v for k, v in files.items()}
+    check_confined(out)
     result = Plan(out=out)
     owned = read_manifest(out) if out.is_dir() else {}
     for rel in sorted(files):
@@ -160,7 +210,7 @@ def _locked(out: Path) -> Iterator[None]:
 def recover(out: Path) -> None:
     """Finish or undo an interrupted write: the old tree comes back if ``out`` went missing."""
     new, old = _side(out, "new"), _side(out, "old")
-    if not out.exists() and old.is_dir():  # killed between the two renames of the fallback swap
+    if not os.path.lexists(out) and old.is_dir() and not old.is_symlink():  # killed between the two renames
         os.rename(old, out)
     for stale in (new, old):
         if stale.exists() or stale.is_symlink():
@@ -193,9 +243,8 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
-    if src.is_symlink():
-        os.symlink(os.readlink(src), dst)
-        return
+    if src.is_symlink():  # check_confined refused links already; never copy one into the tree
+        raise TreeError(f"{src} is a symbolic link; the renderer never follows links: remove it")
     try:
         os.link(src, dst)
     except OSError:
@@ -210,10 +259,8 @@ def _build(out: Path, new: Path, files: Mapping[str, bytes], p: Plan) -> None:
             rel_root = Path(root).relative_to(out)
             dirs.sort()
             for d in list(dirs):
-                src = Path(root) / d
-                if src.is_symlink():  # a symlink to a directory: keep the link, do not descend
-                    _link_or_copy(src, new / rel_root / d)
-                    dirs.remove(d)
+                if (Path(root) / d).is_symlink():
+                    raise TreeError(f"{Path(root) / d} is a symbolic link; the renderer never follows links: remove it")
             kept = [n for n in sorted(names) if (rel_root / n).as_posix() not in drop]
             if kept or (not names and not dirs):  # keep files, and directories that were empty already
                 (new / rel_root).mkdir(parents=True, exist_ok=True)
@@ -222,12 +269,15 @@ def _build(out: Path, new: Path, files: Mapping[str, bytes], p: Plan) -> None:
     for rel in sorted(set(p.added) | set(p.changed)):
         target = new / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "wb") as fh:
-            fh.write(files[rel])
-            fh.flush()
-            os.fsync(fh.fileno())
-    with open(new / MANIFEST, "wb") as fh:
-        fh.write(manifest_bytes(files))
+        _create(target, files[rel])
+    _create(new / MANIFEST, manifest_bytes(files))
+
+
+def _create(target: Path, data: bytes) -> None:
+    """Create a new file (never through a link, never over an existing one) and fsync it."""
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -238,6 +288,7 @@ def write(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
     files = {_check_rel(k): v for k, v in files.items()}
     with _locked(out):
         recover(out)
+        check_confined(out)
         p = plan(out, files)
         if not p.changes:
             return p
