@@ -27,7 +27,10 @@ def _import_path() -> None:
 def cmd_render(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
 
-    _, out, _, report = render_and_write(args.inventory, args.out, check=args.check)
+    _, out, result, report = render_and_write(args.inventory, args.out, check=args.check)
+    for cluster in (result.summary if result is not None else {}).values():
+        for warning in cluster.get("warnings", []):
+            print(f"gpufleet: WARNING: {warning}", file=sys.stderr)
     if args.check:
         if not report.changed:
             print(f"{out}: up to date ({report.plan.unchanged} files)")

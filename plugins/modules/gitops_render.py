@@ -130,6 +130,9 @@ def main():
         result = run(module.params["inventory_dir"], module.params["dest"], module.check_mode, module._diff)
     except (GpufleetError, OSError) as exc:
         module.fail_json(msg=str(exc))
+    for cluster in result.get("summary", {}).values():
+        for warning in cluster.get("warnings", []):
+            module.warn(warning)
     module.exit_json(**result)
 
 

@@ -45,6 +45,7 @@ def parse_default(text: str, source: str = "<text>") -> Fabric:
     ports_seen: set[tuple[str, int]] = set()
     cur: str | None = None  # id of the node whose block we are in
     cur_kind = ""
+    headers: dict[str, int] = {}  # node id -> line of its block header
     switches, cas = fab.switches, fab.cas
     node_match = _NODE.match
     port_match = _PORT.match
@@ -96,6 +97,14 @@ def parse_default(text: str, source: str = "<text>") -> Fabric:
                 raise FabricError(f"{m.group(1)} line with a {m.group(3)}- GUID", source, lineno)
             cur = _gid(kind, m.group(4), cache)
             cur_kind = kind
+            if cur in headers:  # two blocks with one GUID would silently merge two devices
+                raise FabricError(
+                    f"duplicate {'switch' if kind == 'S' else 'device'} GUID {m.group(4)} (first block at line"
+                    f" {headers[cur]}); a GUID names one device: fix the dump",
+                    source,
+                    lineno,
+                )
+            headers[cur] = lineno
             _add_node(fab, kind, cur, m.group(5) if m.group(5) is not None else "", lineno)
             continue
         key, eq, _value = line.partition("=")

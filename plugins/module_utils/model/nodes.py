@@ -88,6 +88,9 @@ def _quantity(value: Any) -> int | None:
     return None
 
 
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,3}")
+
+
 def node_from_object(obj: Any, where: str) -> NodeInfo:
     """One ``v1 Node`` dict to NodeInfo; ``where`` names the file and item for errors."""
     if not isinstance(obj, Mapping):
@@ -98,6 +101,10 @@ def node_from_object(obj: Any, where: str) -> NodeInfo:
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
         raise NodesError(f"{where}: metadata.name is missing or not a string")
     name = meta["name"]
+    if not _NODE_NAME.fullmatch(name):
+        raise NodesError(
+            f"{where}: metadata.name {name!r} is not a valid Kubernetes node name (lowercase DNS subdomain)"
+        )
     labels = meta.get("labels") or {}
     if not isinstance(labels, Mapping) or not all(isinstance(k, str) for k in labels):
         raise NodesError(f"{where} ({name}): metadata.labels must be a mapping of strings")
@@ -158,6 +165,8 @@ def load_nodes(path: str | Path) -> tuple[NodeInfo, ...]:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise NodesError(f"{p}: cannot read the nodes snapshot: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise NodesError(f"{p}: not UTF-8 text (byte {exc.start}); re-run discover") from None
     try:
         doc = safe_load(text)
     except yaml.YAMLError as exc:

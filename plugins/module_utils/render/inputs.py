@@ -19,6 +19,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo, load_nodes
+from ansible_collections.gpufleet.core.plugins.module_utils.render import topology_guard
 
 LOCK_NAME = "pools.lock.yaml"
 
@@ -285,6 +286,8 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
     assignment = assign(fleet, cluster.name, nodes, node_group, previous)
     members = {p.name: list(assignment.members(p.name)) for p in fleet.cluster_pools(cluster.name)}
     pool_of = {n: p for p, ns in members.items() for n in ns}
+    slurm_nodes = sorted(n for p in fleet.cluster_pools(cluster.name) if p.kind == "slurm" for n in members[p.name])
+    warnings = topology_guard.check(fleet, cluster, topo, slurm_nodes)
     return ClusterInputs(
         cluster=cluster,
         nodes=nodes,
@@ -295,6 +298,7 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
         lock_bytes=_as_bytes(render_lock(assignment)),
         pool_table=_as_text(render_pool_table(assignment)),
         assignment=assignment,
+        extra={"warnings": warnings},
     )
 
 

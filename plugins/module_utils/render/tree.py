@@ -172,6 +172,8 @@ def render_fleet(fleet: Fleet, cache: Path | None = None) -> RenderResult:
             "tenants": len(fleet.cluster_tenants(name)),
             "pools": {p: len(m) for p, m in sorted(inputs.members.items())},
         }
+        if inputs.extra.get("warnings"):
+            summary[name]["warnings"] = list(inputs.extra["warnings"])
     files["README.md"] = _index(fleet, summary)
     return RenderResult(fleet=fleet, files=dict(sorted(files.items())), locks=locks, summary=summary)
 

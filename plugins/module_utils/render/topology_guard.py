@@ -1,0 +1,98 @@
+"""A topology that loses nodes is an error, never a silent deletion of topology.conf.
+
+Before this check, fabric hosts whose names matched no node (a renamed host, a wrong
+``node_name_map``) were dropped and the tenant's topology.conf and node-topology.yaml disappeared
+with rc=0. Now, for a cluster with a fabric source:
+
+* a fabric host whose (mapped) name is not a valid Slurm/Kubernetes host name is an error, and
+  so is an HCA whose description names a host in an invalid form (``"gpu 001 mlx5_0"``), which
+  the parser cannot take as a host;
+* fabric hosts that match no node of the nodes snapshot are an error, unless the cluster sets
+  ``fabric.allow_unmatched_hosts: true`` (documented opt-in): then a warning names the hosts;
+* nodes of Slurm pools that the fabric does not place are an error, under the same opt-in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import _FW_MODEL, _NOT_HOSTS
+from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
+
+# Slurm host names: no whitespace, ',', '=', brackets or '#'; what Kubernetes allows for a Node.
+SLURM_HOST = r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,252}[A-Za-z0-9])?$"
+_SHOW = 20
+
+
+def _looks_like_host(desc: str) -> bool:
+    """An HCA description that is not a firmware default ("MT4129 ConnectX7 ...") nor empty: it
+    names a host, but not as ``<valid host> <device>`` (``"gpu 001 mlx5_0"``, ``"gpu=1 mlx5_0"``)."""
+    parts = desc.split()
+    if not parts or _FW_MODEL.match(parts[0]) or parts[0].lower() in _NOT_HOSTS:
+        return False
+    return True
+
+
+def _names(items: list[str]) -> str:
+    head = ", ".join(repr(x) for x in items[:_SHOW])
+    return head + (f" and {len(items) - _SHOW} more" if len(items) > _SHOW else "")
+
+
+def _issue(fleet: Fleet, cluster: Cluster, key: tuple[str, ...], message: str) -> Issue:
+    raw = fleet.source
+    if raw is not None:
+        for i, c in enumerate(raw.data.get("gpufleet_clusters") or []):
+            if isinstance(c, dict) and c.get("name") == cluster.name:
+                return raw.issue(("gpufleet_clusters", i, *key), message)
+    return Issue(file=str(fleet.inventory_dir), line=None, path=f"cluster {cluster.name}", message=message)
+
+
+def check(fleet: Fleet, cluster: Cluster, topo: Any, slurm_nodes: list[str]) -> list[str]:
+    """Raise ModelError for lost topology; return the warnings of the opt-in (to be shown loudly)."""
+    if topo is None:
+        return []
+    fab = cluster.fabric
+    src = fab.path if fab.source != "labels" else cluster.nodes_snapshot
+    health = topo.health
+    unmatched = sorted(set(health.get("fabric_not_in_nodes") or []) | set(health.get("unmapped_hosts") or []))
+    bad = [h for h in unmatched if not grammar.fullmatch(SLURM_HOST, h)]
+    bad += [d["description"] for d in health.get("unnamed_hcas") or [] if _looks_like_host(d.get("description", ""))]
+    issues = []
+    if bad:
+        issues.append(
+            _issue(
+                fleet,
+                cluster,
+                ("fabric",),
+                f"{src}: fabric host name(s) {_names(bad)} are not valid Slurm host names (letters, digits,"
+                " '-', '_', '.'; no spaces, ',', '=' or brackets); fix the fabric or fabric.node_name_map",
+            )
+        )
+    lost = [n for n in slurm_nodes if n not in topo.node_group]
+    warnings = []
+    for what, hosts, fix in (
+        (
+            "fabric host(s) match no node of the nodes snapshot",
+            [h for h in unmatched if h not in bad],
+            "fix fabric.node_name_map or the snapshot",
+        ),
+        (
+            "node(s) of Slurm pools are not in the fabric: the topology would lose them",
+            lost,
+            "re-discover the fabric or fix fabric.node_name_map",
+        ),
+    ):
+        if not hosts:
+            continue
+        msg = f"{src}: {len(hosts)} {what}: {_names(hosts)}"
+        if fab.allow_unmatched_hosts:
+            warnings.append(f"cluster {cluster.name!r}: {msg} (fabric.allow_unmatched_hosts is set)")
+        else:
+            issues.append(
+                _issue(fleet, cluster, ("fabric",), f"{msg}; {fix}, or set fabric.allow_unmatched_hosts: true")
+            )
+    if issues:
+        raise ModelError(issues)
+    return warnings
