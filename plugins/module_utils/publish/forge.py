@@ -112,16 +112,60 @@ def compare_url(target: ForgeTarget, head: str, base: str) -> str | None:
     return None
 
 
+CREDENTIAL_HEADERS = frozenset({"authorization", "private-token"})
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def check_api_url(url: str) -> None:
+    """Credentials go only over https; plain http only to a loopback host (local test servers)."""
+    u = urllib.parse.urlsplit(url)
+    if u.scheme == "https" and u.hostname:
+        return
+    if u.scheme == "http" and u.hostname in LOOPBACK_HOSTS:
+        return
+    raise ForgeError(
+        f"refusing to send the forge token to {u.scheme}://{u.hostname or ''}: the API URL must be https://"
+        " (plain http only for a loopback test server); check gpufleet_fleet.gitops.forge.api_url"
+    )
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to the same origin (scheme, host and port: so never a downgrade to
+    http); credentials are unredirected headers, put back only on a same-origin redirect."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
+        if (old.scheme, old.hostname, old.port) != (new.scheme, new.hostname, new.port):
+            raise ForgeError(
+                f"the forge API redirected {req.get_method()} {old.scheme}://{old.netloc}{old.path} to another"
+                f" origin ({new.scheme}://{new.netloc}); not following it with credentials: set"
+                " gpufleet_fleet.gitops.forge.api_url to the final API root"
+            )
+        new_req = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new_req is not None:  # same origin, same scheme: the credentials may follow
+            for k, v in req.unredirected_hdrs.items():
+                if k.lower() in CREDENTIAL_HEADERS:
+                    new_req.add_unredirected_header(k, v)
+        return new_req
+
+
+_OPENER = urllib.request.build_opener(_SameOriginRedirects)
+
+
 def _request(method: str, url: str, headers: dict[str, str], payload: dict | None, timeout: float) -> tuple[int, Any]:
+    check_api_url(url)
     data = json.dumps(payload, sort_keys=True).encode() if payload is not None else None
     req = urllib.request.Request(url, data=data, method=method)
     for k, v in headers.items():
-        req.add_header(k, v)
+        if k.lower() in CREDENTIAL_HEADERS:
+            req.add_unredirected_header(k, v)  # never copied onto a redirected request
+        else:
+            req.add_header(k, v)
     if data is not None:
         req.add_header("Content-Type", "application/json")
     req.add_header("User-Agent", USER_AGENT)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with _OPENER.open(req, timeout=timeout) as resp:
             body = resp.read()
             status = resp.status
     except urllib.error.HTTPError as exc:
