@@ -260,7 +260,21 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
             merge_into(merged, load_fabric(item, kind))
         return merged.finish()
     text, source = _read(path_or_text)
-    k = detect_kind(text) if kind == "auto" else kind
+    if kind == "auto":
+        if not text.strip():
+            raise FabricError("the fabric snapshot is empty; run discover again", file=source)
+        if "\x00" in text:
+            raise FabricError("the fabric snapshot is binary, not ibnetdiscover text; run discover again", file=source)
+        try:
+            k = detect_kind(text)
+        except FabricError as exc:
+            raise FabricError(
+                f"{exc.message.removesuffix('; pass kind=')}: check the file, or the fabric source"
+                " (gpufleet_clusters[].fabric.source, or the kind option of the fabric_facts module)",
+                file=source,
+            ) from None
+    else:
+        k = kind
     if k == "ibnetdiscover":
         from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default
 
