@@ -6,6 +6,7 @@ Every problem found in one run is reported together, each with its file, line an
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,17 @@ def reference_issues(raw: RawModel) -> list[Issue]:
             partitions[key] = p["name"]
     for ci, c in clusters:
         fab = _dict(c.get("fabric"))
+        nmap = _dict(fab.get("node_name_map"))
+        if isinstance(nmap.get("pattern"), str):
+            try:
+                re.compile(nmap["pattern"])
+            except re.error as exc:
+                issues.append(
+                    raw.issue(
+                        ("gpufleet_clusters", ci, "fabric", "node_name_map", "pattern"),
+                        f"not a valid regular expression: {exc}",
+                    )
+                )
         if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
             issues.append(
                 raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")

@@ -28,9 +28,11 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue,
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import is_system_namespace
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import namespace_of
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_server
 
 PLATFORM = "platform"
+HOST_COMPONENTS = ("cilium", "cert_manager", "gpu_operator", "shared_storage", "argocd")  # on the host cluster
 ARGOCD = "argocd"
 # Objects Argo CD itself creates and the renderer relies on (the root app's project).
 ARGOCD_BUILTIN = (("AppProject", argo.ARGOCD_NS, "default"),)
@@ -166,6 +168,19 @@ def check_cluster(
             )
         else:
             host_ns.setdefault(ns, (owner, f"apps/{fname}"))
+    for comp in cluster.components.values():  # host components, also those installed without an app
+        if comp.enabled and comp.name in HOST_COMPONENTS:
+            ns = namespace_of(comp)
+            prev = host_ns.get(ns)
+            if prev and prev[0] != PLATFORM:
+                issues.append(
+                    _issue(
+                        fleet,
+                        prev[0],
+                        f"host namespace {ns!r} is also the namespace of the platform component {comp.name!r};"
+                        " choose another name",
+                    )
+                )
     raw = getattr(fleet, "source", None)
     for t in tenants:
         reserved = vc_ns.get(t.name, set())

@@ -210,6 +210,11 @@ def _locked(out: Path) -> Iterator[None]:
 def recover(out: Path) -> None:
     """Finish or undo an interrupted write: the old tree comes back if ``out`` went missing."""
     new, old = _side(out, "new"), _side(out, "old")
+    for side in (new, old):
+        if side.is_symlink():  # the writer never makes links: someone else put it there
+            raise TreeError(
+                f"{side} is a symbolic link (to {os.readlink(side)!r}); remove it, the renderer never follows links"
+            )
     if not os.path.lexists(out) and old.is_dir() and not old.is_symlink():  # killed between the two renames
         os.rename(old, out)
     for stale in (new, old):

@@ -1,0 +1,538 @@
+"""The bad-input corpus: hostile or broken edits of the sample inventory, its snapshots and the tree.
+
+Each case is ``Case(id, cls, mutate, expect)``: ``mutate(repo)`` edits a copy of the repository
+(``repo/inventories/sample``, ``repo/gitops``, ``repo/outside`` = a directory outside the tree that
+nothing may touch); ``expect`` is a regular expression the error message must match (it names the
+file, and the key or line). ``cls`` is the defect class of issue 11 (1 names ... 9 loader). The
+runner is test_hostile_corpus.py.
+
+``VALID`` lists edits that must render (Ansible accepts them and so do we), e.g. inline ``!vault``
+on an unrelated variable, ``tenants.json``; their rendered slurm configs are loaded in slurmctld.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+INV = Path("inventories/sample")
+GV = INV / "group_vars/all"
+FABRIC = INV / "snapshots/gpu-east/fabric.ibnetdiscover"
+NODES = INV / "snapshots/gpu-east/nodes.yaml"
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    cls: int
+    mutate: Callable[[Path], None]
+    expect: str
+
+
+def edit(file: str, fn: Callable[[dict], Any]) -> Callable[[Path], None]:
+    def run(repo: Path) -> None:
+        p = repo / GV / file
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        fn(data)
+        p.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+    return run
+
+
+def put(rel: str, content: str | bytes) -> Callable[[Path], None]:
+    def run(repo: Path) -> None:
+        p = repo / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+
+    return run
+
+
+def sub(rel: str | Path, old: str, new: str, count: int = -1) -> Callable[[Path], None]:
+    def run(repo: Path) -> None:
+        p = repo / rel
+        text = p.read_text(encoding="utf-8")
+        assert old in text, (rel, old)
+        p.write_text(text.replace(old, new, count), encoding="utf-8")
+
+    return run
+
+
+def link(rel: str, target: str, replace: bool = True) -> Callable[[Path], None]:
+    """Make ``repo/rel`` a symlink to ``target`` (relative to the repo when not absolute)."""
+
+    def run(repo: Path) -> None:
+        p = repo / rel
+        if replace and (p.exists() or p.is_symlink()):
+            if p.is_dir() and not p.is_symlink():
+                import shutil
+
+                shutil.copytree(p, repo / "outside" / p.name, dirs_exist_ok=True)
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+        p.parent.mkdir(parents=True, exist_ok=True)
+        t = target if target.startswith("/") else str(repo / target)
+        os.symlink(t, p)
+
+    return run
+
+
+def both(*fns: Callable[[Path], None]) -> Callable[[Path], None]:
+    def run(repo: Path) -> None:
+        for fn in fns:
+            fn(repo)
+
+    return run
+
+
+def tenant(i: int, **kw: Any) -> Callable[[Path], None]:
+    return edit("tenants.yml", lambda d: d["gpufleet_tenants"][i].update(kw))
+
+
+def pool(name: str, fn: Callable[[dict], Any]) -> Callable[[Path], None]:
+    def go(d: dict) -> None:
+        fn(next(p for p in d["gpufleet_pools"] if p["name"] == name))
+
+    return edit("pools.yml", go)
+
+
+def slurm_opt(pool_name: str, key: str, value: Any) -> Callable[[Path], None]:
+    return pool(pool_name, lambda p: p.setdefault("slurm", {}).update({key: value}))
+
+
+def cluster(fn: Callable[[dict], Any]) -> Callable[[Path], None]:
+    return edit("clusters.yml", lambda d: fn(d["gpufleet_clusters"][0]))
+
+
+def fleet(fn: Callable[[dict], Any]) -> Callable[[Path], None]:
+    return edit("fleet.yml", lambda d: fn(d["gpufleet_fleet"]))
+
+
+def component_ns(comp: str, ns: str) -> Callable[[Path], None]:
+    return cluster(lambda c: c["components"].__setitem__(comp, {**(c["components"].get(comp) or {}), "namespace": ns}))
+
+
+def rename_tenant_everywhere(old: str, new: str) -> Callable[[Path], None]:
+    def go(d: dict) -> None:
+        for t in d["gpufleet_tenants"]:
+            if t["name"] == old:
+                t["name"] = new
+
+    return edit("tenants.yml", go)
+
+
+BOMB = "".join(
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" if p else f'{c}: &{c} ["lol", "lol", "lol", "lol", "lol", "lol"]\n'
+    for p, c in zip(["", "a", "b", "c", "d", "e", "f", "g", "h"], "abcdefghi", strict=True)
+)
+VAULT = "!vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  " + "6231336539666234306139346433616338" * 2 + "\n"
+
+CASES: list[Case] = []
+
+
+def case(id: str, cls: int, mutate: Callable[[Path], None], expect: str) -> None:
+    CASES.append(Case(id, cls, mutate, expect))
+
+
+# ------------------------------------------------------------------ 1 names (whole-string patterns)
+NAME_FIELDS: dict[str, tuple[Callable[[Any], Callable[[Path], None]], str]] = {
+    "fleet.name": (lambda v: fleet(lambda f: f.__setitem__("name", v)), r"fleet\.yml:\d+: gpufleet_fleet\.name"),
+    "cluster.name": (
+        lambda v: cluster(lambda c: c.__setitem__("name", v)),
+        r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.name",
+    ),
+    "tenant.name": (lambda v: tenant(1, name=v), r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.name"),
+    "tenant.cluster": (lambda v: tenant(1, cluster=v), r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.cluster"),
+    "tenant.pools": (lambda v: tenant(0, pools=[v]), r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.pools\[0\]"),
+    "tenant.namespaces": (
+        lambda v: tenant(2, namespaces=[v, "eval"]),
+        r"tenants\.yml:\d+: gpufleet_tenants\[2\]\.namespaces\[0\]",
+    ),
+    "pool.name": (
+        lambda v: pool("spare", lambda p: p.__setitem__("name", v)),
+        r"pools\.yml:\d+: gpufleet_pools\[5\]\.name",
+    ),
+    "pool.cluster": (
+        lambda v: pool("spare", lambda p: p.__setitem__("cluster", v)),
+        r"pools\.yml:\d+: gpufleet_pools\[5\]\.cluster",
+    ),
+    "pool.partition": (
+        lambda v: slurm_opt("research-debug", "partition", v),
+        r"pools\.yml:\d+: gpufleet_pools\[3\]\.slurm\.partition",
+    ),
+    "component.namespace": (
+        lambda v: component_ns("cert_manager", v),
+        r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.components\.cert_manager\.namespace",
+    ),
+}
+for field, (mk, where) in NAME_FIELDS.items():
+    case(f"name-trailing-newline-{field}", 1, mk("research\n" if field != "pool.partition" else "debug\n"), where)
+    case(f"name-embedded-newline-{field}", 1, mk("a\nb"), where)
+    case(f"name-slash-{field}", 1, mk("../x"), where)
+for field in ("fleet.name", "cluster.name", "tenant.name", "pool.name", "tenant.namespaces"):
+    mk, where = NAME_FIELDS[field]
+    case(f"name-upper-{field}", 1, mk("Research"), where)
+    case(f"name-too-long-{field}", 1, mk("a" * 64), where)
+    case(f"name-homoglyph-{field}", 1, mk("r\u0435search"), where)  # Cyrillic e
+    case(f"name-empty-{field}", 1, mk(""), where)
+
+# ------------------------------------------------------------------ 2 reserved and colliding names
+T1 = r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.name"
+case("reserved-tenant-default", 2, tenant(1, name="default"), T1 + r".*AppProject 'default'")
+case("reserved-tenant-platform", 2, tenant(1, name="gpu-east-platform"), T1 + r".*AppProject 'gpu-east-platform'")
+case(
+    "reserved-tenant-platform-kube-only",
+    2,
+    rename_tenant_everywhere("inference", "gpu-east-platform"),
+    r"gpufleet_tenants\[2\]\.name.*gpu-east-platform",
+)
+for ns in ("default", "kube-system", "kube-public", "kube-node-lease", "kube-anything", "argocd"):
+    case(
+        f"reserved-namespace-{ns}",
+        2,
+        tenant(2, namespaces=[ns]),
+        r"tenants\.yml:\d+: gpufleet_tenants\[2\]\.namespaces\[0\]: namespace .*system",
+    )
+case(
+    "reserved-namespace-kueue-system",
+    2,
+    tenant(2, namespaces=["serving", "kueue-system"]),
+    r"gpufleet_tenants\[2\]\.namespaces\[1\]: namespace 'kueue-system' is created by the renderer",
+)
+case(
+    "reserved-namespace-slurm",
+    2,
+    tenant(1, namespaces=["slurm"]),
+    r"gpufleet_tenants\[1\]\.namespaces\[0\]: namespace 'slurm' is created by the renderer",
+)
+case(
+    "reserved-namespace-slinky",
+    2,
+    tenant(0, namespaces=["slinky"]),
+    r"gpufleet_tenants\[0\]\.namespaces\[0\]: namespace 'slinky' is created by the renderer",
+)
+for comp in ("cert_manager", "gpu_operator", "argocd", "cilium", "shared_storage"):
+    case(
+        f"collision-component-ns-{comp}-vc-research",
+        2,
+        component_ns(comp, "vc-research"),
+        r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.name: .*(namespace 'vc-research'|vc-research)",
+    )
+case(
+    "collision-tenant-equals-pool-partition-dup",
+    2,
+    slurm_opt("research-debug", "partition", "batch"),
+    r"pools\.yml:\d+: gpufleet_pools\[3\]\.slurm\.partition: partition 'batch' already used",
+)
+case(
+    "collision-duplicate-tenant",
+    2,
+    tenant(1, name="inference"),
+    r"tenants\.yml:\d+: gpufleet_tenants\[(1|2)\]\.name: duplicate tenant name 'inference'",
+)
+
+# ------------------------------------------------------------------ 3 Slurm option injection
+MT = r"pools\.yml:\d+: gpufleet_pools\[3\]\.slurm\.max_time"
+for i, bad in enumerate(
+    [
+        "02:00:00 AllowAccounts=ALL\nPartitionName=evil Nodes=ALL",
+        "02:00:00 AllowAccounts=ALL",
+        "two hours",
+        "1:00:00 ",
+        " 1:00:00",
+        "1:00:00\n",
+        "1-",
+        "-1",
+        "1:2:3:4",
+        "1:00#x",
+        "",
+        "UNLIMITED\n",
+        "unlimited Hidden=YES",
+        "1.5",
+        "1-2-3",
+    ]
+):
+    case(f"slurm-max-time-{i:02d}", 3, slurm_opt("research-debug", "max_time", bad), MT)
+case("slurm-max-time-int", 3, slurm_opt("research-debug", "max_time", 120), MT + r": 120 is not of type 'string'")
+PART = r"pools\.yml:\d+: gpufleet_pools\[3\]\.slurm\.partition"
+for i, bad in enumerate(["debug Default=YES", "de=bug", "a,b", "a#b", "d" * 80, "debug\tx", "1debug"]):
+    case(f"slurm-partition-{i}", 3, slurm_opt("research-debug", "partition", bad), PART)
+GP = r"pools\.yml:\d+: gpufleet_pools\[1\]\.gpu_product"
+for i, bad in enumerate(["H100 Features=evil", "a,b", "x\n", "H100\nNodeName=evil", "-H100"]):
+    case(f"slurm-gpu-product-{i}", 3, pool("pretrain", lambda p, v=bad: p.__setitem__("gpu_product", v)), GP)
+NS_SEL = r"pools\.yml:\d+: gpufleet_pools\[4\]\.node_selector"
+for i, sel in enumerate([{"a b": "x"}, {"zone": "x=y"}, {"zone": "x\n"}, {"-bad": "x"}]):
+    case(f"label-node-selector-{i}", 3, pool("inference", lambda p, v=sel: p.__setitem__("node_selector", v)), NS_SEL)
+case(
+    "slurm-pin-injection",
+    3,
+    pool("pretrain", lambda p: p.__setitem__("pin", ["gpu001 Weight=1"])),
+    r"pools\.yml:\d+: gpufleet_pools\[1\]\.pin\[0\]",
+)
+case(
+    "text-description-newline",
+    3,
+    tenant(0, description="x\nkind: Secret"),
+    r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.description",
+)
+
+# ------------------------------------------------------------------ 4 paths and symbolic links
+GP_PATH = r"fleet\.yml:\d+: gpufleet_fleet\.gitops\.path"
+for i, bad in enumerate(["../../x", "/abs", "gitops/../../x", "./gitops", "gitops\n", "..", "git ops"]):
+    case(f"path-gitops-{i}", 4, fleet(lambda f, v=bad: f["gitops"].__setitem__("path", v)), GP_PATH)
+for i, bad in enumerate(["../../../outside/nodes.yaml", "/etc/passwd", "snapshots/../../x/nodes.yaml"]):
+    case(
+        f"path-nodes-snapshot-{i}",
+        4,
+        cluster(lambda c, v=bad: c.__setitem__("nodes_snapshot", v)),
+        r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.nodes_snapshot",
+    )
+    case(
+        f"path-fabric-{i}",
+        4,
+        cluster(lambda c, v=bad: c["fabric"].__setitem__("path", v)),
+        r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.fabric\.path",
+    )
+case(
+    "path-nfs-share-dotdot",
+    4,
+    cluster(lambda c: c["components"]["shared_storage"].__setitem__("nfs_share", "/export/../etc")),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.components\.shared_storage\.nfs_share",
+)
+case("symlink-tree-subdir", 4, link("gitops/clusters", "outside/clusters"), r"gitops/clusters is a symbolic link")
+case("symlink-tree-root", 4, link("gitops", "outside/gitops"), r"gitops.* is a symbolic link")
+case("symlink-tree-file", 4, link("gitops/README.md", "outside/README.md"), r"gitops/README\.md is a symbolic link")
+case(
+    "symlink-tree-dangling",
+    4,
+    link("gitops/clusters/gpu-east/apps/zz-extra.yaml", "outside/nowhere.yaml", replace=False),
+    r"zz-extra\.yaml is a symbolic link",
+)
+case(
+    "symlink-tree-deep-dir",
+    4,
+    link("gitops/clusters/gpu-east/tenants/research", "outside/research"),
+    r"tenants/research is a symbolic link",
+)
+case(
+    "symlink-tree-manifest",
+    4,
+    link("gitops/.gpufleet-manifest", "outside/manifest"),
+    r"\.gpufleet-manifest is a symbolic link",
+)
+case(
+    "symlink-snapshot-dir",
+    4,
+    link(str(INV / "snapshots/gpu-east"), "outside/gpu-east"),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.nodes_snapshot: .*symbolic link",
+)
+case(
+    "symlink-pool-lock",
+    4,
+    link(str(INV / "snapshots/gpu-east/pools.lock.yaml"), "outside/pools.lock.yaml"),
+    r"pools\.lock\.yaml.* symbolic link",
+)
+case("symlink-vars-file", 4, link(str(GV / "extra.yml"), "/etc/passwd", replace=False), r"extra\.yml: .*symbolic link")
+case(
+    "symlink-side-dir",
+    4,
+    both(
+        link(".gitops.gpufleet-new", "outside/new", replace=False),
+        sub(GV / "fleet.yml", "revision: main", "revision: next"),
+    ),
+    r"\.gitops\.gpufleet-new is a symbolic link",
+)
+
+# ------------------------------------------------------------------ 5 resource exhaustion
+case("bomb-unrelated-key-own-file", 5, put(str(GV / "bomb.yml"), BOMB), r"bomb\.yml: refused: .*alias")
+case(
+    "bomb-in-fleet-file",
+    5,
+    lambda repo: (repo / GV / "fleet.yml").write_text((repo / GV / "fleet.yml").read_text() + BOMB),
+    r"fleet\.yml: refused: .*alias",
+)
+case(
+    "bomb-in-gpufleet-key",
+    5,
+    put(str(GV / "zz.yml"), BOMB + "gpufleet_versions: {x: {chart: *i}}\n"),
+    r"zz\.yml: refused",
+)
+case("bomb-recursive-alias", 5, put(str(GV / "rec.yml"), "a: &a [*a]\n"), r"rec\.yml(:\d+)?: (refused|not valid YAML)")
+case("bomb-single-file-all", 5, put(str(INV / "group_vars/all.yml"), BOMB), r"all\.yml: refused")
+
+# ------------------------------------------------------------------ 6 topology loss
+FAB = r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.fabric: .*fabric\.ibnetdiscover"
+case("topo-renamed-hosts", 6, sub(FABRIC, '"gpu0', '"gpx0'), FAB + r".*match no node")
+case("topo-renamed-one-host", 6, sub(FABRIC, '"gpu017 mlx5', '"gpu917 mlx5'), FAB + r".*'gpu917'")
+case(
+    "topo-bad-node-map-all",
+    6,
+    cluster(lambda c: c["fabric"].__setitem__("node_name_map", {"pattern": "gpu(.*)", "replace": "node\\1"})),
+    FAB + r".*match no node",
+)
+case(
+    "topo-bad-node-map-invalid-name",
+    6,
+    cluster(lambda c: c["fabric"].__setitem__("node_name_map", {"pattern": "gpu(.*)", "replace": "gpu \\1"})),
+    FAB + r".*not valid Slurm host names",
+)
+case(
+    "topo-bad-node-map-regex",
+    6,
+    cluster(lambda c: c["fabric"].__setitem__("node_name_map", {"pattern": "gpu(", "replace": "x"})),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.fabric\.node_name_map\.pattern: not a valid regular expression",
+)
+for i, bad in enumerate(["gpu 001", "gpu=001", "gpu,001", "gpu[001]", "gpu#1"]):
+    case(f"topo-invalid-hostname-{i}", 6, sub(FABRIC, '"gpu001 mlx5', f'"{bad} mlx5'), FAB + r".*not valid Slurm host")
+case(
+    "topo-duplicate-switch-guid",
+    6,
+    sub(FABRIC, 'Switch\t65 "S-2c5eab0300000001"', 'Switch\t65 "S-2c5eab0300000002"', 1),
+    r"fabric\.ibnetdiscover:\d+: duplicate switch GUID",
+)
+case(
+    "topo-duplicate-ca-guid",
+    6,
+    sub(FABRIC, 'Ca\t1 "H-e09d730300000001"', 'Ca\t1 "H-e09d730300000000"', 1),
+    r"fabric\.ibnetdiscover:\d+: duplicate device GUID",
+)
+case(
+    "topo-fabric-missing",
+    6,
+    lambda repo: (repo / FABRIC).unlink(),
+    r"fabric\.ibnetdiscover: fabric snapshot .*not found",
+)
+case(
+    "topo-excluded-all-hosts",
+    6,
+    cluster(lambda c: c["fabric"].__setitem__("exclude_hosts", ["stor*", "gpu0[0-2]*"])),
+    FAB + r".*Slurm pools are not in the fabric",
+)
+
+# ------------------------------------------------------------------ 8 crashes and unclear errors
+case("crash-vars-latin1", 8, put(str(GV / "latin.yml"), b"comment: caf\xe9\n"), r"latin\.yml:1: not UTF-8")
+case("crash-vars-binary", 8, put(str(GV / "bin.yml"), b"\x00\xff\xfe\x01"), r"bin\.yml:1: not UTF-8")
+case(
+    "crash-vars-latin1-in-model",
+    8,
+    lambda repo: (repo / GV / "tenants.yml").write_bytes(
+        (repo / GV / "tenants.yml").read_bytes().replace(b"Large-model", b"Large-mod\xe9l")
+    ),
+    r"tenants\.yml:\d+: not UTF-8",
+)
+case("crash-fabric-empty", 8, put(str(FABRIC), ""), r"fabric\.ibnetdiscover: the fabric snapshot is empty")
+case(
+    "crash-fabric-garbage", 8, put(str(FABRIC), "hello world\n"), r"fabric\.ibnetdiscover: cannot tell .*fabric\.source"
+)
+case("crash-fabric-binary", 8, put(str(FABRIC), b"\x7fELF\x00\x00\x01"), r"fabric\.ibnetdiscover: .*binary")
+case(
+    "crash-fabric-latin1-host",
+    8,
+    lambda repo: (repo / FABRIC).write_bytes((repo / FABRIC).read_bytes().replace(b'"gpu001 mlx5', b'"gpu\xe91 mlx5')),
+    FAB + r".*not valid Slurm host",
+)
+case("crash-nodes-latin1", 8, put(str(NODES), b"kind: List\nitems: []\n# caf\xe9\n"), r"nodes\.yaml: not UTF-8")
+case("crash-nodes-garbage", 8, put(str(NODES), "- a\n- b\n"), r"nodes\.yaml: expected a 'kind: List'")
+case("crash-nodes-bad-yaml", 8, put(str(NODES), "kind: List\nitems: [\n"), r"nodes\.yaml:\d+: not valid YAML")
+case(
+    "crash-nodes-bad-name",
+    8,
+    sub(NODES, "    name: gpu001\n", "    name: gpu 001\n", 1),
+    r"nodes\.yaml: items\[\d+\]: metadata\.name 'gpu 001' is not a valid",
+)
+case(
+    "crash-vars-not-mapping", 8, put(str(GV / "list.yml"), "- a\n- b\n"), r"list\.yml:1: a vars file must be a mapping"
+)
+case("crash-vars-bad-yaml", 8, put(str(GV / "bad.yml"), "a: [\n"), r"bad\.yml:\d+: not valid YAML")
+case("crash-lock-garbage", 8, put(str(INV / "snapshots/gpu-east/pools.lock.yaml"), "[[["), r"pools\.lock\.yaml")
+case("crash-manifest-corrupt", 8, put("gitops/.gpufleet-manifest", "zz\n"), r"\.gpufleet-manifest:1: corrupt manifest")
+
+# ------------------------------------------------------------------ 9 loader differences from Ansible
+case(
+    "loader-duplicate-gpufleet-key",
+    9,
+    lambda repo: (repo / GV / "pools.yml").write_text(
+        (repo / GV / "pools.yml").read_text().replace("      nodes: 32\n", "      nodes: 32\n      nodes: 4\n")
+    ),
+    r"pools\.yml:\d+: key 'nodes' is defined twice",
+)
+case(
+    "loader-duplicate-top-key",
+    9,
+    lambda repo: (repo / GV / "fleet.yml").write_text(
+        (repo / GV / "fleet.yml").read_text() + "gpufleet_schema_version: 1\n"
+    ),
+    r"fleet\.yml:\d+: key 'gpufleet_schema_version' is defined twice",
+)
+case(
+    "loader-duplicate-unrelated-key",
+    9,
+    put(str(GV / "x.yml"), "ntp: a\nntp: b\n"),
+    r"x\.yml:2: key 'ntp' is defined twice",
+)
+case(
+    "loader-vault-in-model",
+    9,
+    put(str(GV / "v.yml"), "gpufleet_versions:\n  slurm:\n    version: " + VAULT.replace("\n  ", "\n      ")),
+    r"v\.yml:\d+: gpufleet_versions: holds a !vault value",
+)
+case(
+    "loader-json-bad",
+    9,
+    put(str(GV / "extra.json"), '{"gpufleet_tenants": 3}'),
+    r"tenants\.yml:\d+: gpufleet_tenants: defined again \(first defined in .*extra\.json:1\)",
+)
+case(
+    "loader-json-broken",
+    9,
+    put(str(GV / "extra.json"), '{"a": [1, 2'),
+    r"extra\.json:\d+: not valid YAML",
+)
+case(
+    "loader-noext-file",
+    9,
+    put(str(GV / "more"), "gpufleet_fleet: {}\n"),
+    r"all/more:\d+: gpufleet_fleet: defined again",
+)
+case(
+    "loader-unknown-key",
+    9,
+    put(str(GV / "typo.yml"), "gpufleet_tenant: []\n"),
+    r"typo\.yml:1: gpufleet_tenant: unknown key",
+)
+
+
+# ------------------------------------------------------------------ valid variants (must render)
+def _tenants_json(repo: Path) -> None:
+    p = repo / GV / "tenants.yml"
+    (repo / GV / "tenants.json").write_text(json.dumps(yaml.safe_load(p.read_text())), encoding="utf-8")
+    p.unlink()
+
+
+VALID: dict[str, Callable[[Path], None]] = {
+    "vault-inline-unrelated": put(str(GV / "secrets.yml"), "db_password: " + VAULT + "other: 1\n"),
+    "vault-whole-file": put(str(GV / "vault.yml"), "$ANSIBLE_VAULT;1.1;AES256\n6162636465\n"),
+    "tenants-json": _tenants_json,
+    "hidden-and-backup-files-ignored": both(
+        put(str(GV / ".hidden.yml"), "gpufleet_fleet: {}\n"), put(str(GV / "tenants.yml~"), "gpufleet_fleet: {}\n")
+    ),
+    "merge-key": put(str(GV / "merge.yml"), "base: &b {x: 1}\nderived:\n  <<: *b\n  x: 2\n"),
+    "unsafe-tag": put(str(GV / "unsafe.yml"), "templ: !unsafe '{{ not_templated }}'\n"),
+}
+for i, t in enumerate(["30", "30:00", "1:00:00", "2-0", "2-12", "2-12:30", "7-00:00:00", "UNLIMITED", "INFINITE"]):
+    VALID[f"max-time-{i}"] = slurm_opt("research-debug", "max_time", t)
+VALID["partition-underscore"] = slurm_opt("research-debug", "partition", "Debug_Q-1")
+VALID["allow-unmatched-hosts"] = both(
+    sub(FABRIC, '"gpu017 mlx5', '"gpu917 mlx5'),
+    cluster(lambda c: c["fabric"].__setitem__("allow_unmatched_hosts", True)),
+)
