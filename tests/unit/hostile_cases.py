@@ -373,7 +373,17 @@ case("bomb-single-file-all", 5, put(str(INV / "group_vars/all.yml"), BOMB), r"al
 # ------------------------------------------------------------------ 6 topology loss
 FAB = r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.fabric: .*fabric\.ibnetdiscover"
 case("topo-renamed-hosts", 6, sub(FABRIC, '"gpu0', '"gpx0'), FAB + r".*match no node")
-case("topo-renamed-one-host", 6, sub(FABRIC, '"gpu017 mlx5', '"gpu917 mlx5'), FAB + r".*'gpu917'")
+case("topo-renamed-one-host", 6, sub(FABRIC, '"gpu017 mlx5', '"gpu917 mlx5'), FAB + r".*'gpu917'.*'gpu017'")
+case("topo-extra-fabric-host", 6, sub(FABRIC, '"gpu017 mlx5_0"', '"gpu917 mlx5_0"'), FAB + r".*1 fabric host.*'gpu917'")
+case(
+    "topo-lost-node-despite-opt-in",
+    6,
+    both(
+        sub(FABRIC, '"gpu017 mlx5', '"gpu917 mlx5'),
+        cluster(lambda c: c["fabric"].__setitem__("allow_unmatched_hosts", True)),
+    ),
+    FAB + r".*Slurm pools are not in the fabric.*'gpu017'",
+)
 case(
     "topo-bad-node-map-all",
     6,
@@ -533,6 +543,6 @@ for i, t in enumerate(["30", "30:00", "1:00:00", "2-0", "2-12", "2-12:30", "7-00
     VALID[f"max-time-{i}"] = slurm_opt("research-debug", "max_time", t)
 VALID["partition-underscore"] = slurm_opt("research-debug", "partition", "Debug_Q-1")
 VALID["allow-unmatched-hosts"] = both(
-    sub(FABRIC, '"gpu017 mlx5', '"gpu917 mlx5'),
+    sub(FABRIC, '"gpu017 mlx5_0"', '"gpu917 mlx5_0"'),  # gpu017 keeps its other 7 rails
     cluster(lambda c: c["fabric"].__setitem__("allow_unmatched_hosts", True)),
 )

@@ -9,7 +9,8 @@ with rc=0. Now, for a cluster with a fabric source:
   the parser cannot take as a host;
 * fabric hosts that match no node of the nodes snapshot are an error, unless the cluster sets
   ``fabric.allow_unmatched_hosts: true`` (documented opt-in): then a warning names the hosts;
-* nodes of Slurm pools that the fabric does not place are an error, under the same opt-in.
+* nodes of Slurm pools that the fabric does not place are always an error (slurmctld would run
+  with nodes no switch reaches: "switches lack access to N nodes").
 """
 
 from __future__ import annotations
@@ -72,27 +73,31 @@ def check(fleet: Fleet, cluster: Cluster, topo: Any, slurm_nodes: list[str]) -> 
         )
     lost = [n for n in slurm_nodes if n not in topo.node_group]
     warnings = []
-    for what, hosts, fix in (
-        (
-            "fabric host(s) match no node of the nodes snapshot",
-            [h for h in unmatched if h not in bad],
-            "fix fabric.node_name_map or the snapshot",
-        ),
-        (
-            "node(s) of Slurm pools are not in the fabric: the topology would lose them",
-            lost,
-            "re-discover the fabric or fix fabric.node_name_map",
-        ),
-    ):
-        if not hosts:
-            continue
-        msg = f"{src}: {len(hosts)} {what}: {_names(hosts)}"
+    extra = [h for h in unmatched if h not in bad]
+    if extra:
+        msg = f"{src}: {len(extra)} fabric host(s) match no node of the nodes snapshot: {_names(extra)}"
         if fab.allow_unmatched_hosts:
-            warnings.append(f"cluster {cluster.name!r}: {msg} (fabric.allow_unmatched_hosts is set)")
+            warnings.append(f"cluster {cluster.name!r}: {msg}; left out (fabric.allow_unmatched_hosts is set)")
         else:
             issues.append(
-                _issue(fleet, cluster, ("fabric",), f"{msg}; {fix}, or set fabric.allow_unmatched_hosts: true")
+                _issue(
+                    fleet,
+                    cluster,
+                    ("fabric",),
+                    f"{msg}; fix fabric.node_name_map or the snapshot, exclude them (fabric.exclude_hosts),"
+                    " or set fabric.allow_unmatched_hosts: true",
+                )
             )
+    if lost:  # never allowed: slurmctld would run with nodes no switch reaches
+        issues.append(
+            _issue(
+                fleet,
+                cluster,
+                ("fabric",),
+                f"{src}: {len(lost)} node(s) of Slurm pools are not in the fabric, the topology would lose them:"
+                f" {_names(lost)}; re-discover the fabric or fix fabric.node_name_map",
+            )
+        )
     if issues:
         raise ModelError(issues)
     return warnings
