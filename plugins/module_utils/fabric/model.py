@@ -201,7 +201,18 @@ def _read(path_or_text: str | Path) -> tuple[str, str]:
     else:
         return path_or_text, "<text>"
     try:
-        return p.read_text(encoding="utf-8", errors="replace"), str(p)
+        data = p.read_bytes()
+        return data.decode("utf-8"), str(p)
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise FabricError(
+            f"not UTF-8 text (byte {e.start}); node descriptions must be ASCII: fix the host's NodeDescription"
+            " (rdma-ndd) and run discover again",
+            file=str(p),
+            line=line,
+        ) from None
+    except IsADirectoryError:
+        raise FabricError("is a directory, expected a fabric file", file=str(p)) from None
     except FileNotFoundError:
         raise FabricError("fabric file not found", file=str(p)) from None
     except OSError as e:
@@ -260,6 +271,10 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
             merge_into(merged, load_fabric(item, kind))
         return merged.finish()
     text, source = _read(path_or_text)
+    for lineno, line in enumerate(text.splitlines(), 1):  # undecodable command output (surrogates)
+        if any("\udc80" <= ch <= "\udcff" or ch == "\ufffd" for ch in line):
+            raise FabricError("not UTF-8 text; node descriptions must be ASCII: fix the host's NodeDescription"
+                              " (rdma-ndd) and run discover again", file=source, line=lineno)
     if kind == "auto":
         if not text.strip():
             raise FabricError("the fabric snapshot is empty; run discover again", file=source)

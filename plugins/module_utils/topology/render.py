@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -414,18 +415,25 @@ def kueue_topology(
 def write_if_changed(dest: str | Path, text: str, check: bool = False, mode: int = 0o644) -> tuple[bool, str]:
     """Atomically write ``text`` to ``dest`` when its bytes differ; return (changed, old text)."""
     p = Path(dest)
+    if p.is_dir():
+        raise FabricError(f"dest {str(p)!r} is a directory; give a file path (e.g. {p}/topology.conf)", key="dest")
     try:
         old = p.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:
         old = ""
         exists = False
+    except OSError as e:
+        raise FabricError(f"cannot read dest {str(p)!r}: {e.strerror or e}", key="dest") from None
     else:
         exists = True
     if exists and old == text:
         return False, old
     if not check:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent))
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent))
+        except OSError as e:
+            raise FabricError(f"cannot write dest {str(p)!r}: {e.strerror or e}", key="dest") from None
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
@@ -438,6 +446,9 @@ def write_if_changed(dest: str | Path, text: str, check: bool = False, mode: int
                 os.unlink(tmp)
             except OSError:
                 pass
+            if isinstance(sys.exc_info()[1], OSError):
+                e = sys.exc_info()[1]
+                raise FabricError(f"cannot write dest {str(p)!r}: {e.strerror or e}", key="dest") from None
             raise
     return True, old
 

@@ -6,6 +6,7 @@ Both take the module parameters as a dict and return the module result as a dict
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -87,6 +88,14 @@ def topology_summary(topo: Topology) -> dict:
     }
 
 
+def _mode(value: Any) -> int:
+    """File mode from the module's ``mode`` option: octal digits like ``0644`` (no symbolic modes)."""
+    text = str(value or "0644")
+    if not re.fullmatch(r"0?[0-7]{3,4}", text) or int(text, 8) > 0o7777:
+        raise FabricError(f"mode {text!r} is not an octal file mode like '0644'", key="mode")
+    return int(text, 8)
+
+
 def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff_mode: bool = False) -> dict:
     """Render topology.conf / topology.yaml; write ``dest`` atomically when its bytes change."""
     topo = topology_from_params(params)
@@ -114,7 +123,7 @@ def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff
     }
     dest = params.get("dest")
     if dest:
-        changed, old = write_if_changed(dest, content, check=check_mode, mode=int(str(params.get("mode") or "0644"), 8))
+        changed, old = write_if_changed(dest, content, check=check_mode, mode=_mode(params.get("mode")))
         result["changed"] = changed
         result["dest"] = str(dest)
         if diff_mode and changed:
