@@ -146,7 +146,11 @@ def test_topology_modules_bad_dest_mode_and_encoding(tmp_path: Path) -> None:
             r"latin\.ibnetdiscover:\d+: not UTF-8",
         ),
         "latin1-fabric-facts": ("fabric_facts", {"src": str(latin)}, r"latin\.ibnetdiscover:\d+: not UTF-8"),
-        "binary-fabric-facts": ("fabric_facts", {"src": str(binary)}, r"binary\.ibnetdiscover(:\d+)?: (not UTF-8|the fabric snapshot is binary)"),
+        "binary-fabric-facts": (
+            "fabric_facts",
+            {"src": str(binary)},
+            r"binary\.ibnetdiscover(:\d+)?: (not UTF-8|the fabric snapshot is binary)",
+        ),
     }
     tasks = [
         {"name": name, f"gpufleet.core.{mod}": args, "ignore_errors": True} for name, (mod, args, _) in cases.items()
