@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from render_fixtures import REPO, edit_vars, make_inventory, render_to, tree_state
 
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import (
     render_inventory,
@@ -230,6 +231,10 @@ def test_no_change_fast_path_is_safe(inv: Path, tmp_path: Path) -> None:
     nodes = yaml.safe_load(snap.read_text(encoding="utf-8"))
     nodes["items"] = [n for n in nodes["items"] if n["metadata"]["name"] != "gpu064"]  # a spare node leaves
     snap.write_text(yaml.safe_dump(nodes), encoding="utf-8")
+    # it is still cabled: its fabric host now matches no node, an error unless explicitly allowed
+    with pytest.raises(GpufleetError, match="'gpu064'"):
+        render_and_write(inv, out)
+    edit_vars(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["fabric"].update(allow_unmatched_hosts=True))
     _, _, res, rep = render_and_write(inv, out)
     assert res is not None and "clusters/gpu-east/POOLS.md" in rep.plan.changed
 
