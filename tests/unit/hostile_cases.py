@@ -449,7 +449,7 @@ case(
     "crash-fabric-latin1-host",
     8,
     lambda repo: (repo / FABRIC).write_bytes((repo / FABRIC).read_bytes().replace(b'"gpu001 mlx5', b'"gpu\xe91 mlx5')),
-    FAB + r".*not valid Slurm host",
+    r"fabric\.ibnetdiscover:\d+: not UTF-8 text",
 )
 case("crash-nodes-latin1", 8, put(str(NODES), b"kind: List\nitems: []\n# caf\xe9\n"), r"nodes\.yaml: not UTF-8")
 case("crash-nodes-garbage", 8, put(str(NODES), "- a\n- b\n"), r"nodes\.yaml: expected a 'kind: List'")
