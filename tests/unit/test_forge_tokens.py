@@ -56,7 +56,7 @@ def server(respond: Any) -> Iterator[tuple[str, list[dict[str, str]]]]:
         t.join()
 
 
-def ok(_: Any) -> tuple[int, dict[str, str], bytes]:
+def ok(handler: Any) -> tuple[int, dict[str, str], bytes]:
     body = b'{"html_url": "https://x/pr/1", "number": 1, "web_url": "u", "iid": 1}'
     return 201, {"Content-Type": "application/json"}, body
 
@@ -103,7 +103,7 @@ def test_https_and_loopback_allowed(url: str) -> None:
 
 
 def test_token_never_in_error_messages() -> None:
-    with server(lambda h: (500, {}, b'{"message": "boom"}')) as (api_url, _):
+    with server(lambda h: (500, {}, b'{"message": "boom"}')) as (api_url, _seen):
         with pytest.raises(forge.ForgeError) as exc:
             forge.open_pull_request(target("gitlab", api_url), "scale/x", "main", "t", "b", TOKEN, timeout=10)
     assert TOKEN not in str(exc.value)

@@ -163,7 +163,7 @@ def test_fuzz_fabric(data: st.DataObject) -> None:
     try:
         p = root / "repo" / FABRIC
         lines = p.read_bytes().split(b"\n")
-        for _ in range(data.draw(st.integers(1, 3))):
+        for _step in range(data.draw(st.integers(1, 3))):
             i = data.draw(st.integers(0, len(lines) - 1))
             op = data.draw(st.sampled_from(["delete", "duplicate", "char", "truncate", "garbage"]))
             if op == "delete":

@@ -111,7 +111,7 @@ class _Loader(yaml.SafeLoader):
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
+        for key_node, _value in node.value:
             if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
                 key = self.construct_object(key_node, deep=deep)
                 if key in seen:
