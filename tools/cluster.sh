@@ -17,12 +17,16 @@
 # killed test run leaves nothing behind).
 #
 # Environment: GPUFLEET_BIN (default .build/bin), GPUFLEET_KWOK_STAGES
-# (default .build/share/kwok/stages.yaml).
+# (default .build/share/kwok/stages.yaml), GPUFLEET_APISERVER_SANS (extra DNS
+# names for the apiserver certificate, comma-separated: a stand-in for a
+# tenant vCluster API is reached as <name>.<namespace>).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${GPUFLEET_BIN:-$ROOT/.build/bin}"
 STAGES="${GPUFLEET_KWOK_STAGES:-$ROOT/.build/share/kwok/stages.yaml}"
+GPUFLEET_APISERVER_SANS="${GPUFLEET_APISERVER_SANS:-}"
+[[ "$GPUFLEET_APISERVER_SANS" =~ ^[a-z0-9.,-]*$ ]] || { echo "tools/cluster.sh: ERROR: bad GPUFLEET_APISERVER_SANS" >&2; exit 1; }
 
 die() { echo "tools/cluster.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/cluster.sh: $*" >&2; }
@@ -74,8 +78,10 @@ make_pki() {
     openssl x509 -req -in "$p/$1.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
       "${o[@]}" -out "$p/$1.crt" -extfile "$p/$1.ext" 2>/dev/null
   }
+  local extra="" n
+  for n in ${GPUFLEET_APISERVER_SANS//,/ }; do extra+=",DNS:$n"; done
   sign apiserver /CN=kube-apiserver \
-    'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment'
+    "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local$extra\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment"
   sign admin '/O=system:masters/CN=gpufleet-admin' \
     'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment'
   openssl genrsa -out "$p/sa.key" 2048 2>/dev/null

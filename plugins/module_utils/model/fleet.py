@@ -137,6 +137,12 @@ class Tenant:
     health: TenantHealth = field(default_factory=TenantHealth)
 
 
+def mirrored_repo(repo_url: str, mirrors: dict[str, str]) -> str:
+    """``repo_url`` through the ``gpufleet_chart_mirrors`` map (a trailing ``/`` does not matter)."""
+    by_key = {k.rstrip("/"): v for k, v in mirrors.items()}
+    return by_key.get(repo_url.rstrip("/"), repo_url)
+
+
 @dataclass(frozen=True)
 class Fleet:
     name: str
@@ -146,8 +152,13 @@ class Fleet:
     tenants: dict[str, Tenant]
     pools: dict[str, Pool]
     versions: dict[str, dict[str, str]] = field(default_factory=dict)
+    chart_mirrors: dict[str, str] = field(default_factory=dict)
     # the RawModel it was built from (file and line of every key, for errors found while rendering)
     source: Any = field(default=None, compare=False, repr=False)
+
+    def chart_repo(self, repo_url: str) -> str:
+        """Where Argo CD pulls a chart from: the mirror of ``repo_url`` if the inventory has one."""
+        return mirrored_repo(repo_url, self.chart_mirrors)
 
     def tenant_pools(self, tenant: str, kind: str | None = None) -> list[Pool]:
         return [self.pools[p] for p in self.tenants[tenant].pools if kind is None or self.pools[p].kind == kind]

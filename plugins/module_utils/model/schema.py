@@ -110,6 +110,9 @@ def _component(extra: dict[str, Any] | None = None, enabled: bool = True) -> dic
     return {"type": "object", "additionalProperties": False, "properties": props}
 
 
+# a Helm repository URL (http/https) or an OCI registry path without scheme: no spaces, no quotes
+_CHART_REPO = r"^(https?://)?[A-Za-z0-9][-A-Za-z0-9.]*(:[0-9]{1,5})?(/[-A-Za-z0-9._~%/]*)?$"
+
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://gpufleet.dev/schema/fleet-v1.json",
@@ -169,6 +172,14 @@ SCHEMA: dict[str, Any] = {
                     "version": _TOKEN,
                 },
             },
+        },
+        "gpufleet_chart_mirrors": {
+            "type": "object",
+            "description": "chart repository mirrors for air-gapped sites: production repo_url (Helm "
+            "repository URL or OCI registry path, as in gpufleet_versions) -> mirror URL; rendered into "
+            "the Applications' chart sources and the AppProjects' sourceRepos",
+            "propertyNames": {"pattern": _CHART_REPO},
+            "additionalProperties": {"type": "string", "pattern": _CHART_REPO},
         },
         "gpufleet_clusters": {
             "type": "array",

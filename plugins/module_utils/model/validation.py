@@ -359,6 +359,7 @@ def build_fleet(raw: RawModel) -> Fleet:
         pools=pools,
         versions=d.get("gpufleet_versions", {}),
         source=raw,
+        chart_mirrors=dict(d.get("gpufleet_chart_mirrors") or {}),
     )
 
 

@@ -145,7 +145,7 @@ def application(
 def chart_source(chart: dict[str, str], release: str, values_file: str, fleet: Fleet) -> dict[str, Any]:
     """A Helm chart source pinned by version, values from ``$values/<path in this repo>``."""
     return {
-        "repoURL": chart["repo_url"],
+        "repoURL": fleet.chart_repo(chart["repo_url"]),
         "chart": chart["chart"],
         "targetRevision": chart["version"],
         "helm": {"releaseName": release, "valueFiles": [f"$values/{repo_path(fleet, values_file)}"]},
@@ -165,12 +165,13 @@ def chart_app(
 
 
 def directory_app(name: str, *, fleet: Fleet, path: str, **kw: Any) -> dict[str, Any]:
-    """An app over a directory of plain manifests in this repository."""
+    """An app over a directory of plain manifests in this repository (not recursive: Argo CD's
+    default; ``directory: {recurse: false}`` would be dropped by the controller's normalisation and
+    leave the parent app OutOfSync for ever)."""
     source = {
         "repoURL": fleet.gitops.repo_url,
         "targetRevision": fleet.gitops.revision,
         "path": repo_path(fleet, path),
-        "directory": {"recurse": False},
     }
     return application(name, source=source, **kw)
 

@@ -297,7 +297,7 @@ def render_shared_storage(fleet: Fleet, cluster: Cluster) -> Rendered:
 def platform_project(fleet: Fleet, cluster: Cluster, tenant_servers: list[str]) -> dict[str, Any]:
     """The platform project: the host cluster (all namespaces, cluster-scoped kinds) and the
     platform-owned apps inside tenant vClusters (Slinky CRDs/operator, Kueue)."""
-    repos = [fleet.gitops.repo_url, *sorted({c["repo_url"] for c in _all_charts(fleet)})]
+    repos = [fleet.gitops.repo_url, *sorted({fleet.chart_repo(c["repo_url"]) for c in _all_charts(fleet)})]
     dests = [{"server": cluster.server, "namespace": "*"}] + [
         {"server": s, "namespace": "*"} for s in sorted(set(tenant_servers))
     ]

@@ -110,7 +110,7 @@ def pool_product(inputs: ClusterInputs, pool: Pool) -> str | None:
 
 
 def tenant_project(fleet: Fleet, cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
-    slurm_repo = chart("slurm", fleet.versions)["repo_url"]
+    slurm_repo = fleet.chart_repo(chart("slurm", fleet.versions)["repo_url"])
     return argo.project(
         tenant.name,
         description=tenant.description or f"tenant {tenant.name}",

@@ -1,0 +1,275 @@
+"""The Argo CD test bed: every piece started, wired and stopped together; the root-app sync.
+
+``start_bed`` starts, all on 127.0.0.1:
+- the host cluster (tools/cluster.sh: etcd, kube-apiserver, scheduler, controller-manager, KWOK
+  with the sample snapshot's GPU nodes);
+- one stand-in control plane per tenant for the tenant's vCluster API (certificate for
+  ``<tenant>.vc-<tenant>``, the name the rendered Applications target);
+- a Helm repository holding test-double charts (the upstream charts cannot be downloaded here);
+- the sample inventory rendered with ``repo_url`` = a local ``file://`` Git repository and
+  ``gpufleet_chart_mirrors`` mapping every upstream chart repository to the local one;
+- Argo CD v3.2 (tools/argocd.sh) in a loopback-only network namespace.
+``sync_root`` registers the tenants (the tenant role, for real), applies the root app and records
+when each child app appeared and became healthy. Used by the tests and by bench/.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from harness import (
+    CILIUM_CRDS,
+    REPO_ROOT,
+    HelmRepo,
+    LocalArgoCD,
+    LocalControlPlane,
+    StandInAPI,
+    fleet_repository,
+    status_of,
+    summary,
+    synced_healthy,
+    test_inventory,
+)
+
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
+
+TENANTS = ("inference", "llm-pretrain", "research")
+SAMPLE_NODES = REPO_ROOT / "inventories" / "sample" / "snapshots" / "gpu-east" / "nodes.yaml"
+WAVE = "argocd.argoproj.io/sync-wave"
+CLUSTER = "gpu-east"
+ROOT_APP = f"{CLUSTER}-root"
+
+
+@dataclass
+class ArgoBed:
+    host: LocalControlPlane
+    tenants: dict[str, StandInAPI]
+    argocd: LocalArgoCD
+    helm: HelmRepo
+    repo: Path
+    inventory: Path
+    root_app: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.root_app = self.repo / "gitops" / "clusters" / CLUSTER / "root-app.yaml"
+
+
+@contextmanager
+def start_bed(base: Path) -> Iterator[ArgoBed]:
+    host = LocalControlPlane()
+    tenants = {t: StandInAPI(f"{t}.vc-{t}") for t in TENANTS}
+    helm = HelmRepo(base / "helm-repo")
+    argocd = LocalArgoCD(host, base / "argocd")
+    try:
+        # the four control planes start in parallel (most of the time is waiting)
+        errors: list[BaseException] = []
+
+        def up(plane: LocalControlPlane, name: str) -> None:
+            try:
+                plane.start(base / name)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=up, args=(host, "host"))] + [
+            threading.Thread(target=up, args=(plane, f"tenant-{t}")) for t, plane in tenants.items()
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        host.create_nodes_from_snapshot(SAMPLE_NODES)
+
+        charts = sorted({(c["chart"], c["version"]) for c in CHARTS.values()})
+        helm.publish(charts, base / "chart-src")
+        mirrors = {c["repo_url"]: helm.url for c in CHARTS.values()}
+        repo = base / "fleet.git"
+        inventory = test_inventory(base / "inventory", f"file://{repo}", mirrors)
+        fleet_repository(repo, inventory)
+
+        argocd.install_config()
+        # each tenant API is https://<tenant>.vc-<tenant>:443 in the rendered tree: inside Argo CD's
+        # namespace that name resolves to its own loopback address, forwarded to the stand-in
+        forwards = {str(helm.port): helm.port}
+        hosts = {}
+        for i, plane in enumerate(tenants.values()):
+            addr = f"127.0.1.{i + 1}"
+            hosts[plane.host] = addr
+            forwards[f"{addr}:443"] = plane.port
+        argocd.start(forwards=forwards, hosts=hosts)
+        yield ArgoBed(host=host, tenants=tenants, argocd=argocd, helm=helm, repo=repo, inventory=inventory)
+    finally:
+        argocd.stop()
+        helm.close()
+        for plane in [*tenants.values(), host]:
+            try:
+                plane.stop()
+            except Exception:
+                pass
+
+
+def rendered(bed: ArgoBed) -> dict[str, dict[str, Any]]:
+    """Every Application and AppProject under apps/ of the rendered tree, by name."""
+    out = {}
+    for f in sorted((bed.repo / "gitops" / "clusters" / CLUSTER / "apps").glob("*.yaml")):
+        for doc in yaml.safe_load_all(f.read_text()):
+            if doc:
+                out[f"{doc['kind']}/{doc['metadata']['name']}"] = doc
+    return out
+
+
+def rendered_apps(bed: ArgoBed) -> dict[str, dict[str, Any]]:
+    return {k.split("/", 1)[1]: v for k, v in rendered(bed).items() if k.startswith("Application/")}
+
+
+def is_plain(app: dict[str, Any]) -> bool:
+    return "source" in app["spec"] and "path" in app["spec"]["source"]
+
+
+def wave(app: dict[str, Any]) -> int:
+    return int(app["metadata"].get("annotations", {}).get(WAVE, "0"))
+
+
+def register_tenants(bed: ArgoBed) -> subprocess.CompletedProcess[str]:
+    """Export each stand-in's kubeconfig the way vCluster does, then run the tenant role's register tasks."""
+    for tenant, plane in bed.tenants.items():
+        assert plane.kubeconfig is not None
+        kcfg = yaml.safe_load(plane.kubeconfig.read_text())
+        kcfg["clusters"][0]["cluster"]["server"] = f"https://{plane.host}:443"
+        bed.host.create_namespace(f"vc-{tenant}")
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": f"vc-{tenant}", "namespace": f"vc-{tenant}"},
+            "data": {"config": base64.b64encode(yaml.safe_dump(kcfg).encode()).decode()},
+        }
+        bed.host.kubectl("apply", "-f", "-", input=json.dumps(secret))
+    play = bed.repo.parent / "register.yml"
+    play.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "Register the tenants' vCluster APIs with Argo CD",
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "tasks": [
+                        {
+                            "name": "Register",
+                            "ansible.builtin.include_role": {"name": "gpufleet.core.tenant", "tasks_from": "register"},
+                            "vars": {
+                                "tenant_name": "{{ item }}",
+                                "tenant_cluster": CLUSTER,
+                                "tenant_kubeconfig": str(bed.host.kubeconfig),
+                                "tenant_secret_retries": 1,
+                                "tenant_secret_delay": 1,
+                            },
+                            "loop": sorted(bed.tenants),
+                        }
+                    ],
+                }
+            ],
+            sort_keys=False,
+        )
+    )
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / ".build" / "collections"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+    )
+    exe = Path(sys.executable).parent / "ansible-playbook"
+    return subprocess.run(
+        [str(exe), "-i", "localhost,", "-c", "local", str(play)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+
+
+def standin_pv(name: str, claim_ns: str, claim: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "20Ti"},
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": claim_ns, "name": claim},
+            "nfs": {"server": "nfs.invalid", "path": "/export/slurm-home"},
+        },
+    }
+
+
+class Synced:
+    """What the sync of the root app looked like from outside (polled once a second)."""
+
+    def __init__(self) -> None:
+        self.first_seen: dict[str, float] = {}
+        self.first_healthy: dict[str, float] = {}
+        self.seconds = 0.0  # root applied -> every app Synced+Healthy
+        self.plain_seconds = 0.0  # root applied -> every plain-manifest app Synced+Healthy
+        self.registration = ""
+
+
+def prepare(bed: ArgoBed) -> str:
+    """What the platform provides before the root app: Cilium's CRD, the stand-ins' PVs, and the
+    tenants' registration (returns the playbook output)."""
+    bed.host.kubectl(
+        "apply",
+        "--server-side",
+        "-f",
+        "-",
+        input=json.dumps({"kind": "List", "apiVersion": "v1", "items": CILIUM_CRDS}),
+    )
+    for tenant, plane in bed.tenants.items():
+        if tenant != "inference":  # the Slurm tenants claim the shared home
+            plane.kubectl("apply", "-f", "-", input=json.dumps(standin_pv("slurm-home", "slurm", "slurm-home")))
+    reg = register_tenants(bed)
+    if reg.returncode != 0:
+        raise RuntimeError(f"tenant registration failed:\n{reg.stdout}{reg.stderr}")
+    return reg.stdout
+
+
+def sync_root(bed: ArgoBed, timeout: float = 900) -> Synced:
+    """Apply the root app; poll once a second until every rendered app is Synced+Healthy."""
+    out = Synced()
+    want = [*sorted(rendered_apps(bed)), ROOT_APP]
+    plain = [n for n, a in rendered_apps(bed).items() if is_plain(a)]
+    t0 = time.monotonic()
+    bed.host.kubectl("apply", "--server-side", "--field-manager=gpufleet-bootstrap", "-f", str(bed.root_app))
+    deadline = t0 + timeout
+    apps: dict[str, dict[str, Any]] = {}
+    while time.monotonic() < deadline:
+        apps = bed.argocd.apps()
+        now = time.monotonic() - t0
+        for name, app in apps.items():
+            out.first_seen.setdefault(name, now)
+            if status_of(app)[1] == "Healthy":
+                out.first_healthy.setdefault(name, now)
+        if not out.plain_seconds and all(n in apps and synced_healthy(apps[n]) for n in plain):
+            out.plain_seconds = now
+        if all(n in apps and synced_healthy(apps[n]) for n in want):
+            out.seconds = now
+            return out
+        time.sleep(1)
+    bad = "\n".join(f"  {n}: {summary(apps.get(n))}" for n in want if not synced_healthy(apps.get(n) or {}))
+    raise RuntimeError(
+        f"not Synced+Healthy after {timeout}s:\n{bad}\ncontroller log:\n{bed.argocd.logs('controller', 60)}"
+    )

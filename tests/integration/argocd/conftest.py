@@ -1,0 +1,42 @@
+"""Fixtures: a real Argo CD syncing the sample fleet's rendered tree into real kube-apiservers.
+
+``argocd_bed`` (session scope) is ``bed.start_bed``: host cluster, one stand-in API per tenant
+vCluster, a local Helm repository of chart doubles, the rendered tree in a local Git repository and
+Argo CD v3.2 in a loopback-only network namespace. Teardown stops everything on success, failure
+and interpreter exit (the shell runners also watch this process's pid).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bed import ArgoBed, start_bed
+from harness import ARGOCD_CRDS, BIN_DIR
+
+
+def _require() -> None:
+    from controlplane import require_control_plane_tools, shared_test_helpers
+
+    require_control_plane_tools()
+    helpers = shared_test_helpers()
+    helpers.require_path(BIN_DIR / "argocd", "Argo CD; build it with tools/build.sh argocd")
+    helpers.require_path(BIN_DIR / "helm", "helm; build it with tools/build.sh helm")
+    helpers.require_path(ARGOCD_CRDS, "Argo CD CRDs")
+    for tool in ("redis-server", "git", "ip"):
+        helpers.require_tool(tool, "used by tools/argocd.sh")
+    if os.geteuid() != 0:
+        helpers.require_path(Path("/nonexistent/root"), "root: Argo CD runs in a network namespace (ip netns)")
+
+
+@pytest.fixture(scope="session")
+def argocd_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArgoBed]:
+    _require()
+    with start_bed(tmp_path_factory.mktemp("argocd")) as bed:
+        yield bed
