@@ -34,6 +34,8 @@ def missing() -> list[str]:
     out = missing_binaries()
     out += [b for b in ("argocd", "helm") if not os.access(BIN_DIR / b, os.X_OK)]
     out += [t for t in ("redis-server", "git", "ip") if shutil.which(t) is None]
+    if not (REPO / ".build" / "share" / "prometheus-operator-crds").is_dir():
+        out.append("prometheus-operator CRDs (tools/build.sh promcrds)")
     if os.geteuid() != 0:
         out.append("root (ip netns)")
     return out

@@ -46,6 +46,7 @@ from harness import (
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
 TENANTS = ("inference", "llm-pretrain", "research")
+PROMETHEUS_CRDS = REPO_ROOT / ".build" / "share" / "prometheus-operator-crds"
 SAMPLE_NODES = REPO_ROOT / "inventories" / "sample" / "snapshots" / "gpu-east" / "nodes.yaml"
 WAVE = "argocd.argoproj.io/sync-wave"
 CLUSTER = "gpu-east"
@@ -238,6 +239,9 @@ def prepare(bed: ArgoBed) -> str:
         "-",
         input=json.dumps({"kind": "List", "apiVersion": "v1", "items": CILIUM_CRDS}),
     )
+    # the site's monitoring stack (prometheus-operator) provides the PodMonitor CRD; the real
+    # upstream CRDs come from tools/build.sh promcrds
+    bed.host.apply_crds(sorted(PROMETHEUS_CRDS.glob("*.yaml")))
     for tenant, plane in bed.tenants.items():
         if tenant != "inference":  # the Slurm tenants claim the shared home
             plane.kubectl("apply", "-f", "-", input=json.dumps(standin_pv("slurm-home", "slurm", "slurm-home")))

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bed import ArgoBed, start_bed
+from bed import PROMETHEUS_CRDS, ArgoBed, start_bed
 from harness import ARGOCD_CRDS, BIN_DIR
 
 
@@ -29,6 +29,7 @@ def _require() -> None:
     helpers.require_path(BIN_DIR / "argocd", "Argo CD; build it with tools/build.sh argocd")
     helpers.require_path(BIN_DIR / "helm", "helm; build it with tools/build.sh helm")
     helpers.require_path(ARGOCD_CRDS, "Argo CD CRDs")
+    helpers.require_path(PROMETHEUS_CRDS, "prometheus-operator CRDs; tools/build.sh promcrds")
     for tool in ("redis-server", "git", "ip"):
         helpers.require_tool(tool, "used by tools/argocd.sh")
     if os.geteuid() != 0:
