@@ -33,7 +33,7 @@ def test_mirrors_rewrite_chart_sources_and_project_repos(tmp_path: Path) -> None
     plain = render_inventory(inv).files
     edit_vars(inv, "fleet.yml", _mirrors)
     files = render_inventory(inv).files
-    objs = {(o["kind"], o["metadata"]["name"]): o for _, o in yaml_objects(files) if "kind" in o}
+    objs = {(o["kind"], o["metadata"]["name"]): o for _rel, o in yaml_objects(files) if "kind" in o}
     cilium = objs[("Application", "gpu-east-cilium")]["spec"]["sources"][0]
     assert cilium["repoURL"] == MIRROR
     assert cilium["chart"] == CHARTS["cilium"]["chart"] and cilium["targetRevision"] == CHARTS["cilium"]["version"]
