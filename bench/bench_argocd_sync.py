@@ -42,7 +42,7 @@ def missing() -> list[str]:
 
 
 def one_run() -> dict[str, float]:
-    from bed import is_plain, prepare, rendered_apps, start_bed, sync_root
+    from argocd_bed import is_plain, prepare, rendered_apps, start_bed, sync_root
 
     row: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="gpufleet-bench-argocd-") as tmp:

@@ -17,8 +17,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bed import PROMETHEUS_CRDS, ArgoBed, start_bed
-from harness import ARGOCD_CRDS, BIN_DIR
+from argocd_bed import PROMETHEUS_CRDS, ArgoBed, start_bed
+from argocd_harness import ARGOCD_CRDS, BIN_DIR
 
 
 def _require() -> None:

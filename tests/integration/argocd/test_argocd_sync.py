@@ -28,8 +28,20 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bed import CLUSTER, ROOT_APP, ArgoBed, Synced, is_plain, prepare, rendered, rendered_apps, sync_root, wave
-from harness import conditions, git, status_of, summary, synced_healthy
+from argocd_bed import (
+    CLUSTER,
+    ROOT_APP,
+    ArgoBed,
+    Synced,
+    argocd_status,
+    is_plain,
+    prepare,
+    rendered,
+    rendered_apps,
+    sync_root,
+    wave,
+)
+from argocd_harness import conditions, git, status_of, summary, synced_healthy
 
 TIMEOUT = 900
 
@@ -234,6 +246,13 @@ def test_appproject_fencing_is_enforced_by_argocd(argocd_bed: ArgoBed, synced: S
         apps = bed.argocd.wait(sorted(cases), refused, "refused by the project", timeout=180)
         for name in cases:
             assert status_of(apps[name])[0] != "Synced", (name, refusal(apps[name]))
+        # the status module (apply's reader) reports the refusal as the reason
+        res = argocd_status(bed, names=["fence-control", "fence-quota"])
+        assert res["ready"] is False and res["summary"]["not_ready"] == ["fence-quota"], res.get("summary")
+        quota = next(a for a in res["apps"] if a["name"] == "fence-quota")
+        # today the reason is the app's SyncError condition; the per-resource "not permitted"
+        # message is only in operationState.syncResult (see refusal() above)
+        assert "SyncError" in quota["reason"] or "not permitted" in quota["reason"], quota
         assert bed.host.kubectl("get", "configmap", "fence-probe", "-n", "kube-system", check=False).returncode != 0
         assert (
             bed.tenants["llm-pretrain"]
@@ -286,3 +305,14 @@ def test_no_drift_after_sync(argocd_bed: ArgoBed, synced: Synced) -> None:
         out_of_sync = [r for r in after[n]["status"].get("resources") or [] if r.get("status") != "Synced"]
         assert not out_of_sync, (n, out_of_sync)
         assert (after[n]["status"].get("operationState") or {}).get("startedAt") == started[n], f"{n} re-synced"
+
+
+def test_argocd_status_module_reads_the_synced_tree(argocd_bed: ArgoBed, synced: Synced) -> None:
+    """gpufleet.core.argocd_status over the root app: every rendered app, all Synced/Healthy."""
+    res = argocd_status(argocd_bed, root=ROOT_APP)
+    assert not res.get("failed"), res.get("msg")
+    names = {a["name"] for a in res["apps"]}
+    assert names == {*rendered_apps(argocd_bed), ROOT_APP}, sorted(names ^ {*rendered_apps(argocd_bed), ROOT_APP})
+    assert res["ready"] is True, res["not_ready_report"]
+    assert all(a["sync"] == "Synced" and a["health"] == "Healthy" for a in res["apps"])
+    assert res["apps"][0]["name"] == ROOT_APP

@@ -29,18 +29,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from harness import (
+from argocd_harness import (
     CILIUM_CRDS,
     REPO_ROOT,
     HelmRepo,
     LocalArgoCD,
     LocalControlPlane,
     StandInAPI,
+    bed_inventory,
     fleet_repository,
     status_of,
     summary,
     synced_healthy,
-    test_inventory,
 )
 
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
@@ -98,7 +98,7 @@ def start_bed(base: Path) -> Iterator[ArgoBed]:
         helm.publish(charts, base / "chart-src")
         mirrors = {c["repo_url"]: helm.url for c in CHARTS.values()}
         repo = base / "fleet.git"
-        inventory = test_inventory(base / "inventory", f"file://{repo}", mirrors)
+        inventory = bed_inventory(base / "inventory", f"file://{repo}", mirrors)
         fleet_repository(repo, inventory)
 
         argocd.install_config()
@@ -277,3 +277,39 @@ def sync_root(bed: ArgoBed, timeout: float = 900) -> Synced:
     raise RuntimeError(
         f"not Synced+Healthy after {timeout}s:\n{bad}\ncontroller log:\n{bed.argocd.logs('controller', 60)}"
     )
+
+
+def argocd_status(bed: ArgoBed, **args: Any) -> dict[str, Any]:
+    """Run the gpufleet.core.argocd_status module for real (ansible ad-hoc) against the host API."""
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / ".build" / "collections"),
+        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+    )
+    exe = Path(sys.executable).parent / "ansible"
+    margs = {"kubeconfig": str(bed.host.kubeconfig), **args}
+    p = subprocess.run(
+        [
+            str(exe),
+            "localhost",
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-m",
+            "gpufleet.core.argocd_status",
+            "-a",
+            json.dumps(margs),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+    try:
+        return json.loads(p.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    except (ValueError, KeyError, IndexError) as exc:
+        raise RuntimeError(f"argocd_status: no result (exit {p.returncode}):\n{p.stdout}{p.stderr}") from exc

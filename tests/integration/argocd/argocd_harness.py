@@ -202,7 +202,7 @@ def git(repo: Path, *args: str) -> str:
     return run(["git", "-C", str(repo), *args], env=env)
 
 
-def test_inventory(dst: Path, repo_url: str, mirrors: dict[str, str]) -> Path:
+def bed_inventory(dst: Path, repo_url: str, mirrors: dict[str, str]) -> Path:
     """The sample inventory with the GitOps repository and chart mirrors of this test bed."""
     src = REPO_ROOT / "inventories" / "sample"
     shutil.copytree(src, dst)
