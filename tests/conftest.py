@@ -20,6 +20,7 @@ BIN = REPO / ".build" / "bin"
 
 
 sys.path.append(str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "tests" / "lib"))  # test helpers (render_fixtures, fabric_helpers, ...)
 from checkout_path import use_checkout  # the same link the scripts and benchmarks use
 
 use_checkout()

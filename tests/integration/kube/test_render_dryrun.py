@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "unit"))
+sys.path.insert(0, str(REPO / "tests" / "lib"))
 
 from render_fixtures import make_inventory
 

@@ -12,9 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from render_fixtures import REPO, make_inventory, tree_state
 
 ANSIBLE = REPO / ".venv" / "bin" / "ansible"

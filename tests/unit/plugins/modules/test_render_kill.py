@@ -16,9 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from render_fixtures import REPO, edit_vars, make_big_inventory, tree_state
 
 CLI = [sys.executable, str(REPO / "scripts" / "gpufleet.py"), "render"]

@@ -3,14 +3,10 @@ the app-of-apps is wired (projects exist, $values files exist, waves ordered).""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from render_fixtures import edit_vars, make_inventory, yaml_objects
 
 from ansible_collections.gpufleet.core.plugins.module_utils import versions

@@ -8,14 +8,10 @@ No credentials anywhere in the tree.
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from render_checks import (
     CHART_OF_DIR,
     NO_UPSTREAM_ALLOWED,

@@ -11,9 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from render_fixtures import REPO, edit_vars, make_inventory, render_to, tree_state
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError

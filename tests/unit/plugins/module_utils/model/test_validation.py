@@ -16,7 +16,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory impo
 from ansible_collections.gpufleet.core.plugins.module_utils.model.schema import SCHEMA
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet, validate
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[5]
 SAMPLE = REPO / "inventories" / "sample"
 
 

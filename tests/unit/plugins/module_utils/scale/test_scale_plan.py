@@ -26,7 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
     render_markdown,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[5]
 SAMPLE = REPO / "inventories" / "sample"
 
 

@@ -15,7 +15,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import run_slurm_topology
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 COLLECTIONS = REPO / ".build" / "collections"
 
 

@@ -11,7 +11,7 @@ import yaml
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodesError, load_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import safe_load
 
-SAMPLE_NODES = Path(__file__).resolve().parents[2] / "inventories" / "sample" / "snapshots" / "gpu-east" / "nodes.yaml"
+SAMPLE_NODES = Path(__file__).resolve().parents[5] / "inventories" / "sample" / "snapshots" / "gpu-east" / "nodes.yaml"
 
 
 def test_json_snapshot_loads_like_yaml(tmp_path: Path) -> None:
