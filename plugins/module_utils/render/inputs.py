@@ -40,15 +40,12 @@ class ClusterInputs:
     pool_table: str
     assignment: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
-    _topo_index: Any = None
 
     def topology_view(self, nodes: list[str]) -> Any | None:
-        """The cluster topology restricted to ``nodes`` (None without a topology)."""
+        """The cluster topology restricted to ``nodes`` (None without a topology); no health report."""
         if self.topology is None:
             return None
-        if self._topo_index is None:
-            self._topo_index = TopologyIndex(self.topology)
-        return self._topo_index.view(nodes)
+        return self.topology.subset(nodes, health=False)
 
     @property
     def by_name(self) -> dict[str, NodeInfo]:
@@ -74,24 +71,31 @@ def _node_map(spec: Mapping[str, str] | None) -> dict[str, str] | None:
 
 
 def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
+    """The cluster's topology through the same loader as the slurm_topology module: the fabric
+    snapshot (or the nodes' fabric labels) plus the NVLink domains of the nodes snapshot."""
     fab = cluster.fabric
     if fab.source == "none":
         return None
-    from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
+    from ansible_collections.gpufleet.core.plugins.module_utils.topology.load import load_topology as load
 
-    if fab.source == "labels":
-        src: Any = cluster.nodes_snapshot
-        kind = "labels"
-    else:
+    ibnetdiscover = fabric_file = None
+    if fab.source != "labels":
         if fab.path is None or not fab.path.is_file():
             raise RenderInputError(
                 f"{fab.path}: fabric snapshot of cluster {cluster.name!r} not found (run discover first)"
             )
-        src, kind = fab.path, ("file" if fab.source == "file" else "auto")
-    fabric = load_fabric(src, kind=kind)
-    exclude = [*fab.exclude_hosts, *fab.exclude_switches] or None
-    return build_topology(fabric, _node_map(fab.node_name_map), [n.name for n in nodes] or None, exclude)
+        if fab.source == "file":
+            fabric_file = fab.path
+        else:
+            ibnetdiscover = fab.path
+    return load(
+        ibnetdiscover=ibnetdiscover,
+        fabric=fabric_file,
+        nodes_snapshot=cluster.nodes_snapshot,
+        node_map=_node_map(fab.node_name_map),
+        nodes=[n.name for n in nodes] or None,
+        exclude=[*fab.exclude_hosts, *fab.exclude_switches] or None,
+    )
 
 
 # ------------------------------------------------------------------ parse cache
@@ -109,6 +113,7 @@ _PARSE_CODE = (
     "fabric/labels.py",
     "fabric/file.py",
     "topology/build.py",
+    "topology/load.py",
     "render/inputs.py",
 )
 
@@ -252,7 +257,8 @@ def cached_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...], cache: Path |
     code = _code()
     if code is None:
         return load_topology(cluster, nodes)
-    name = f"topology-{_key(src.read_bytes(), settings, code)}.json"
+    snapshot = cluster.nodes_snapshot.read_bytes() if src != cluster.nodes_snapshot else b""  # NVLink domains
+    name = f"topology-{_key(src.read_bytes(), snapshot, settings, code)}.json"
     hit = _cache_get(cache, name)
     if isinstance(hit, dict):
         try:
@@ -300,56 +306,6 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
         assignment=assignment,
         extra={"warnings": warnings},
     )
-
-
-class TopologyIndex:
-    """Per-tenant views of one cluster topology in O(tenant nodes), not O(cluster) per tenant.
-
-    ``view(nodes)`` returns a Topology equal, for rendering (switches, roots, leaf groups, blocks,
-    order), to ``Topology.subset(nodes)``; the health report is not carried over.
-    """
-
-    def __init__(self, topo: Any):
-        self.topo = topo
-        self.group_pos = {g: i for i, (g, _) in enumerate(topo.leaf_groups)}
-        self.in_group = {n: i for _, ns in topo.leaf_groups for i, n in enumerate(ns)}
-        self.block_pos = {b: i for i, (b, _) in enumerate(topo.blocks)}
-        self.block_of: dict[str, tuple[str, int]] = {n: (b, i) for b, ns in topo.blocks for i, n in enumerate(ns)}
-        self.order_pos = {n: i for i, n in enumerate(topo.order)}
-
-    def view(self, nodes: list[str]) -> Any:
-        from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, pruned_switches
-
-        t = self.topo
-        keep = [n for n in nodes if n in t.node_group]
-        groups: dict[str, list[str]] = {}
-        for n in keep:
-            groups.setdefault(t.node_group[n], []).append(n)
-        for ns in groups.values():
-            ns.sort(key=self.in_group.__getitem__)
-        leaf_groups = [(g, groups[g]) for g in sorted(groups, key=self.group_pos.__getitem__)]
-        sws = pruned_switches(t.switches, groups)
-        live = set(sws)
-        blocks_d: dict[str, list[str]] = {}
-        for n in nodes:
-            if n in self.block_of:
-                blocks_d.setdefault(self.block_of[n][0], []).append(n)
-        for ns in blocks_d.values():
-            ns.sort(key=lambda n: self.block_of[n][1])
-        blocks = [(b, blocks_d[b]) for b in sorted(blocks_d, key=self.block_pos.__getitem__)]
-        order = sorted((n for n in nodes if n in self.order_pos), key=self.order_pos.__getitem__)
-        return Topology(
-            sws,
-            [r for r in t.roots if r in live],
-            leaf_groups,
-            {n: t.node_group[n] for n in keep},
-            blocks,
-            {b: d for b, d in t.block_domains.items() if b in blocks_d},
-            t.block_source,
-            {},
-            order,
-            t.source,
-        )
 
 
 def _as_bytes(x: Any) -> bytes:

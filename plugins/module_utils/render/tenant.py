@@ -55,7 +55,6 @@ CGROUP_CONF = (
     "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nConstrainCores=yes\nConstrainDevices=yes\nConstrainRAMSpace=yes\n"
 )
 GRES_CONF = "AutoDetect=nvidia\n"
-TOPOLOGY_FILE = {"tree": "topology.conf", "block": "topology.conf", "yaml": "topology.yaml"}
 # vCluster ResourceQuota defaults that break GPU tenants (Helm merges maps: each must be nulled).
 QUOTA_DROP = (
     "requests.cpu",
@@ -231,19 +230,15 @@ def slurm_key_mappings(tenant: str) -> dict[str, str]:
 
 def _topology_conf(cluster: Cluster, sub: Any) -> tuple[str, str] | None:
     """(file name, text) of the tenant's topology (``sub``: the cluster topology restricted to the
-    tenant's Slurm nodes)."""
+    tenant's Slurm nodes), rendered as the slurm_topology module renders it."""
     if sub is None:
         return None
     from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
 
     plugin = cluster.topology.plugin
-    if plugin == "tree" and sub.node_group:
-        return "topology.conf", tr.render_tree(sub)
-    if plugin == "block" and sub.blocks:
-        return "topology.conf", tr.render_block(sub, block_sizes=list(cluster.topology.block_sizes) or None)
-    if plugin == "yaml" and sub.node_group:
-        return "topology.yaml", tr.render_yaml(sub)
-    return None
+    if plugin not in tr.TOPOLOGY_FILE or not (sub.blocks if plugin == "block" else sub.node_group):
+        return None
+    return tr.TOPOLOGY_FILE[plugin], tr.render(sub, plugin, block_sizes=list(cluster.topology.block_sizes) or None)
 
 
 def topology_annotations(sub: Any, plugin: str) -> dict[str, str]:
@@ -252,9 +247,7 @@ def topology_annotations(sub: Any, plugin: str) -> dict[str, str]:
         return {}
     from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
 
-    if plugin == "block":
-        return tr.slinky_topology_spec(sub, tree=None, block="default")
-    return tr.slinky_topology_spec(sub)
+    return tr.slinky_spec_for(sub, plugin)
 
 
 def nodeset(pool: Pool, inputs: ClusterInputs) -> dict[str, Any]:

@@ -210,6 +210,7 @@ class Topology:
     health: dict
     order: list[str]  # every node, in network-adjacency order
     source: str = "<fabric>"
+    _index: _Positions | None = field(default=None, init=False, repr=False, compare=False)
 
     def path(self, node: str) -> list[str]:
         """Switch names from the root down to the node's leaf group."""
@@ -225,35 +226,69 @@ class Topology:
     def cliques(self) -> list[tuple[str, list[str]]]:
         return self.blocks if self.block_source == "nvlink" else []
 
-    def subset(self, nodes: str | Iterable[str] | None) -> Topology:
-        """The same topology restricted to ``nodes`` (empty groups and switches dropped)."""
+    def subset(self, nodes: str | Iterable[str] | None, health: bool = True) -> Topology:
+        """The same topology restricted to ``nodes`` (empty groups and switches dropped).
+
+        Costs O(len(nodes)) plus the switches kept, not O(cluster): the positions of every node are
+        indexed once per topology, so per-tenant views of a large cluster stay cheap. ``health=False``
+        leaves the health report empty (comparing against the whole fabric is O(cluster)).
+        """
         wanted = node_list(nodes)
         if wanted is None:
             return self
+        ix = self._positions()
         keep = set(wanted)
-        groups = [(g, [n for n in ns if n in keep]) for g, ns in self.leaf_groups]
-        groups = [(g, ns) for g, ns in groups if ns]
-        sws = pruned_switches(self.switches, dict(groups))
+        groups_d: dict[str, list[str]] = {}
+        blocks_d: dict[str, list[str]] = {}
+        for n in keep:
+            g = self.node_group.get(n)
+            if g is not None:
+                groups_d.setdefault(g, []).append(n)
+            b = ix.block_of.get(n)
+            if b is not None:
+                blocks_d.setdefault(b[0], []).append(n)
+        for ns in groups_d.values():
+            ns.sort(key=ix.in_group.__getitem__)
+        for ns in blocks_d.values():
+            ns.sort(key=lambda n: ix.block_of[n][1])
+        groups = [(g, groups_d[g]) for g in sorted(groups_d, key=ix.group_pos.__getitem__)]
+        blocks = [(b, blocks_d[b]) for b in sorted(blocks_d, key=ix.block_pos.__getitem__)]
+        sws = pruned_switches(self.switches, groups_d)
         live = set(sws)
-        blocks = [(b, [n for n in ns if n in keep]) for b, ns in self.blocks]
-        blocks = [(b, ns) for b, ns in blocks if ns]
-        kept_blocks = {b for b, _ns in blocks}
-        health = dict(self.health)
-        fabric_nodes = set(self.node_group)
-        health["nodes_not_in_fabric"] = sorted(keep - fabric_nodes, key=natural_key)
-        health["fabric_not_in_nodes"] = sorted(fabric_nodes - keep, key=natural_key)
+        report: dict = {}
+        if health:
+            report = dict(self.health)
+            fabric_nodes = set(self.node_group)
+            report["nodes_not_in_fabric"] = sorted(keep - fabric_nodes, key=natural_key)
+            report["fabric_not_in_nodes"] = sorted(fabric_nodes - keep, key=natural_key)
         return Topology(
             sws,
             [r for r in self.roots if r in live],
             groups,
-            {n: g for n, g in self.node_group.items() if n in keep},
+            {n: g for g, ns in groups for n in ns},
             blocks,
-            {b: d for b, d in self.block_domains.items() if b in kept_blocks},
+            {b: d for b, d in self.block_domains.items() if b in blocks_d},
             self.block_source,
-            health,
-            [n for n in self.order if n in keep],
+            report,
+            sorted((n for n in keep if n in ix.order_pos), key=ix.order_pos.__getitem__),
             self.source,
         )
+
+    def _positions(self) -> _Positions:
+        if self._index is None:
+            self._index = _Positions(self)
+        return self._index
+
+
+class _Positions:
+    """Where each node, group and block sits in a :class:`Topology` (built once, for ``subset``)."""
+
+    def __init__(self, topo: Topology):
+        self.group_pos = {g: i for i, (g, _) in enumerate(topo.leaf_groups)}
+        self.in_group = {n: i for _, ns in topo.leaf_groups for i, n in enumerate(ns)}
+        self.block_pos = {b: i for i, (b, _) in enumerate(topo.blocks)}
+        self.block_of = {n: (b, i) for b, ns in topo.blocks for i, n in enumerate(ns)}
+        self.order_pos = {n: i for i, n in enumerate(topo.order)}
 
 
 # ---------------------------------------------------------------- union-find

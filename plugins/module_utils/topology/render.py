@@ -339,6 +339,29 @@ def slinky_topology_spec(topo: Topology, tree: str | None = "default", block: st
     return out
 
 
+TOPOLOGY_FILE = {"tree": "topology.conf", "block": "topology.conf", "yaml": "topology.yaml"}
+
+
+def slinky_names(topo: Topology, fmt: str, topologies: list[Mapping] | None = None,
+                 tree_name: str | None = None) -> dict[str, str | None]:
+    """Topology names for the Slinky annotation: ``default`` for topology.conf, else from ``topologies``
+    (the ones :func:`render_yaml` writes)."""
+    if fmt == "block":
+        return {"tree": None, "block": "default"}
+    if fmt != "yaml":
+        return {"tree": tree_name or "default", "block": None}
+    specs = topologies or default_topologies(topo)
+    tree = next((str(t.get("name")) for t in specs if str(t.get("plugin", "tree")).endswith("tree")), None)
+    block = next((str(t.get("name")) for t in specs if str(t.get("plugin", "tree")).endswith("block")), None)
+    return {"tree": tree, "block": block}
+
+
+def slinky_spec_for(topo: Topology, fmt: str, topologies: list[Mapping] | None = None,
+                    tree_name: str | None = None) -> dict[str, str]:
+    """``topology.slinky.slurm.net/spec`` per node for the file :func:`render` writes in ``fmt``."""
+    return slinky_topology_spec(topo, **slinky_names(topo, fmt, topologies, tree_name))
+
+
 def label_value(value: str) -> str:
     """A Kubernetes label value: <= 63 chars of [A-Za-z0-9_.-], alphanumeric at both ends.
 

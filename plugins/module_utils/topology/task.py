@@ -10,71 +10,28 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import (
-    domains_from_nodes,
-    fabric_from_nodes,
-    load_nodes,
-)
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
-    Fabric,
-    FabricError,
-    load_fabric,
-    merge_into,
-)
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, build_topology, node_list
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, node_list
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.load import load_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
-    default_topologies,
     render,
-    slinky_topology_spec,
+    slinky_spec_for,
     write_if_changed,
 )
 
 
-def _as_list(v: Any) -> list:
-    if v is None:
-        return []
-    return [v] if isinstance(v, str) else list(v)
-
-
-def load_sources(params: Mapping[str, Any], ibnetdiscover_text: str | None = None) -> tuple[Fabric, dict | None]:
-    """Fabric from ``ibnetdiscover`` / ``fabric`` / ``nodes_snapshot``; domains from the snapshot."""
-    kind = params.get("fabric_kind") or "auto"
-    fabs: list[Fabric] = []
-    if ibnetdiscover_text is not None:
-        fabs.append(load_fabric(ibnetdiscover_text, kind=kind if kind != "auto" else "auto"))
-    for p in _as_list(params.get("ibnetdiscover")):
-        fabs.append(load_fabric(str(p), kind=kind if kind.startswith("ibnetdiscover") else "auto"))
-    for p in _as_list(params.get("fabric")):
-        fabs.append(load_fabric(str(p), kind="file"))
-    domains: dict | None = None
-    snap = params.get("nodes_snapshot")
-    if snap:
-        doc = load_nodes(str(snap))
-        domains = domains_from_nodes(doc, str(snap)) or None
-        if not fabs:
-            fabs.append(fabric_from_nodes(doc, str(snap)))
-    if not fabs:
-        raise FabricError("give one of ibnetdiscover, fabric or nodes_snapshot", key="ibnetdiscover")
-    if len(fabs) == 1:
-        fab = fabs[0]
-    else:
-        fab = Fabric(source=", ".join(f.source for f in fabs))
-        for f in fabs:
-            merge_into(fab, f)
-        fab.finish()
-    if params.get("use_cliques") is False:
-        domains = {}
-    return fab, domains
-
-
 def topology_from_params(params: Mapping[str, Any], ibnetdiscover_text: str | None = None) -> Topology:
-    fab, domains = load_sources(params, ibnetdiscover_text)
-    return build_topology(
-        fab,
+    """The module parameters, handed to the one topology loader (:func:`topology.load.load_topology`)."""
+    return load_topology(
+        ibnetdiscover=params.get("ibnetdiscover"),
+        fabric=params.get("fabric"),
+        nodes_snapshot=params.get("nodes_snapshot"),
+        fabric_kind=params.get("fabric_kind") or "auto",
+        ibnetdiscover_text=ibnetdiscover_text,
+        use_cliques=params.get("use_cliques") is not False,
         node_map=params.get("node_map") or None,
         nodes=node_list(params.get("nodes")),
         exclude=params.get("exclude") or None,
-        domains=domains,
     )
 
 
@@ -119,7 +76,7 @@ def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff
         "warnings": warnings,
         "health": topo.health,
         "topology": topology_summary(topo),
-        "slinky_spec": slinky_topology_spec(topo, **_slinky_names(topo, fmt, params)),
+        "slinky_spec": slinky_spec_for(topo, fmt, params.get("topologies") or None, params.get("slinky_tree_name")),
     }
     dest = params.get("dest")
     if dest:
@@ -129,18 +86,6 @@ def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff
         if diff_mode and changed:
             result["diff"] = {"before": old, "after": content, "before_header": str(dest), "after_header": str(dest)}
     return result
-
-
-def _slinky_names(topo: Topology, fmt: str, params: Mapping[str, Any]) -> dict:
-    """Topology names for the Slinky annotation: ``default`` for topology.conf, else from ``topologies``."""
-    if fmt == "tree":
-        return {"tree": params.get("slinky_tree_name") or "default", "block": None}
-    if fmt == "block":
-        return {"tree": None, "block": "default"}
-    specs = params.get("topologies") or default_topologies(topo)
-    tree = next((str(t.get("name")) for t in specs if str(t.get("plugin", "tree")).endswith("tree")), None)
-    block = next((str(t.get("name")) for t in specs if str(t.get("plugin", "tree")).endswith("block")), None)
-    return {"tree": tree, "block": block}
 
 
 def run_fabric_facts(

@@ -1,0 +1,87 @@
+"""The one way from fabric inputs to a :class:`Topology`, for the renderer and the modules alike.
+
+``gitops_render`` (through :mod:`render.inputs`), ``slurm_topology`` and ``fabric_facts`` all call
+:func:`load_topology`, so every input (ibnetdiscover dumps, fabric files, the nodes snapshot with its
+NVLink domains, node name map, exclusions) reaches each of them the same way, and the same fleet
+gives the same topology.conf whichever path wrote it. Blocks come from the accelerator (NVLink)
+domains of the nodes snapshot when it has them, else from the leaf groups (docs/adr/topology.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import (
+    domains_from_nodes,
+    fabric_from_nodes,
+    load_nodes,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
+    Fabric,
+    FabricError,
+    load_fabric,
+    merge_into,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, build_topology
+
+
+def _as_list(v: Any) -> list:
+    if v is None:
+        return []
+    return [v] if isinstance(v, str | Path) else list(v)
+
+
+def load_sources(
+    ibnetdiscover: Iterable[str | Path] | str | Path | None = None,
+    fabric: Iterable[str | Path] | str | Path | None = None,
+    nodes_snapshot: str | Path | None = None,
+    fabric_kind: str = "auto",
+    ibnetdiscover_text: str | None = None,
+    use_cliques: bool = True,
+) -> tuple[Fabric, dict | None]:
+    """Fabric from ``ibnetdiscover`` / ``fabric`` / ``nodes_snapshot`` (labels, when no other
+    fabric input is given); NVLink domains from the snapshot."""
+    kind = fabric_kind or "auto"
+    fabs: list[Fabric] = []
+    if ibnetdiscover_text is not None:
+        fabs.append(load_fabric(ibnetdiscover_text, kind=kind))
+    for p in _as_list(ibnetdiscover):
+        fabs.append(load_fabric(str(p), kind=kind if kind.startswith("ibnetdiscover") else "auto"))
+    for p in _as_list(fabric):
+        fabs.append(load_fabric(str(p), kind="file"))
+    domains: dict | None = None
+    if nodes_snapshot:
+        doc = load_nodes(str(nodes_snapshot))
+        domains = domains_from_nodes(doc, str(nodes_snapshot)) or None
+        if not fabs:
+            fabs.append(fabric_from_nodes(doc, str(nodes_snapshot)))
+    if not fabs:
+        raise FabricError("give one of ibnetdiscover, fabric or nodes_snapshot", key="ibnetdiscover")
+    if len(fabs) == 1:
+        fab = fabs[0]
+    else:
+        fab = Fabric(source=", ".join(f.source for f in fabs))
+        for f in fabs:
+            merge_into(fab, f)
+        fab.finish()
+    if not use_cliques:
+        domains = {}
+    return fab, domains
+
+
+def load_topology(
+    ibnetdiscover: Iterable[str | Path] | str | Path | None = None,
+    fabric: Iterable[str | Path] | str | Path | None = None,
+    nodes_snapshot: str | Path | None = None,
+    fabric_kind: str = "auto",
+    ibnetdiscover_text: str | None = None,
+    use_cliques: bool = True,
+    node_map: Mapping[str, str] | None = None,
+    nodes: str | Iterable[str] | None = None,
+    exclude: Iterable[str] | str | None = None,
+) -> Topology:
+    """Load the inputs (see :func:`load_sources`) and build the topology (see :func:`build_topology`)."""
+    fab, domains = load_sources(ibnetdiscover, fabric, nodes_snapshot, fabric_kind, ibnetdiscover_text, use_cliques)
+    return build_topology(fab, node_map=node_map or None, nodes=nodes, exclude=exclude or None, domains=domains)
