@@ -49,29 +49,40 @@ def read_lock(path: str | Path, cluster: str | None = None) -> dict[str, str] | 
     if not p.exists():
         return None
     try:
-        doc = safe_load(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LockError(f"{p}: cannot read the pool lock: {exc.strerror or exc}") from None
+    return parse_lock(text, str(p), cluster)
+
+
+def parse_lock(text: str | bytes | None, source: str = "<lock>", cluster: str | None = None) -> dict[str, str]:
+    """node -> pool from the text of a pool lock ({} for none); the one reader of the lock format."""
+    if text is None:
+        return {}
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    try:
+        doc = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
-        raise LockError(f"{p}{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
-    except OSError as exc:
-        raise LockError(f"{p}: cannot read the pool lock: {exc.strerror or exc}") from None
+        raise LockError(f"{source}{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):
-        raise LockError(f"{p}: expected a mapping with keys cluster and nodes")
+        raise LockError(f"{source}: expected a mapping with keys cluster and nodes")
     unknown = sorted(set(map(str, doc)) - {"cluster", "nodes"})
     if unknown:
-        raise LockError(f"{p}: unknown key(s) {', '.join(unknown)}; expected cluster and nodes")
+        raise LockError(f"{source}: unknown key(s) {', '.join(unknown)}; expected cluster and nodes")
     if cluster is not None and doc.get("cluster") not in (None, cluster):
-        raise LockError(f"{p}: cluster: is {doc.get('cluster')!r}, expected {cluster!r}")
+        raise LockError(f"{source}: cluster: is {doc.get('cluster')!r}, expected {cluster!r}")
     nodes = doc.get("nodes") or {}
     if not isinstance(nodes, dict):
-        raise LockError(f"{p}: nodes: expected a mapping node -> pool")
+        raise LockError(f"{source}: nodes: expected a mapping node -> pool")
     out: dict[str, str] = {}
     for k, v in nodes.items():
         if not isinstance(k, str) or not isinstance(v, str) or not v:
-            raise LockError(f"{p}: nodes.{k}: expected a node name mapped to a pool name, got {v!r}")
+            raise LockError(f"{source}: nodes.{k}: expected a node name mapped to a pool name, got {v!r}")
         out[k] = v
     return dict(sorted(out.items()))
 

@@ -21,23 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.publish.forge import (
-    ForgeError,
-    compare_url,
-    open_pull_request,
-    resolve_target,
-)
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
     PublishError,
     commit_and_push,
     open_repo,
     preflight,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.request import open_fleet_pull_request
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import node_moves, pool_counts
 
@@ -102,11 +95,6 @@ def _rel(path: Path, root: Path) -> str:
         raise PublishError(f"{path} is not inside the Git work tree {root}") from None
 
 
-def _nodes(text: str | None) -> dict[str, str]:
-    doc = yaml.safe_load(text) if text else None
-    return {str(k): str(v) for k, v in ((doc or {}).get("nodes") or {}).items()} if isinstance(doc, dict) else {}
-
-
 def publish_tree(
     inventory: str | os.PathLike[str],
     *,
@@ -166,7 +154,7 @@ def publish_tree(
             continue
         old = git.run("show", f"HEAD:{rel}", check=False) if git.ok("cat-file", "-e", f"HEAD:{rel}") else None
         new = lock.read_text(encoding="utf-8") if lock.is_file() else None
-        a, b = _nodes(old), _nodes(new)
+        a, b = parse_lock(old, f"HEAD:{rel}"), parse_lock(new, str(lock))
         result.moves[rel] = [(m.node, m.from_pool, m.to_pool) for m in node_moves(a, b)]
         result.counts[rel] = pool_counts(a, b)
     if not result.files:
@@ -186,21 +174,10 @@ def publish_tree(
     push = commit_and_push(git, pre, result.branch, paths, message)
     result.commit, result.pushed = push.commit, push.pushed
     if open_pr:
-        forge = fleet.gitops.forge
-        target = resolve_target(
-            fleet.gitops.repo_url, forge.type, api_url=forge_api_url or forge.api_url, project=forge.project
+        opened = open_fleet_pull_request(
+            fleet, result.branch, pre.base, title, result.markdown(),
+            remote=pre.remote, token=token, forge_api_url=forge_api_url,
         )
-        tok = token if token is not None else os.environ.get(forge.token_env) or None
-        try:
-            pr = open_pull_request(target, result.branch, pre.base, title, result.markdown(), tok)
-        except ForgeError as exc:
-            raise GpufleetError(
-                f"pushed {result.branch} to {pre.remote}, but opening the pull request failed: {exc}. "
-                f"Open it at {compare_url(target, result.branch, pre.base) or 'your forge'}, or run again"
-            ) from None
-        result.pull_request = pr.as_dict()
-        if pr.url:
-            result.messages.append(f"{'opened' if pr.created else 'already open'}: {pr.url}")
-        elif pr.compare_url:
-            result.messages.append(f"no forge token in ${forge.token_env}: open the pull request at {pr.compare_url}")
+        result.pull_request = opened.request.as_dict()
+        result.messages.append(opened.message)
     return result

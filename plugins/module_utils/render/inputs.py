@@ -21,8 +21,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import C
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo, load_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.render import topology_guard
 
-LOCK_NAME = "pools.lock.yaml"
-
 
 class RenderInputError(GpufleetError):
     """A snapshot is missing or cannot be used for this cluster."""
@@ -277,7 +275,7 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
     ``cache``: a directory for parsed snapshots (see above); None parses every time.
     """
     from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign, render_pool_table
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import read_lock, render_lock
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME, read_lock, render_lock
 
     if not cluster.nodes_snapshot.is_file():
         raise RenderInputError(

@@ -34,9 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.files import replace_file
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import vars_files
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import identity
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
@@ -210,23 +212,9 @@ def _write_lock(path: Path, data: bytes) -> bool:
     if path.is_symlink():
         raise GpufleetError(f"{path}: the pool lock is a symbolic link; the renderer never writes through links")
     try:
-        if path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    tmp = path.with_name(f".{path.name}.gpufleet-tmp")
-    try:
-        if tmp.is_symlink() or tmp.exists():
-            tmp.unlink()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        return replace_file(path, data)[0]
     except OSError as exc:
         raise GpufleetError(f"{path}: cannot write the pool lock: {exc.strerror or exc}") from None
-    return True
 
 
 def plan_render(result: RenderResult, out: str | os.PathLike[str]) -> WriteReport:
@@ -294,7 +282,7 @@ def input_digest(fleet: Fleet) -> str | None:
         c = fleet.clusters[name]
         add(f"{name}/nodes", c.nodes_snapshot)
         add(f"{name}/fabric", c.fabric.path)
-        add(f"{name}/lock", c.snapshot_dir / "pools.lock.yaml")
+        add(f"{name}/lock", c.snapshot_dir / LOCK_NAME)
     return h.hexdigest()
 
 
@@ -384,7 +372,7 @@ def run(
     lock_before = (
         {
             lp: (lp.read_bytes() if lp.is_file() else None)
-            for lp in (c.snapshot_dir / "pools.lock.yaml" for c in fleet.clusters.values())
+            for lp in (c.snapshot_dir / LOCK_NAME for c in fleet.clusters.values())
         }
         if diff
         else {}

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import difflib
 import io
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,21 +180,6 @@ def _verify(expected: dict, new_text: str, file: Path, index: int, unit: str, si
     old_lines, new_lines = old_text.splitlines(keepends=True), new_text.splitlines(keepends=True)
     if len(old_lines) != len(new_lines) or sum(a != b for a, b in zip(old_lines, new_lines, strict=True)) > 1:
         raise ScaleError(f"{file}: editing the size in place would change more than one line; edit by hand")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` atomically (temp file in the same folder, then rename), keeping its mode."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def unified_line_diff(edit: SizeEdit) -> str:

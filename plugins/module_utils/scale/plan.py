@@ -25,13 +25,14 @@ from typing import Any
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 
 _TOPOLOGY_NAME = re.compile(r"(^|[/._-])topology([._-]|$)", re.IGNORECASE)  # file names
 _TOPOLOGY_KEY = re.compile(r"topology[^/]*\.(conf|ya?ml)$", re.IGNORECASE)  # ConfigMap / configFiles keys
 _SLURM_LINE = re.compile(r"^\s*(PartitionName|NodeSet)=(\S+)(.*)$", re.MULTILINE)
 _MAX_FIELDS = 6  # field changes listed per object in the Markdown table
 _PARSED = (".yaml", ".yml", ".json", ".conf")  # files searched for partitions, NodeSets, topology
-_NOT_PARSED = ("pools.lock.yaml",)  # node -> pool only: the moves come from it, not objects
+_NOT_PARSED = (LOCK_NAME,)  # node -> pool only: the moves come from it, not objects
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: 10k-line files
 
 

@@ -22,20 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.files import replace_file
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet, validate
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path as lock_path_of
-from ansible_collections.gpufleet.core.plugins.module_utils.publish.forge import (
-    ForgeError,
-    compare_url,
-    open_pull_request,
-    resolve_target,
-)
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
     Git,
     branch_name,
@@ -43,6 +37,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
     open_repo,
     preflight,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.request import open_fleet_pull_request
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.inventory_edit import (
@@ -50,7 +45,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.scale.inventory_edit
     SizeEdit,
     plan_size_edit,
     unified_line_diff,
-    write_atomic,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import ScalePlan, build_plan
 
@@ -115,14 +109,6 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _lock_nodes(data: bytes | None) -> dict[str, str]:
-    if not data:
-        return {}
-    doc = yaml.load(data.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
-    nodes = doc.get("nodes") if isinstance(doc, dict) else None
-    return {str(k): str(v) for k, v in (nodes or {}).items()}
-
-
 def _read(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
@@ -164,28 +150,26 @@ def _stale(result: render_tree.RenderResult, out: Path, root: Path) -> list[str]
     return files
 
 
-def scale(
-    inventory: str | os.PathLike[str],
-    pool: str,
-    size: int,
-    unit: str | None = None,
-    *,
-    check: bool = False,
-    publish: bool = False,
-    gitops_dir: str | os.PathLike[str] | None = None,
-    remote: str | None = None,
-    base: str | None = None,
-    token: str | None = None,
-    forge_api_url: str | None = None,
-    open_pr: bool = True,
-) -> ScaleResult:
-    """Scale ``pool`` to ``size`` (in ``unit``, default: the pool's own unit). See the module doc."""
-    inv = Path(inventory)
-    if inv.is_file():
-        inv = inv.parent
-    fleet = load_fleet(inv)
-    if pool not in fleet.pools:
-        raise ScaleError(f"unknown pool {pool!r} (known: {', '.join(sorted(fleet.pools))})")
+@dataclass
+class ScaleChange:
+    """What the plan step found: everything the write and publish steps need."""
+
+    fleet: Fleet
+    new_fleet: Fleet
+    edit: SizeEdit
+    out: Path
+    root: Path
+    after: render_tree.RenderResult
+    report: render_tree.WriteReport
+    result: ScaleResult
+    inv_file_rel: str
+    out_rel: str
+    git: Git | None = None
+    pre: Any = None  # publish.git preflight result, with publish
+
+
+def _locate(inv: Path, fleet: Fleet, gitops_dir: str | os.PathLike[str] | None) -> tuple[Path, Path]:
+    """(GitOps tree, work root) of the inventory."""
     work_root = _work_root(inv.resolve())
     if gitops_dir is None and work_root is None:
         raise ScaleError(
@@ -193,37 +177,91 @@ def scale(
             "pass gitops_dir (or run from a clone of the fleet repository)"
         )
     out = Path(gitops_dir) if gitops_dir else render_tree.default_out(fleet)
-    root = work_root or out.resolve().parent
-    edit = plan_size_edit(inv, pool, size, unit)
+    return out, work_root or out.resolve().parent
 
-    git: Git | None = None
-    pre = None
-    branch = branch_name(pool, size, edit.unit)
-    inv_rel, out_rel = _rel(inv, root), _rel(out, root)
-    if publish:
-        git = open_repo(inv)
-        root = git.root
-        inv_rel, out_rel = _rel(inv, root), _rel(out, root)
-        pre = preflight(
-            git,
-            remote or fleet.gitops.remote,
-            base or fleet.gitops.revision,
-            [inv_rel, out_rel],
-            allow_branch=branch,
-        )
 
-    # parsed snapshots (nodes, fabric) are cached outside the repository, as the renderer does;
+def _refuse_stale(fleet: Fleet, out: Path, root: Path, out_rel: str, cache: Path | None) -> None:
+    """A stale ``gitops/`` or pool lock is refused, so the change reviewed is the scale change alone."""
     # the tree known current for these exact inputs needs no render before the change
-    cache = render_tree.cache_dir(out)
-    stale: list[str] = []
-    if edit.changed and render_tree.cached_current(out, render_tree.input_digest(fleet)) is None:
-        stale = _stale(render_tree.render_fleet(fleet, cache), out, root)
+    if render_tree.cached_current(out, render_tree.input_digest(fleet)) is not None:
+        return
+    stale = _stale(render_tree.render_fleet(fleet, cache), out, root)
     if stale:
         shown = "\n  ".join(stale[:15]) + ("\n  ..." if len(stale) > 15 else "")
         raise ScaleError(
             f"{out_rel or out} is not current with the inventory before scaling ({len(stale)} file(s)); "
             f"re-render and commit first (make render), so the scale change is reviewed alone:\n  {shown}"
         )
+
+
+def _changed_files(
+    after: render_tree.RenderResult, report: render_tree.WriteReport, out: Path, root: Path, lock: Path
+) -> tuple[dict[str, bytes | None], dict[str, bytes | None], dict[str, str], dict[str, str]]:
+    """(files before, files after, old assignment, new assignment) of the rendered change."""
+    before: dict[str, bytes | None] = {}
+    now: dict[str, bytes | None] = {}
+    for rel in (*report.plan.added, *report.plan.changed, *report.plan.removed):
+        key = _rel(out / rel, root)
+        before[key] = report.plan.before.get(rel)
+        now[key] = after.files.get(rel)
+    if report.plan.manifest_changed:  # the writer's ownership list: part of the reviewed diff too
+        key = _rel(out / tree_writer.MANIFEST, root)
+        before[key] = _read(out / tree_writer.MANIFEST)
+        now[key] = tree_writer.manifest_bytes(after.files)
+    old_assignment: dict[str, str] = {}
+    new_assignment: dict[str, str] = {}
+    for lock_path, data in sorted(after.locks.items()):
+        old = _read(lock_path)
+        if old != data:
+            before[_rel(lock_path, root)] = old
+            now[_rel(lock_path, root)] = data
+        if lock_path == lock:
+            old_assignment = parse_lock(old, str(lock_path))
+            new_assignment = parse_lock(data, str(lock_path))
+    return before, now, old_assignment, new_assignment
+
+
+def plan_scale(
+    inventory: str | os.PathLike[str],
+    pool: str,
+    size: int,
+    unit: str | None = None,
+    *,
+    publish: bool = False,
+    gitops_dir: str | os.PathLike[str] | None = None,
+    remote: str | None = None,
+    base: str | None = None,
+    check: bool = False,
+) -> ScaleChange:
+    """Steps 1-5: load, preflight, plan the edit, render before/after, build the plan. Writes nothing."""
+    inv = Path(inventory)
+    if inv.is_file():
+        inv = inv.parent
+    fleet = load_fleet(inv)
+    if pool not in fleet.pools:
+        raise ScaleError(f"unknown pool {pool!r} (known: {', '.join(sorted(fleet.pools))})")
+    out, root = _locate(inv, fleet, gitops_dir)
+    edit = plan_size_edit(inv, pool, size, unit)
+
+    git: Git | None = None
+    pre = None
+    branch = branch_name(pool, size, edit.unit)
+    if publish:
+        git = open_repo(inv)
+        root = git.root
+        pre = preflight(
+            git,
+            remote or fleet.gitops.remote,
+            base or fleet.gitops.revision,
+            [_rel(inv, root), _rel(out, root)],
+            allow_branch=branch,
+        )
+    out_rel = _rel(out, root)
+
+    # parsed snapshots (nodes, fabric) are cached outside the repository, as the renderer does
+    cache = render_tree.cache_dir(out)
+    if edit.changed:
+        _refuse_stale(fleet, out, root, out_rel, cache)
     try:
         new_fleet = edited_fleet(inv, edit) if edit.changed else fleet
         after = render_tree.render_fleet(new_fleet, cache)
@@ -232,26 +270,8 @@ def scale(
 
     cluster = fleet.pools[pool].cluster
     report = render_tree.plan_render(after, out)
-    files_before: dict[str, bytes | None] = {}
-    files_after: dict[str, bytes | None] = {}
-    for rel in (*report.plan.added, *report.plan.changed, *report.plan.removed):
-        key = _rel(out / rel, root)
-        files_before[key] = report.plan.before.get(rel)
-        files_after[key] = after.files.get(rel)
-    if report.plan.manifest_changed:  # the writer's ownership list: part of the reviewed diff too
-        key = _rel(out / tree_writer.MANIFEST, root)
-        files_before[key] = _read(out / tree_writer.MANIFEST)
-        files_after[key] = tree_writer.manifest_bytes(after.files)
-    old_assignment: dict[str, str] = {}
-    new_assignment: dict[str, str] = {}
-    for lock_path, data in sorted(after.locks.items()):
-        old = _read(lock_path)
-        if old != data:
-            files_before[_rel(lock_path, root)] = old
-            files_after[_rel(lock_path, root)] = data
-        if lock_path == lock_path_of(fleet, cluster):
-            old_assignment = _lock_nodes(old)
-            new_assignment = _lock_nodes(data)
+    lock = lock_path_of(fleet, cluster)
+    files_before, files_after, old_assignment, new_assignment = _changed_files(after, report, out, root, lock)
     inv_file_rel = _rel(edit.file, root)
     if edit.changed:
         files_before[inv_file_rel] = edit.old_text.encode("utf-8")
@@ -274,7 +294,7 @@ def scale(
             for p in (*fleet.cluster_pools(cluster), *new_fleet.cluster_pools(cluster))
             if p.kind == "slurm" and p.slurm is not None
         },
-        lock_file=_rel(lock_path_of(fleet, cluster), root),
+        lock_file=_rel(lock, root),
     )
     result = ScaleResult(
         plan=plan,
@@ -285,49 +305,67 @@ def scale(
         branch=branch if publish else None,
         contents={k: (files_before.get(k), files_after.get(k)) for k in plan.files},
     )
+    return ScaleChange(fleet, new_fleet, edit, out, root, after, report, result, inv_file_rel, out_rel, git, pre)
+
+
+def write_scale(change: ScaleChange) -> None:
+    """Step 6: the tree (atomic swap) and the lock, then the inventory file (atomic replace)."""
+    if change.report.changed:
+        render_tree.write_render(change.after, change.out)
+    if change.edit.changed:
+        replace_file(change.edit.file, change.edit.new_text)
+    change.result.written = list(change.result.plan.files)
+
+
+def publish_scale(
+    change: ScaleChange, *, token: str | None = None, forge_api_url: str | None = None, open_pr: bool = True
+) -> None:
+    """Step 7: branch ``scale/<pool>-<size>``, commit, push, open the pull/merge request."""
+    result, git, pre, edit, plan = change.result, change.git, change.pre, change.edit, change.result.plan
+    if git is None or pre is None:  # plan_scale sets them whenever publish is true
+        raise ScaleError("internal error: publish without a Git preflight")
+    branch = result.branch or branch_name(plan.pool, edit.size, edit.unit)
+    if not plan.files and pre.branch != branch:
+        result.messages.append(f"pool {plan.pool!r} is already {edit.size} {edit.unit}: nothing to publish")
+        result.branch = None
+        return
+    paths = sorted({change.inv_file_rel, change.out_rel, *(_rel(p, change.root) for p in change.after.locks)})
+    push = commit_and_push(git, pre, branch, paths, commit_message(plan))
+    result.commit, result.pushed = push.commit, push.pushed
+    result.changed = result.changed or push.pushed
+    if not open_pr:
+        return
+    opened = open_fleet_pull_request(
+        change.fleet, branch, pre.base, f"Scale {plan.pool} to {edit.size} {edit.unit}", plan.markdown(),
+        remote=pre.remote, commit=push.commit, token=token, forge_api_url=forge_api_url, error=ScaleError,
+    )
+    result.pull_request = opened.request.as_dict()
+    result.changed = result.changed or opened.request.created
+    result.messages.append(opened.message)
+
+
+def scale(
+    inventory: str | os.PathLike[str],
+    pool: str,
+    size: int,
+    unit: str | None = None,
+    *,
+    check: bool = False,
+    publish: bool = False,
+    gitops_dir: str | os.PathLike[str] | None = None,
+    remote: str | None = None,
+    base: str | None = None,
+    token: str | None = None,
+    forge_api_url: str | None = None,
+    open_pr: bool = True,
+) -> ScaleResult:
+    """Scale ``pool`` to ``size`` (in ``unit``, default: the pool's own unit). See the module doc."""
+    change = plan_scale(
+        inventory, pool, size, unit, publish=publish, gitops_dir=gitops_dir, remote=remote, base=base, check=check
+    )
     if check:
-        return result
-
-    if report.changed:
-        render_tree.write_render(after, out)
-    if edit.changed:
-        write_atomic(edit.file, edit.new_text)
-    result.written = list(plan.files)
-
+        return change.result
+    write_scale(change)
     if publish:
-        if git is None or pre is None:  # set above whenever publish is true
-            raise ScaleError("internal error: publish without a Git preflight")
-        if not plan.files and pre.branch != branch:
-            result.messages.append(f"pool {pool!r} is already {edit.size} {edit.unit}: nothing to publish")
-            result.branch = None
-            return result
-        paths = sorted({inv_file_rel, out_rel, *(_rel(p, root) for p in after.locks)})
-        push = commit_and_push(git, pre, branch, paths, commit_message(plan))
-        result.commit, result.pushed = push.commit, push.pushed
-        result.changed = result.changed or push.pushed
-        if open_pr:
-            forge = fleet.gitops.forge
-            target = resolve_target(
-                fleet.gitops.repo_url, forge.type, api_url=forge_api_url or forge.api_url, project=forge.project
-            )
-            tok = token if token is not None else os.environ.get(forge.token_env) or None
-            title = f"Scale {pool} to {edit.size} {edit.unit}"
-            try:
-                pr = open_pull_request(target, branch, pre.base, title, plan.markdown(), tok)
-            except ForgeError as exc:
-                where = compare_url(target, branch, pre.base) or "your forge"
-                raise ScaleError(
-                    f"pushed {branch} to {pre.remote} ({(push.commit or '')[:12]}), but opening the pull request "
-                    f"failed: {exc}. Open it at {where}, or run again (the push is not repeated)"
-                ) from None
-            result.pull_request = pr.as_dict()
-            result.changed = result.changed or pr.created
-            if pr.url:
-                result.messages.append(f"{'opened' if pr.created else 'already open'}: {pr.url}")
-            elif pr.compare_url:
-                result.messages.append(
-                    f"no forge token in ${forge.token_env}: open the pull request at {pr.compare_url}"
-                )
-            else:
-                result.messages.append(f"pushed {branch} to {pre.remote}; open the pull request on your forge")
-    return result
+        publish_scale(change, token=token, forge_api_url=forge_api_url, open_pr=open_pr)
+    return change.result

@@ -8,11 +8,7 @@ would reject. Output is deterministic: no timestamps, stable order.
 from __future__ import annotations
 
 import hashlib
-import os
-import sys
-import tempfile
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import (
@@ -432,50 +428,6 @@ def kueue_topology(
     }
 
 
-# ---------------------------------------------------------------- writing
-
-
-def write_if_changed(dest: str | Path, text: str, check: bool = False, mode: int = 0o644) -> tuple[bool, str]:
-    """Atomically write ``text`` to ``dest`` when its bytes differ; return (changed, old text)."""
-    p = Path(dest)
-    if p.is_dir():
-        raise FabricError(f"dest {str(p)!r} is a directory; give a file path (e.g. {p}/topology.conf)", key="dest")
-    try:
-        old = p.read_bytes().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        old = ""
-        exists = False
-    except OSError as e:
-        raise FabricError(f"cannot read dest {str(p)!r}: {e.strerror or e}", key="dest") from None
-    else:
-        exists = True
-    if exists and old == text:
-        return False, old
-    if not check:
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent))
-        except OSError as e:
-            raise FabricError(f"cannot write dest {str(p)!r}: {e.strerror or e}", key="dest") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, p)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            if isinstance(sys.exc_info()[1], OSError):
-                e = sys.exc_info()[1]
-                raise FabricError(f"cannot write dest {str(p)!r}: {e.strerror or e}", key="dest") from None
-            raise
-    return True, old
-
-
 def parse_tree_conf(text: str) -> list[tuple[str, str, list[str]]]:
     """Read back a topology/tree topology.conf (used by tests to compare with golden files)."""
     out = []
@@ -525,5 +477,4 @@ __all__ = [
     "slinky_topology_spec",
     "validate_block",
     "validate_tree",
-    "write_if_changed",
 ]

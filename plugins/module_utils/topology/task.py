@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.files import as_text, replace_file
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, node_list
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.load import load_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     render,
     slinky_spec_for,
-    write_if_changed,
 )
 
 
@@ -53,6 +54,19 @@ def _mode(value: Any) -> int:
     return int(text, 8)
 
 
+def _write_dest(dest: Any, text: str, check: bool, mode: int) -> tuple[bool, str]:
+    """``dest`` through the one atomic writer (files.replace_file); (changed, old text).
+    A directory or an unwritable path is a :class:`FabricError` naming ``dest``."""
+    p = Path(dest)
+    if p.is_dir():
+        raise FabricError(f"dest {str(p)!r} is a directory; give a file path (e.g. {p}/topology.conf)", key="dest")
+    try:
+        changed, before = replace_file(p, text, check=check, mode=mode)
+    except OSError as e:
+        raise FabricError(f"cannot write dest {str(p)!r}: {e.strerror or e}", key="dest") from None
+    return changed, as_text(before)
+
+
 def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff_mode: bool = False) -> dict:
     """Render topology.conf / topology.yaml; write ``dest`` atomically when its bytes change."""
     topo = topology_from_params(params)
@@ -80,7 +94,7 @@ def run_slurm_topology(params: Mapping[str, Any], check_mode: bool = False, diff
     }
     dest = params.get("dest")
     if dest:
-        changed, old = write_if_changed(dest, content, check=check_mode, mode=_mode(params.get("mode")))
+        changed, old = _write_dest(dest, content, check=check_mode, mode=_mode(params.get("mode")))
         result["changed"] = changed
         result["dest"] = str(dest)
         if diff_mode and changed:
@@ -96,7 +110,7 @@ def run_fabric_facts(
     result: dict = {"changed": False, "fabric": {**topology_summary(topo), "health": topo.health}}
     dest = params.get("dest")
     if dest and ibnetdiscover_text is not None:
-        changed, old = write_if_changed(dest, ibnetdiscover_text, check=check_mode)
+        changed, old = _write_dest(dest, ibnetdiscover_text, check=check_mode, mode=0o644)
         result["changed"] = changed
         result["dest"] = str(dest)
         if diff_mode and changed:

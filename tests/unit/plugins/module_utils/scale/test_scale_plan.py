@@ -15,7 +15,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.scale.inventory_edit
     ScaleError,
     plan_size_edit,
     pools_file,
-    write_atomic,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
     Move,
@@ -103,15 +102,6 @@ def test_templated_size_is_refused(inv: Path) -> None:
     f.write_text(f.read_text().replace("nodes: 32", 'nodes: "{{ pretrain_nodes }}"'))
     with pytest.raises(ScaleError, match=r"pools.yml:\d+: gpufleet_pools\[1\].size.nodes: not a literal whole number"):
         plan_size_edit(inv, "pretrain", 40)
-
-
-def test_write_atomic_keeps_mode(tmp_path: Path) -> None:
-    f = tmp_path / "x.yml"
-    f.write_text("a: 1\n")
-    f.chmod(0o640)
-    write_atomic(f, "a: 2\n")
-    assert f.read_text() == "a: 2\n" and (f.stat().st_mode & 0o777) == 0o640
-    assert [p.name for p in tmp_path.iterdir()] == ["x.yml"]
 
 
 @settings(max_examples=60, deadline=None)

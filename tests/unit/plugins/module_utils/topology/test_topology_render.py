@@ -24,7 +24,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.render impo
     slinky_topology_spec,
     validate_block,
     validate_tree,
-    write_if_changed,
 )
 
 
@@ -195,17 +194,6 @@ def test_kueue(sample):
     assert set(labels["gpu001"]) | {"kubernetes.io/hostname"} == set(levels)
     assert label_value("x" * 70).startswith("x") and len(label_value("x" * 70)) == 17
     assert label_value("ok-1") == "ok-1"
-
-
-def test_write_if_changed(tmp_path):
-    p = tmp_path / "sub" / "topology.conf"
-    assert write_if_changed(p, "a\n", check=True) == (True, "")
-    assert not p.exists()
-    assert write_if_changed(p, "a\n")[0] is True
-    assert write_if_changed(p, "a\n")[0] is False
-    assert write_if_changed(p, "b\n") == (True, "a\n")
-    assert p.read_text() == "b\n"
-    assert [x.name for x in p.parent.iterdir()] == ["topology.conf"]
 
 
 def test_warnings_are_collected(sample):
