@@ -57,7 +57,7 @@ def cpu_node(name: str) -> dict:
 
 
 def make_inventory(root: Path, hosts: int) -> Path:
-    from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
+    from gpufleet_testlib import fabric_gen
 
     inv = root / "inv"
     shutil.copytree(SAMPLE / "group_vars", inv / "group_vars")

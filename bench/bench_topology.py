@@ -48,7 +48,7 @@ print(json.dumps({"switches": len(fab.switches), "lines": text.count("\n"), "gro
 
 
 def run(hosts: int, rails: int, tiers: int, ports: bool) -> dict:
-    from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
+    from gpufleet_testlib import fabric_gen
 
     spec = fabric_gen.GenSpec(
         hosts=hosts, rails=rails, su_size=32, tiers=tiers, sharp=-1, unnamed=4, cut_cables=4, seed=7

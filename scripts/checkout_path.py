@@ -4,7 +4,8 @@ Scripts and benchmarks run from a checkout without installing the collection. Py
 collection's code under ``ansible_collections/gpufleet/core`` only, so this module keeps the symlink
 ``.build/collections/ansible_collections/gpufleet/core -> <repo root>`` and puts ``.build/collections``
 first on ``sys.path``; after ``use_checkout()`` the absolute imports
-``ansible_collections.gpufleet.core.plugins...`` work as they do under Ansible.
+``ansible_collections.gpufleet.core.plugins...`` work as they do under Ansible. ``tests/lib`` (code
+for tests, scripts and benchmarks only, e.g. ``gpufleet_testlib.fabric_gen``) goes on ``sys.path`` too.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 COLLECTIONS = REPO / ".build" / "collections"
+TESTLIB = REPO / "tests" / "lib"
 
 
 def use_checkout() -> Path:
@@ -27,4 +29,6 @@ def use_checkout() -> Path:
             pass
     if str(COLLECTIONS) not in sys.path:
         sys.path.insert(0, str(COLLECTIONS))
+    if str(TESTLIB) not in sys.path:
+        sys.path.append(str(TESTLIB))
     return REPO

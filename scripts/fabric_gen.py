@@ -17,7 +17,7 @@ from checkout_path import use_checkout
 
 use_checkout()
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
+from gpufleet_testlib import fabric_gen
 
 
 def _write(path: str | None, text: str) -> None:

@@ -105,7 +105,8 @@ def make_repos(tmp: Path, populate: dict[str, Path] | None = None) -> Repos:
 
 def _prepare(src: Path, forge: dict | None = None) -> None:
     """Fill ``src`` with the sample inventory (+ snapshots) and its rendered gitops/ tree."""
-    from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
+    from gpufleet_testlib import fabric_gen
+
     from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory, write_render
 
     shutil.copytree(SAMPLE, src / INV)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
+from gpufleet_testlib import fabric_gen
+
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 

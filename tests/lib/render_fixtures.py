@@ -14,8 +14,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
-
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
+from gpufleet_testlib import fabric_gen
 
 REPO = Path(__file__).resolve().parents[2]
 # render caches of the tests (and of the CLI subprocesses they start) stay out of ~/.cache

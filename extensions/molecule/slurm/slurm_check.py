@@ -4,7 +4,7 @@ Reads what gitops_render wrote for one tenant, as the Slinky operator would use 
 ``tenants/<t>/slurm/values.yaml`` (NodeSets with their pool nodeSelector and Gres, partitions,
 ``extraConfMap`` with TopologyPlugin/GresTypes) and ``topology.conf``, plus the pool lock next to
 the inventory's nodes snapshot (node -> pool). It builds slurm.conf with
-plugins/module_utils/slurm_conf.py, starts helper 2's harness (tests/integration/slurm/harness.py:
+tests/lib/gpufleet_testlib/slurm_conf.py, starts helper 2's harness (tests/integration/slurm/harness.py:
 munged, slurmctld, one ``slurmd -N`` per node) and checks:
 
 * slurmctld loads the configuration and the topology with no error or warning;
@@ -29,17 +29,18 @@ import yaml
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / ".build" / "collections"))
 sys.path.insert(0, str(REPO / "tests" / "integration" / "slurm"))
-from harness import SlurmCluster as Harness
-from harness import leaf_of, parse_show_topology
-
-from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
-from ansible_collections.gpufleet.core.plugins.module_utils.slurm_conf import (
+sys.path.insert(0, str(REPO / "tests" / "lib"))
+from gpufleet_testlib.slurm_conf import (
     SlurmCluster,
     SlurmNode,
     SlurmPartition,
     render_gres_conf,
     render_slurm_conf,
 )
+from harness import SlurmCluster as Harness
+from harness import leaf_of, parse_show_topology
+
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 
 POOL_KEY = "node-restriction.kubernetes.io/gpufleet-pool"
 

@@ -1,7 +1,7 @@
 """A real Slurm cluster on this machine: munged + slurmctld + one ``slurmd -N <name>`` per emulated node.
 
 Given a work directory, the slurm.conf body (NodeName/PartitionName lines and any other keys, for
-example the output of plugins/module_utils/slurm_conf.py), topology.conf and gres.conf text, the
+example the output of tests/lib/gpufleet_testlib/slurm_conf.py), topology.conf and gres.conf text, the
 harness writes a complete slurm.conf around it:
 
 * ``SlurmctldHost=localhost``, free TCP ports, ``Port=`` per node (each NodeName line is split into

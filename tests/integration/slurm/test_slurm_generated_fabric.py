@@ -10,18 +10,18 @@ and place ``--switches=1`` jobs inside one leaf group while other jobs hold part
 from __future__ import annotations
 
 import pytest
-from harness import leaf_of, parse_show_topology
-
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
-from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
-from ansible_collections.gpufleet.core.plugins.module_utils.slurm_conf import (
+from gpufleet_testlib import fabric_gen
+from gpufleet_testlib.slurm_conf import (
     SlurmCluster,
     SlurmNode,
     SlurmPartition,
     render_gres_conf,
     render_slurm_conf,
 )
+from harness import leaf_of, parse_show_topology
+
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     render_tree,

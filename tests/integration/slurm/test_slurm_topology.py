@@ -9,17 +9,17 @@ import re
 from pathlib import Path
 
 import pytest
-from harness import SlurmCluster as SlurmHarness
-from harness import SlurmHarnessError, leaf_of, parse_show_topology, require_slurm
-
-from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand
-from ansible_collections.gpufleet.core.plugins.module_utils.slurm_conf import (
+from gpufleet_testlib.slurm_conf import (
     SlurmCluster,
     SlurmNode,
     SlurmPartition,
     render_gres_conf,
     render_slurm_conf,
 )
+from harness import SlurmCluster as SlurmHarness
+from harness import SlurmHarnessError, leaf_of, parse_show_topology, require_slurm
+
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand
 
 pytestmark = pytest.mark.slurm
 

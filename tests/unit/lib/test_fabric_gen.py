@@ -7,8 +7,8 @@ import sys
 
 import pytest
 import yaml
+from gpufleet_testlib import fabric_gen
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
 
 SAMPLE = [

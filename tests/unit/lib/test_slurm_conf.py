@@ -1,4 +1,4 @@
-"""slurm.conf / gres.conf rendering (plugins/module_utils/slurm_conf.py).
+"""slurm.conf / gres.conf rendering (tests/lib/gpufleet_testlib/slurm_conf.py).
 
 That Slurm 22.05 loads this output cleanly is shown in tests/integration/slurm/.
 """
@@ -6,8 +6,7 @@ That Slurm 22.05 loads this output cleanly is shown in tests/integration/slurm/.
 from __future__ import annotations
 
 import pytest
-
-from ansible_collections.gpufleet.core.plugins.module_utils.slurm_conf import (
+from gpufleet_testlib.slurm_conf import (
     SlurmCluster,
     SlurmConfError,
     SlurmNode,

@@ -6,9 +6,9 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 from fabric_helpers import gen, gen_text
+from gpufleet_testlib import fabric_gen
 
 from ansible_collections.gpufleet.core.plugins.filter.topology import FilterModule
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 
 F = FilterModule().filters()
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from gpufleet_testlib import fabric_gen
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import run_slurm_topology
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from gpufleet_testlib import fabric_gen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default, parse_ports
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
     HOST,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from gpufleet_testlib import fabric_gen
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import (
     domains_from_nodes,
     fabric_from_nodes,

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from gpufleet_testlib import fabric_gen
 from render_fixtures import SAMPLE, cpu_node, edit_vars
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from fabric_helpers import canonical_tree, gen, gen_text, gen_topo
+from gpufleet_testlib import fabric_gen
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError, load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (

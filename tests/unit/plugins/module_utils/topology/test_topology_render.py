@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 from fabric_helpers import gen, gen_topo
+from gpufleet_testlib import fabric_gen
 
-from ansible_collections.gpufleet.core.plugins.module_utils import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import domains_from_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError, load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology, hostlist_expand
