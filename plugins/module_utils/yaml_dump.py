@@ -7,14 +7,17 @@ when PyYAML was built with it (same output, faster).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 
-_Base: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+try:
+    import yaml
+except ImportError:  # importing works without it; the first use raises a clear error
+    yaml = missing("yaml", "PyYAML")
 
 
 def safe_load(text: str) -> Any:
@@ -27,14 +30,7 @@ def safe_load(text: str) -> Any:
             return json.loads(text)
         except ValueError:
             pass
-    return yaml.load(text, Loader=_SafeLoader)
-
-
-class _Dumper(_Base):  # type: ignore[misc,valid-type]
-    """SafeDumper with literal blocks for multi-line strings and no aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -43,14 +39,24 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)
 
 
-_Dumper.add_representer(str, _str)
+@functools.lru_cache(maxsize=1)
+def _dumper() -> Any:
+    """SafeDumper (libyaml's when there) with literal blocks for multi-line strings and no aliases."""
+    base: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class Dumper(base):  # type: ignore[misc,valid-type]
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    Dumper.add_representer(str, _str)
+    return Dumper
 
 
 def dump(obj: Any) -> str:
     """One YAML document, keys sorted."""
     return yaml.dump(
         obj,
-        Dumper=_Dumper,
+        Dumper=_dumper(),
         sort_keys=True,
         default_flow_style=False,
         allow_unicode=True,

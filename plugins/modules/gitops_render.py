@@ -32,7 +32,8 @@ options:
       - The inventory directory (the folder holding C(hosts.yml) and C(group_vars/)), or its C(hosts.yml).
     type: path
     required: true
-  dest:
+  gitops_dir:
+    aliases: [dest]
     description:
       - Root of the GitOps tree to write.
       - Default is C(gpufleet_fleet.gitops.path) under the Git work tree that holds the inventory.
@@ -59,7 +60,7 @@ EXAMPLES = r"""
 - name: Show what a render would change, without writing
   gpufleet.core.gitops_render:
     inventory_dir: "{{ inventory_dir }}"
-    dest: "{{ playbook_dir }}/gitops"
+    gitops_dir: "{{ playbook_dir }}/gitops"
   check_mode: true
   diff: true
 """
@@ -71,7 +72,7 @@ dest:
   type: str
   sample: /srv/fleet/gitops
 files_added:
-  description: Files (relative to O(dest)) created by this render.
+  description: Files (relative to O(gitops_dir)) created by this render.
   returned: always
   type: list
   elements: str
@@ -122,12 +123,12 @@ else:
 
 
 def main():
-    spec = {"inventory_dir": {"type": "path", "required": True}, "dest": {"type": "path"}}
+    spec = {"inventory_dir": {"type": "path", "required": True}, "gitops_dir": {"type": "path", "aliases": ["dest"]}}
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     if run is None:
         module.fail_json(msg=missing_required_lib("jsonschema and PyYAML"), exception=IMPORT_ERROR)
     try:
-        result = run(module.params["inventory_dir"], module.params["dest"], module.check_mode, module._diff)
+        result = run(module.params["inventory_dir"], module.params["gitops_dir"], module.check_mode, module._diff)
     except (GpufleetError, OSError) as exc:
         module.fail_json(msg=str(exc))
     for cluster in result.get("summary", {}).values():

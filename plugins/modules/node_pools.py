@@ -34,13 +34,14 @@ requirements:
   - PyYAML
   - jsonschema
 options:
-  inventory:
+  inventory_dir:
+    aliases: [inventory]
     description:
       - Inventory directory holding the fleet model; the mapping is read from the lock of O(cluster).
       - Mutually exclusive with O(assignment).
     type: path
   cluster:
-    description: Name of the cluster in the inventory. Required with O(inventory).
+    description: Name of the cluster in the inventory. Required with O(inventory_dir).
     type: str
   assignment:
     description:
@@ -52,7 +53,7 @@ options:
     description:
       - Root of the rendered GitOps tree (the directory holding C(clusters/)), where the
         C(node-topology.yaml) files of O(cluster) are read.
-      - Defaults, with O(inventory), to C(gpufleet_fleet.gitops.path) in the Git work tree holding
+      - Defaults, with O(inventory_dir), to C(gpufleet_fleet.gitops.path) in the Git work tree holding
         the inventory (where the renderer writes by default). With O(assignment), annotations are
         managed only when this and O(cluster) are given.
     type: path
@@ -82,14 +83,14 @@ notes:
 EXAMPLES = r"""
 - name: Fence the nodes of gpu-east from the inventory and its pool lock
   gpufleet.core.node_pools:
-    inventory: "{{ inventory_dir }}"
+    inventory_dir: "{{ inventory_dir }}"
     cluster: gpu-east
     kubeconfig: ~/.kube/gpu-east
   diff: true
 
 - name: Same, with the rendered tree somewhere else (for the topology annotations)
   gpufleet.core.node_pools:
-    inventory: "{{ inventory_dir }}"
+    inventory_dir: "{{ inventory_dir }}"
     cluster: gpu-east
     gitops_dir: /srv/fleet-gitops/gitops
 
@@ -127,8 +128,8 @@ nodes:
   returned: always
   type: int
 lock:
-  description: The pool lock file read (with O(inventory)).
-  returned: when O(inventory) is given
+  description: The pool lock file read (with O(inventory_dir)).
+  returned: when O(inventory_dir) is given
   type: str
 annotations:
   description: Whether the owned Node annotations were managed, from which files, and why (not).
@@ -169,7 +170,7 @@ else:
 K8S_ERROR = None if importlib.util.find_spec("kubernetes") else "No module named 'kubernetes'"
 
 ARGUMENT_SPEC = {
-    "inventory": {"type": "path"},
+    "inventory_dir": {"type": "path", "aliases": ["inventory"]},
     "cluster": {"type": "str"},
     "assignment": {"type": "dict"},
     "gitops_dir": {"type": "path"},
@@ -184,7 +185,7 @@ def run(module, params):
     if params["assignment"] is not None:
         mapping = pool_apply.mapping_from_explicit(params["assignment"])
     else:
-        fleet = pool_apply.load_fleet(params["inventory"])
+        fleet = pool_apply.load_fleet(params["inventory_dir"])
         mapping, lock = pool_apply.mapping_from_fleet(fleet, params["cluster"])
         result["lock"] = str(lock)
         gitops_dir = gitops_dir or str(pool_apply.default_gitops_dir(fleet))
@@ -212,9 +213,9 @@ def main():
     module = AnsibleModule(
         argument_spec=ARGUMENT_SPEC,
         supports_check_mode=True,
-        mutually_exclusive=[("inventory", "assignment")],
-        required_one_of=[("inventory", "assignment")],
-        required_by={"inventory": "cluster"},
+        mutually_exclusive=[("inventory_dir", "assignment")],
+        required_one_of=[("inventory_dir", "assignment")],
+        required_by={"inventory_dir": "cluster"},
     )
     if pool_apply is None:
         module.fail_json(msg=missing_required_lib("PyYAML and jsonschema"), exception=IMPORT_ERROR)

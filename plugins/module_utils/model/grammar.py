@@ -16,8 +16,14 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import ValidationError
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
+
+try:
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
+except ImportError:  # importing works without it; the first use raises a clear error
+    jsonschema = missing("jsonschema", "jsonschema")
+    ValidationError = jsonschema.ValidationError
 
 # DNS label (RFC 1123), max 40: tenant, pool, cluster, fleet and namespace names (they are glued
 # into longer generated names: vc-<tenant>, <cluster>-<component>, tenant-<tenant>-isolation, ...).

@@ -16,9 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
+
+try:
+    import yaml
+except ImportError:  # importing works without it; the first use raises a clear error
+    yaml = missing("yaml", "PyYAML")
 
 PREFIX = "gpufleet_"
 # A key path: mapping keys and list indexes, e.g. ("gpufleet_pools", 1, "size"). Spelled out in each

@@ -5,13 +5,13 @@ Every problem found in one run is reported together, each with its file, line an
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
@@ -33,8 +33,17 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import RawModel, load_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.model.schema import SCHEMA
 
-_VALIDATOR = grammar.validator_for(SCHEMA)
+try:
+    import jsonschema
+except ImportError:  # importing works without it; the first use raises a clear error
+    jsonschema = missing("jsonschema", "jsonschema")
+
 _COMPONENT_KEYS = ("enabled", "install_method", "namespace", "values")
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> Any:
+    return grammar.validator_for(SCHEMA)
 
 
 def _schema_message(err: jsonschema.ValidationError) -> str:
@@ -56,7 +65,7 @@ def _schema_message(err: jsonschema.ValidationError) -> str:
 
 def schema_issues(raw: RawModel) -> list[Issue]:
     issues = []
-    for err in _VALIDATOR.iter_errors(raw.data):
+    for err in _validator().iter_errors(raw.data):
         path = tuple(err.absolute_path)
         if err.validator == "additionalProperties" and isinstance(err.instance, dict):
             extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))

@@ -26,13 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, read_lock
+
+try:
+    import yaml
+except ImportError:  # importing works without it; the first use raises a clear error
+    yaml = missing("yaml", "PyYAML")
 
 TOPOLOGY_FILE = "node-topology.yaml"
 

@@ -22,14 +22,18 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, read_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import node_moves, pool_counts
+
+try:
+    import yaml
+except ImportError:  # importing works without it; the first use raises a clear error
+    yaml = missing("yaml", "PyYAML")
 
 
 class CheckError(GpufleetError):

@@ -20,12 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import YAMLError
-
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError, Issue, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import vars_files
+
+try:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.error import YAMLError
+except ImportError:  # importing works without it; the first use raises a clear error
+    _ruamel = missing("ruamel.yaml", "ruamel.yaml")
+    YAML, CommentedMap, CommentedSeq, YAMLError = _ruamel, dict, list, _ruamel.YAMLError
 
 UNITS = ("nodes", "gpus")
 _INT = re.compile(r"[0-9]+")

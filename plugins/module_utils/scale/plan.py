@@ -22,10 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
-
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
+
+try:
+    import yaml
+except ImportError:  # importing works without it; the first use raises a clear error
+    yaml = missing("yaml", "PyYAML")
 
 _TOPOLOGY_NAME = re.compile(r"(^|[/._-])topology([._-]|$)", re.IGNORECASE)  # file names
 _TOPOLOGY_KEY = re.compile(r"topology[^/]*\.(conf|ya?ml)$", re.IGNORECASE)  # ConfigMap / configFiles keys
@@ -33,7 +37,6 @@ _SLURM_LINE = re.compile(r"^\s*(PartitionName|NodeSet)=(\S+)(.*)$", re.MULTILINE
 _MAX_FIELDS = 6  # field changes listed per object in the Markdown table
 _PARSED = (".yaml", ".yml", ".json", ".conf")  # files searched for partitions, NodeSets, topology
 _NOT_PARSED = (LOCK_NAME,)  # node -> pool only: the moves come from it, not objects
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: 10k-line files
 
 
 @dataclass(frozen=True, order=True)
@@ -130,6 +133,10 @@ class ScalePlan:
         return render_markdown(self)
 
 
+
+def _loader() -> Any:
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: 10k-line files
+
 def _change_dict(c: ObjectChange) -> dict[str, Any]:
     return {
         "name": c.name,
@@ -194,7 +201,7 @@ def _docs(data: bytes) -> list[Any]:
     except UnicodeDecodeError:
         return []
     try:
-        return [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
+        return [d for d in yaml.load_all(text, Loader=_loader()) if d is not None]
     except yaml.YAMLError:
         return [text]
 
@@ -230,7 +237,7 @@ def _objects(value: Any, found: dict[tuple[str, str], Any], depth: int = 0) -> N
         stripped = value.lstrip()
         if ":" in value and not stripped.startswith(("#!", "-----")) and "PartitionName=" not in value:
             try:
-                inner = yaml.load(value, Loader=_LOADER)
+                inner = yaml.load(value, Loader=_loader())
             except yaml.YAMLError:
                 return
             if isinstance(inner, (Mapping, list)):

@@ -17,7 +17,7 @@ from render_fixtures import REPO, make_inventory, tree_state
 ANSIBLE = REPO / ".venv" / "bin" / "ansible"
 
 
-def module(inv: Path, dest: Path, *flags: str, home: Path) -> dict:
+def module(inv: Path, dest: Path, *flags: str, home: Path, option: str = "gitops_dir") -> dict:
     if not ANSIBLE.exists() and not shutil.which("ansible"):
         pytest.skip("ansible not installed in .venv")
     env = dict(os.environ)
@@ -36,7 +36,7 @@ def module(inv: Path, dest: Path, *flags: str, home: Path) -> dict:
         "-m",
         "gpufleet.core.gitops_render",
         "-a",
-        json.dumps({"inventory_dir": str(inv), "dest": str(dest)}),
+        json.dumps({"inventory_dir": str(inv), option: str(dest)}),
         *flags,
     ]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
@@ -59,7 +59,7 @@ def test_module_check_diff_write_idempotent(tmp_path: Path) -> None:
     r = module(inv, dest, "--diff", home=home)
     assert r["changed"] is False and r["diff"] == [] and r["files_unchanged"] == len(state) - 1
     assert tree_state(dest) == state and r["summary"]  # a full render that found nothing to change
-    r = module(inv, dest, home=home)
+    r = module(inv, dest, home=home, option="dest")  # the option's old name, kept as an alias
     assert r["changed"] is False and r["summary"] == {}  # no-change fast path, also inside AnsiballZ
     (dest / "clusters/gpu-east/REPORT.md").write_text("edited\n")
     r = module(inv, dest, "--check", "--diff", home=home)
