@@ -29,7 +29,7 @@ SIZES = [(256, 8, 2), (1024, 8, 2), (2048, 8, 2), (4096, 8, 3), (8192, 8, 3), (1
 CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import render_block, render_tree
 text = open(sys.argv[2], encoding="utf-8").read()

@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import domains_from_nodes, fabric_from_nodes
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     kueue_node_labels,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpufleet_testlib import fabric_gen
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import HOST, Fabric, FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand
 
 _DOMAIN_SUFFIX = ("/domain", "gpu.clique")
 
@@ -74,8 +75,6 @@ def _line(obj: Any, default: int | None = None) -> int | None:
 
 
 def _names(value: Any, source: str, key: str, line: int | None) -> list[str]:
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import hostlist_expand
-
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list):
         raise FabricError("expected a list of names or hostlist expressions", source, _line(value, line), key)
@@ -88,7 +87,7 @@ def _names(value: Any, source: str, key: str, line: int | None) -> list[str]:
             out.append(text)
             continue
         try:
-            out.extend(hostlist_expand(text))
+            out.extend(expand(text))
         except ValueError as e:
             raise FabricError(str(e), source, _line(items, line), key) from None
     return out

@@ -107,6 +107,7 @@ _CODE_DIR = Path(__file__).resolve().parent.parent  # plugins/module_utils
 _PARSE_CODE = (
     "model/nodes.py",
     "fabric/model.py",
+    "fabric/load.py",
     "fabric/ibnetdiscover.py",
     "fabric/labels.py",
     "fabric/file.py",

@@ -18,12 +18,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import
     fabric_from_nodes,
     load_nodes,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
-    Fabric,
-    FabricError,
-    load_fabric,
-    merge_into,
-)
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError, merge_into
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, build_topology
 
 

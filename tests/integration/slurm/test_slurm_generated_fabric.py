@@ -20,7 +20,7 @@ from gpufleet_testlib.slurm_conf import (
 )
 from harness import leaf_of, parse_show_topology
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from gpufleet_testlib import fabric_gen
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 
 SAMPLE = [
     "--hosts",

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError, load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 
 

@@ -8,14 +8,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default, parse_ports
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import detect_kind, load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
     HOST,
     SHARP,
     UNNAMED,
     FabricError,
     classify_ca,
-    detect_kind,
-    load_fabric,
 )
 
 # Lines in the exact shape of real output (reference topology.md section 2; topograph fixture excerpt).

@@ -12,7 +12,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import
     domains_from_nodes,
     fabric_from_nodes,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError, load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import parse_tree_conf, render_tree
 

@@ -10,7 +10,8 @@ from gpufleet_testlib import fabric_gen
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError, load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     parse_block_conf,
