@@ -3,7 +3,7 @@
 
 Prints a table: first assignment, re-assignment from the lock (no change), resizes by k (grow and
 shrink one pool, nodes and GPUs), each with seconds and the number of node moves, plus the lock and
-pool-table render times. The bar (DESIGN.md): resizing a pool by k nodes moves exactly k nodes.
+pool-table render times. The bar: resizing a pool by k nodes moves exactly k nodes.
 Asserts nothing; exits non-zero only if a move count differs from k (a correctness failure).
 
     .venv/bin/python bench/bench_pools.py [--nodes 10000] [--pools 100] [--group 32] [--nvlink 0]

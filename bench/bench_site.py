@@ -13,7 +13,7 @@ and `broken`: the run on an inventory with an unknown pool, i.e. the time until 
 Columns are wall seconds of the whole ansible-playbook process; `render s` is the part spent in the
 render task (the gitops_render module, from the profile_tasks callback), the rest is the playbook's
 own overhead (start-up, validation, snapshot checks, skipped stages); `files` is the rendered tree
-size; `chg` the changed count of the play recap. Bars (DESIGN.md): render of 10,000 nodes < 5 s
+size; `chg` the changed count of the play recap. Bars: render of 10,000 nodes < 5 s
 (the module; the playbook adds ansible start-up), re-render without change < 2 s and zero files
 written.
 

@@ -5,7 +5,7 @@ Each size runs in a fresh child process that reads the saved ibnetdiscover outpu
 parses it, builds the topology and renders topology.conf (tree) and the block file, so the peak
 RSS column is the whole pipeline including the input text (Python interpreter included).
 Columns: hosts x rails, tiers, switches, input lines, leaf groups, tree lines, seconds for parse /
-build / render / total (wall), CPU seconds, peak RSS MiB. Bars (DESIGN.md): 2,048 x 8 < 1 s,
+build / render / total (wall), CPU seconds, peak RSS MiB. Bars: 2,048 x 8 < 1 s,
 16,384 x 8 < 10 s, memory < 1 GiB, near-linear growth.
 """
 

@@ -3,7 +3,7 @@
 """Action plugin for gpufleet.core.fleet_validate: validate in the controller process.
 
 The inventory is on the controller, so there is nothing to ship: running the core in-process
-skips the module payload and a Python start per call (reference ansible.md section 8), which keeps
+skips packing the module and starting a Python interpreter per call (docs/adr/code-shape.md), which keeps
 the "broken inventory fails in the first seconds" promise. Same options and result as the module.
 """
 

@@ -5,8 +5,8 @@
 # files are copied to .build/sanity/ansible_collections/gpufleet/core first. tests/output/ of the copy
 # is kept between runs (it holds ansible-test's delegation venv); the sanity venvs themselves are
 # cached by ansible-test in ~/.ansible/test/venv.
-# Offline: ansible-test downloads get-pip-<ver>.py to bootstrap each venv; a shim seeded into its
-# cache runs ensurepip instead (reference ansible.md section 6, gotcha 1).
+# Offline: ansible-test downloads get-pip-<ver>.py to bootstrap each venv, which fails without
+# network access; a shim seeded into its cache runs ensurepip instead.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD

@@ -4,8 +4,8 @@ Reads what gitops_render wrote for one tenant, as the Slinky operator would use 
 ``tenants/<t>/slurm/values.yaml`` (NodeSets with their pool nodeSelector and Gres, partitions,
 ``extraConfMap`` with TopologyPlugin/GresTypes) and ``topology.conf``, plus the pool lock next to
 the inventory's nodes snapshot (node -> pool). It builds slurm.conf with
-tests/lib/gpufleet_testlib/slurm_conf.py, starts helper 2's harness (tests/integration/slurm/harness.py:
-munged, slurmctld, one ``slurmd -N`` per node) and checks:
+tests/lib/gpufleet_testlib/slurm_conf.py, starts the harness of the Slurm integration tests
+(tests/integration/slurm/harness.py: munged, slurmctld, one ``slurmd -N`` per node) and checks:
 
 * slurmctld loads the configuration and the topology with no error or warning;
 * ``scontrol show topology`` has exactly the leaves of topology.conf and every node is under one;

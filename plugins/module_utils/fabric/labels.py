@@ -1,6 +1,6 @@
 """Fabric from Kubernetes Node labels (a ``kind: List`` of Nodes, as ``kubectl get nodes -o yaml``).
 
-Recognised label schemes (reference topology.md section 5), first match per node wins:
+Recognised label schemes (docs/adr/topology.md, Inputs), first match per node wins:
 
 * topograph ``fabric.topograph.run/tier-N`` (0 = closest switch), ``accelerator.topograph.run/domain``
 * Nebius ``topology.nebius.com/tier-1..N`` (tier-0 is the NVLink/block level)

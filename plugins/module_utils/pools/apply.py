@@ -15,7 +15,7 @@ Applying uses the ``kubernetes`` Python client: ``core_api(kubeconfig, context)`
 makes the patch fail with 409 instead of being overwritten; retried after a fresh read).
 
 ``mapping_from_inventory(inventory, cluster)`` reads node -> pool from the lock file
-(``pool_lock``) and the pools' kind/tenant from the fleet model.
+(``pools.lock``) and the pools' kind/tenant from the fleet model.
 """
 
 from __future__ import annotations

@@ -35,29 +35,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand as _expand
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
-
-try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand as _expand
-except ImportError:  # pragma: no cover - hostlist.py is another helper's; keep a minimal fallback
-    import re
-
-    def _expand(expr: str) -> list[str]:
-        out: list[str] = []
-        for tok in re.findall(r"[^,\[\]\s]*(?:\[[^\]]*\][^,\[\]\s]*)*", expr):
-            if not tok:
-                continue
-            m = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", tok)
-            if not m:
-                out.append(tok)
-                continue
-            for part in m.group(2).split(","):
-                lo, _dash, hi = part.partition("-")
-                hi = hi or lo
-                out.extend(f"{m.group(1)}{i:0{len(lo)}d}{m.group(3)}" for i in range(int(lo), int(hi) + 1))
-        return out
-
 
 NO_GROUP = ""
 

@@ -9,10 +9,10 @@
    is refused, so the change reviewed is the scale change and nothing else;
 4. render the edited fleet (the pool assignment starts from the lock, so k nodes move for a
    size change of k nodes; a size the cluster cannot hold fails in ``pools.assign``);
-5. build the plan (``scale_plan``) from the lock, the rendered files and the edit;
+5. build the plan (``scale.plan``) from the lock, the rendered files and the edit;
 6. unless ``check``: write the tree (atomic), the lock, then the inventory file;
 7. with ``publish``: branch ``scale/<pool>-<size>``, commit, push, then open the pull/merge
-   request (``publish_forge``) or return the compare URL.
+   request (``publish.request``) or return the compare URL.
 """
 
 from __future__ import annotations

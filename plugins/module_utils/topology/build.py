@@ -1,6 +1,6 @@
 """From a :class:`Fabric` to a Slurm-ready switch tree, leaf groups, blocks and a health report.
 
-Algorithm (linear in links; see reference topology.md section 7):
+Algorithm (linear in links; docs/adr/topology.md explains each step):
 
 1. Hosts are HCAs whose description is ``<host> <device>``; the mapping hook turns the fabric host
    name into the Slurm/Kubernetes node name. SHARP aggregation nodes and firmware-default HCAs are

@@ -1,7 +1,7 @@
 """Render a :class:`Topology`: topology.conf (tree, block), topology.yaml, Slinky and Kueue views.
 
-Every renderer validates what it produced against the rules Slurm enforces (reference
-topology.md section 1.6) and raises :class:`FabricError` instead of returning a file slurmctld
+Every renderer validates what it produced against the rules Slurm enforces (listed in
+docs/adr/topology.md, Validation before writing) and raises :class:`FabricError` instead of returning a file slurmctld
 would reject. Output is deterministic: no timestamps, stable order.
 """
 

@@ -33,7 +33,7 @@ __all__ = [
 
 #: topology plugins known to Slurm (topology/block needs 23.11+, topology/ring 26.05+)
 TOPOLOGY_PLUGINS = ("topology/tree", "topology/block", "topology/flat", "topology/ring", "topology/none")
-#: TopologyParam values (reference/topology.md §1.1); TopoMaxSizeUnroll takes "=<n>"
+#: TopologyParam values (slurm.conf(5), TopologyParam); TopoMaxSizeUnroll takes "=<n>"
 TOPOLOGY_PARAMS = (
     "Dragonfly",
     "RouteTree",

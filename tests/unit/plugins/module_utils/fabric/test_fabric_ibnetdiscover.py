@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import 
     classify_ca,
 )
 
-# Lines in the exact shape of real output (reference topology.md section 2; topograph fixture excerpt).
+# Lines in the exact shape of real ibnetdiscover output (an excerpt of a topograph test fixture).
 REAL = (
     "#\n# Topology file: generated on Fri Aug  8 06:33:24 2025\n#\n"
     "# Initiated from node e09d7303007a4bd8 port e09d7303007a4bd8\n\n"

@@ -98,7 +98,7 @@ def test_infer_block_sizes():
     assert infer_block_sizes([("a", ["x"] * 2)]) == [2]
 
 
-# Each rule from reference section 1.6 that is fatal (or an error) in some Slurm version.
+# Each rule slurmctld enforces (docs/adr/topology.md) that is fatal (or an error) in some Slurm version.
 @pytest.mark.parametrize(
     "switches,msg",
     [
