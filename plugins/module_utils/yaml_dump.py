@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
@@ -31,6 +31,16 @@ def safe_load(text: str) -> Any:
         except ValueError:
             pass
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def load_or_raise(text: str, source: str, error: Callable[[str], Exception]) -> Any:
+    """:func:`safe_load`, turning a YAML error into ``error("<source>:<line>: not valid YAML: ...")``."""
+    try:
+        return safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise error(f"{source}{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -26,14 +26,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import safe_load
-
-try:
-    import yaml
-except ImportError:  # importing works without it; the first use raises a clear error
-    yaml = missing("yaml", "PyYAML")
+from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import load_or_raise
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -171,12 +165,7 @@ def load_nodes(path: str | Path) -> tuple[NodeInfo, ...]:
         raise NodesError(f"{p}: cannot read the nodes snapshot: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise NodesError(f"{p}: not UTF-8 text (byte {exc.start}); re-run discover") from None
-    try:
-        doc = safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise NodesError(f"{p}{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    doc = load_or_raise(text, str(p), NodesError)
     if doc is None:
         return ()
     if not isinstance(doc, Mapping) or doc.get("kind") not in ("List", "NodeList"):

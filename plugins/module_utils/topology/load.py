@@ -29,16 +29,20 @@ def _as_list(v: Any) -> list:
     return [v] if isinstance(v, str | Path) else list(v)
 
 
-def load_sources(
+def load_topology(
     ibnetdiscover: Iterable[str | Path] | str | Path | None = None,
     fabric: Iterable[str | Path] | str | Path | None = None,
     nodes_snapshot: str | Path | None = None,
     fabric_kind: str = "auto",
     ibnetdiscover_text: str | None = None,
     use_cliques: bool = True,
-) -> tuple[Fabric, dict | None]:
-    """Fabric from ``ibnetdiscover`` / ``fabric`` / ``nodes_snapshot`` (labels, when no other
-    fabric input is given); NVLink domains from the snapshot."""
+    node_map: Mapping[str, str] | None = None,
+    nodes: str | Iterable[str] | None = None,
+    exclude: Iterable[str] | str | None = None,
+) -> Topology:
+    """The fabric from ``ibnetdiscover`` / ``fabric`` / ``nodes_snapshot`` (its labels, when no other
+    fabric input is given), NVLink domains from the snapshot, built into a topology
+    (:func:`build_topology`: ``node_map``, ``nodes``, ``exclude``)."""
     kind = fabric_kind or "auto"
     fabs: list[Fabric] = []
     if ibnetdiscover_text is not None:
@@ -64,20 +68,4 @@ def load_sources(
         fab.finish()
     if not use_cliques:
         domains = {}
-    return fab, domains
-
-
-def load_topology(
-    ibnetdiscover: Iterable[str | Path] | str | Path | None = None,
-    fabric: Iterable[str | Path] | str | Path | None = None,
-    nodes_snapshot: str | Path | None = None,
-    fabric_kind: str = "auto",
-    ibnetdiscover_text: str | None = None,
-    use_cliques: bool = True,
-    node_map: Mapping[str, str] | None = None,
-    nodes: str | Iterable[str] | None = None,
-    exclude: Iterable[str] | str | None = None,
-) -> Topology:
-    """Load the inputs (see :func:`load_sources`) and build the topology (see :func:`build_topology`)."""
-    fab, domains = load_sources(ibnetdiscover, fabric, nodes_snapshot, fabric_kind, ibnetdiscover_text, use_cliques)
     return build_topology(fab, node_map=node_map or None, nodes=nodes, exclude=exclude or None, domains=domains)
