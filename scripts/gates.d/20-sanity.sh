@@ -46,9 +46,11 @@ fi
 # What is tested: the collection as it ships plus its unit tests. Left out: developer tooling that
 # is not collection content and is linted by ruff instead (bench/, scripts/, tools/, .ci/), the
 # pytest integration suites under tests/integration/ (not ansible-test integration targets) and
-# gitops/, the rendered sample tree (data; checked by the render tests and the kube dry-run).
+# gitops/, the rendered sample tree (data; checked by the render tests and the kube dry-run), and
+# the top-level molecule link to extensions/molecule (a developer convenience, not shipped: galaxy.yml
+# build_ignore; ansible-test allows no symlinks to directories).
 git ls-files -z --cached --others --exclude-standard -- . \
-    ':!bench/' ':!scripts/' ':!tools/' ':!.ci/' ':!tests/integration/' ':!gitops/' \
+    ':!bench/' ':!scripts/' ':!tools/' ':!.ci/' ':!tests/integration/' ':!gitops/' ':(exclude,literal)molecule' \
   | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
   | tar --null -T - -cf - | tar -xf - -C "$DEST"
 

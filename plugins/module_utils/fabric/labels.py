@@ -153,11 +153,13 @@ def load_nodes(path_or_text: str) -> Any:
 
     import yaml
 
+    from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import safe_load
+
     p = Path(path_or_text)
     source = str(p) if "\n" not in path_or_text and p.is_file() else "<text>"
     text = p.read_text(encoding="utf-8") if source != "<text>" else path_or_text
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         raise FabricError(f"YAML: {e.problem or e}", source, mark.line + 1 if mark else None) from None

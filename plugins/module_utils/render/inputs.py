@@ -90,6 +90,7 @@ def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
         ibnetdiscover=ibnetdiscover,
         fabric=fabric_file,
         nodes_snapshot=cluster.nodes_snapshot,
+        nodes_doc={"kind": "List", "items": [{"metadata": {"name": n.name, "labels": dict(n.labels)}} for n in nodes]},
         node_map=_node_map(fab.node_name_map),
         nodes=[n.name for n in nodes] or None,
         exclude=[*fab.exclude_hosts, *fab.exclude_switches] or None,

@@ -133,9 +133,9 @@ class ScalePlan:
         return render_markdown(self)
 
 
-
 def _loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: 10k-line files
+
 
 def _change_dict(c: ObjectChange) -> dict[str, Any]:
     return {

@@ -284,9 +284,9 @@ class _Positions:
     """Where each node, group and block sits in a :class:`Topology` (built once, for ``subset``)."""
 
     def __init__(self, topo: Topology):
-        self.group_pos = {g: i for i, (g, _) in enumerate(topo.leaf_groups)}
-        self.in_group = {n: i for _, ns in topo.leaf_groups for i, n in enumerate(ns)}
-        self.block_pos = {b: i for i, (b, _) in enumerate(topo.blocks)}
+        self.group_pos = {g: i for i, (g, _ns) in enumerate(topo.leaf_groups)}
+        self.in_group = {n: i for _g, ns in topo.leaf_groups for i, n in enumerate(ns)}
+        self.block_pos = {b: i for i, (b, _ns) in enumerate(topo.blocks)}
         self.block_of = {n: (b, i) for b, ns in topo.blocks for i, n in enumerate(ns)}
         self.order_pos = {n: i for i, n in enumerate(topo.order)}
 

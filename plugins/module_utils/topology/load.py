@@ -36,13 +36,15 @@ def load_topology(
     fabric_kind: str = "auto",
     ibnetdiscover_text: str | None = None,
     use_cliques: bool = True,
+    nodes_doc: Any = None,
     node_map: Mapping[str, str] | None = None,
     nodes: str | Iterable[str] | None = None,
     exclude: Iterable[str] | str | None = None,
 ) -> Topology:
     """The fabric from ``ibnetdiscover`` / ``fabric`` / ``nodes_snapshot`` (its labels, when no other
     fabric input is given), NVLink domains from the snapshot, built into a topology
-    (:func:`build_topology`: ``node_map``, ``nodes``, ``exclude``)."""
+    (:func:`build_topology`: ``node_map``, ``nodes``, ``exclude``). ``nodes_doc``: the snapshot's Node
+    list when the caller has it in memory already (the renderer), so it is not parsed twice."""
     kind = fabric_kind or "auto"
     fabs: list[Fabric] = []
     if ibnetdiscover_text is not None:
@@ -52,11 +54,12 @@ def load_topology(
     for p in _as_list(fabric):
         fabs.append(load_fabric(str(p), kind="file"))
     domains: dict | None = None
-    if nodes_snapshot:
-        doc = load_nodes(str(nodes_snapshot))
-        domains = domains_from_nodes(doc, str(nodes_snapshot)) or None
+    if nodes_snapshot or nodes_doc is not None:
+        source = str(nodes_snapshot) if nodes_snapshot else "<nodes>"
+        doc = nodes_doc if nodes_doc is not None else load_nodes(source)
+        domains = domains_from_nodes(doc, source) or None
         if not fabs:
-            fabs.append(fabric_from_nodes(doc, str(nodes_snapshot)))
+            fabs.append(fabric_from_nodes(doc, source))
     if not fabs:
         raise FabricError("give one of ibnetdiscover, fabric or nodes_snapshot", key="ibnetdiscover")
     if len(fabs) == 1:
