@@ -24,17 +24,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import health, monitoring
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.slurm_conf import (
+from gpufleet_testlib.slurm_conf import (
     SlurmCluster,
     SlurmNode,
     SlurmPartition,
     render_gres_conf,
     render_slurm_conf,
 )
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render import health, monitoring
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 pytestmark = pytest.mark.slurm
 

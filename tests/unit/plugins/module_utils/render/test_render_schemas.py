@@ -8,6 +8,7 @@ No credentials anywhere in the tree.
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 
 import jsonschema

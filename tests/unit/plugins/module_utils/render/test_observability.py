@@ -19,7 +19,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.render import health, monitoring
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[5]
 SAMPLE = REPO / "inventories" / "sample"
 T = "clusters/gpu-east/tenants"
 
