@@ -3,7 +3,7 @@
 
 The fleet is a root app-of-apps with the platform apps and 7 apps per tenant (project, host,
 vCluster, Slinky CRDs, operator, objects, Slurm): 708 Applications for 100 tenants, each with a
-status in the shape Argo CD's application controller writes (tests/unit/argocd_apps.py).
+status in the shape Argo CD's application controller writes (tests/lib/argocd_apps.py).
 
 Rows (median of --runs):
   core          tree walk + records + table + failure text on the objects in memory
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 from checkout_path import use_checkout
 
 use_checkout()
-sys.path.insert(0, str(REPO / "tests" / "unit"))
+sys.path.insert(0, str(REPO / "tests" / "lib"))
 sys.path.insert(0, str(REPO / "tests" / "integration" / "kube"))
 
 from argocd_apps import fleet_apps

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from controlplane import REPO_ROOT, LocalControlPlane, shared_test_helpers
 
-sys.path.insert(0, str(REPO_ROOT / "tests" / "unit"))
+sys.path.insert(0, str(REPO_ROOT / "tests" / "lib"))
 from argocd_apps import application, child, resource, status
 
 pytestmark = pytest.mark.kube

@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from argocd_apps import application, child, fleet_apps, resource, status
 
 from ansible_collections.gpufleet.core.plugins.module_utils.argocd import status as st
