@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "unit"))
+sys.path.insert(0, str(REPO / "tests" / "lib"))
 
 from hostile_cases import CASES, FABRIC, INV
 from test_hostile_corpus import snapshot

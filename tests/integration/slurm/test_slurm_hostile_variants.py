@@ -1,6 +1,6 @@
 """Every valid variant of the bad-input corpus renders a Slurm config that real slurmctld loads.
 
-The corpus (tests/unit/hostile_cases.py) refuses free strings that would break or inject into
+The corpus (tests/lib/hostile_cases.py) refuses free strings that would break or inject into
 slurm.conf (``max_time: "two hours"``, ``"02:00:00 AllowAccounts=ALL\\nPartitionName=evil"``). Its
 valid variants (every Slurm time form, partition names with ``_``/``-``, the sample itself) must
 still load: for each Slurm tenant the rendered chart values (partitions' configMap, NodeSet
@@ -26,7 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "unit"))
+sys.path.insert(0, str(REPO / "tests" / "lib"))
 
 from hostile_cases import INV, VALID
 

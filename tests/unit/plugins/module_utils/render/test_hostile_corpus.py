@@ -28,9 +28,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from hostile_cases import CASES, INV, VALID
 from render_fixtures import REPO
 

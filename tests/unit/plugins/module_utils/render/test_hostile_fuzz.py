@@ -13,7 +13,6 @@ CLI and the module call). The property, for every example:
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,9 @@ import pytest
 import yaml
 
 hypothesis = pytest.importorskip("hypothesis")
+from hostile_cases import FABRIC, GV, INV
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from hostile_cases import FABRIC, GV, INV
 from render_fixtures import REPO
 from test_hostile_corpus import snapshot
 
