@@ -11,6 +11,7 @@ file whose YAML aliases expand past :data:`MAX_NODES` nodes is refused before it
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,28 +111,31 @@ class VaultValue(str):
     """An inline ``!vault`` value: opaque here (secrets are not part of the fleet model)."""
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader plus Ansible's tags (``!vault``, ``!unsafe``) and refusal of duplicate keys."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _value in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                key = self.construct_object(key_node, deep=deep)
-                if key in seen:
-                    raise DuplicateKey(key, seen[key], key_node.start_mark.line + 1)
-                seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
 class DuplicateKey(Exception):
     def __init__(self, key: Any, first: int, again: int):
         super().__init__(key)
         self.key, self.first, self.again = key, first, again
 
 
-_Loader.add_constructor("!vault", lambda loader, node: VaultValue("<vault>"))
-_Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+@functools.lru_cache(maxsize=1)
+def _loader_class() -> Any:
+    """SafeLoader plus Ansible's tags (``!vault``, ``!unsafe``) and refusal of duplicate keys (built
+    on first use, so importing this file needs no PyYAML)."""
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            seen: dict[Any, int] = {}
+            for key_node, _value in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    key = self.construct_object(key_node, deep=deep)
+                    if key in seen:
+                        raise DuplicateKey(key, seen[key], key_node.start_mark.line + 1)
+                    seen[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    Loader.add_constructor("!vault", lambda loader, node: VaultValue("<vault>"))
+    Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+    return Loader
 
 
 def _expanded_size(root: yaml.Node, limit: int) -> int:
@@ -177,7 +181,7 @@ def _has_vault(value: Any) -> bool:
 
 def _parse(f: Path, text: str) -> tuple[yaml.Node | None, Any]:
     """Compose (bounded), then construct one vars file. Raises _FileIssue."""
-    loader = _Loader(text)
+    loader = _loader_class()(text)
     try:
         node = loader.get_single_node()
         if node is None:
