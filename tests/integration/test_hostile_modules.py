@@ -24,8 +24,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "lib"))
 
-from hostile_cases import CASES, FABRIC, INV
-from test_hostile_corpus import snapshot
+from hostile_cases import CASES, FABRIC, INV, snapshot
 
 SUBSET = [
     "name-trailing-newline-tenant.name",

@@ -12,8 +12,10 @@ on an unrelated variable, ``tenants.json``; their rendered slurm configs are loa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -546,3 +548,20 @@ VALID["allow-unmatched-hosts"] = both(
     sub(FABRIC, '"gpu017 mlx5_0"', '"gpu917 mlx5_0"'),  # gpu017 keeps its other 7 rails
     cluster(lambda c: c["fabric"].__setitem__("allow_unmatched_hosts", True)),
 )
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Every entry under ``root`` (lstat: links are not followed): type, mode, content or target."""
+    out: dict[str, tuple] = {}
+    for dirpath, dirs, names in os.walk(root, followlinks=False):
+        for n in dirs + names:
+            p = Path(dirpath) / n
+            st = os.lstat(p)
+            rel = p.relative_to(root).as_posix()
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(p))
+            elif stat.S_ISREG(st.st_mode):
+                out[rel] = ("file", stat.S_IMODE(st.st_mode), hashlib.sha256(p.read_bytes()).hexdigest())
+            else:
+                out[rel] = ("dir", stat.S_IMODE(st.st_mode))
+    return out

@@ -17,38 +17,18 @@ The valid variants (hostile_cases.VALID) must render (exit 0): Ansible accepts t
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from hostile_cases import CASES, INV, VALID
+from hostile_cases import CASES, INV, VALID, snapshot
 from render_fixtures import REPO
 
 CLI = [sys.executable, str(REPO / "scripts" / "gpufleet.py"), "render"]
-
-
-def snapshot(root: Path) -> dict[str, tuple]:
-    """Every entry under ``root`` (lstat: links are not followed): type, mode, content or target."""
-    out: dict[str, tuple] = {}
-    for dirpath, dirs, names in os.walk(root, followlinks=False):
-        for n in dirs + names:
-            p = Path(dirpath) / n
-            st = os.lstat(p)
-            rel = p.relative_to(root).as_posix()
-            if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("link", os.readlink(p))
-            elif stat.S_ISREG(st.st_mode):
-                out[rel] = ("file", stat.S_IMODE(st.st_mode), hashlib.sha256(p.read_bytes()).hexdigest())
-            else:
-                out[rel] = ("dir", stat.S_IMODE(st.st_mode))
-    return out
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:

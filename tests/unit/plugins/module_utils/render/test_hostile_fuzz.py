@@ -21,11 +21,10 @@ import pytest
 import yaml
 
 hypothesis = pytest.importorskip("hypothesis")
-from hostile_cases import FABRIC, GV, INV
+from hostile_cases import FABRIC, GV, INV, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from render_fixtures import REPO
-from test_hostile_corpus import snapshot
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
