@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from render_fixtures import edit_vars, make_inventory, yaml_objects
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
@@ -70,7 +66,7 @@ def test_bad_mirror_entries_are_refused(tmp_path: Path, mirrors: dict) -> None:
 
 
 def test_mirrors_default_to_none() -> None:
-    fleet = load_fleet(Path(__file__).resolve().parents[2] / "inventories" / "sample")
+    fleet = load_fleet(Path(__file__).resolve().parents[5] / "inventories" / "sample")
     assert fleet.chart_mirrors == {}
     assert fleet.chart_repo("https://helm.cilium.io/") == "https://helm.cilium.io/"
     assert yaml.safe_dump(fleet.chart_mirrors) == "{}\n"
