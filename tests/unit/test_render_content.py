@@ -34,7 +34,8 @@ def apps(files: dict[str, bytes]) -> dict[str, dict]:
     return {
         o["metadata"]["name"]: o
         for r, o in yaml_objects(files)
-        if r.startswith(f"{C}/apps/") and o["kind"] == "Application"
+        if (r.startswith(f"{C}/apps/") or (r.startswith(f"{C}/tenants/") and "/apps/" in r))
+        and o["kind"] == "Application"
     }
 
 

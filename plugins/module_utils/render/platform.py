@@ -112,6 +112,7 @@ def _chart_app(
     release: str,
     namespace_labels: dict[str, str] | None = None,
     ignore_differences: list[dict[str, Any]] | None = None,
+    keep: bool = False,
 ) -> dict[str, Any]:
     return argo.chart_app(
         f"{cluster.name}-{app}",
@@ -126,6 +127,7 @@ def _chart_app(
         dest_namespace=namespace_of(comp),
         policy=argo.sync_policy(namespace_labels=namespace_labels),
         ignore_differences=ignore_differences,
+        keep=keep,
     )
 
 
@@ -164,7 +166,9 @@ def render_cilium(fleet: Fleet, cluster: Cluster) -> Rendered:
     vf = f"{cluster_dir(cluster.name)}/platform/cilium/values.yaml"
     out.values[vf] = cilium_values(cluster)
     if comp.install_method == "gitops":
-        out.apps["10-cilium.yaml"] = _chart_app(fleet, cluster, comp, "cilium", "cilium", "network", vf, "cilium")
+        out.apps["10-cilium.yaml"] = _chart_app(
+            fleet, cluster, comp, "cilium", "cilium", "network", vf, "cilium", keep=True  # the CNI
+        )
     return out
 
 
@@ -179,7 +183,7 @@ def render_cert_manager(fleet: Fleet, cluster: Cluster) -> Rendered:
     out.values[vf] = deep_merge(ours, comp.values)
     if comp.install_method == "gitops":
         out.apps["20-cert-manager.yaml"] = _chart_app(
-            fleet, cluster, comp, "cert_manager", "cert-manager", "crds", vf, "cert-manager"
+            fleet, cluster, comp, "cert_manager", "cert-manager", "crds", vf, "cert-manager", keep=True  # CRDs
         )
     return out
 
@@ -217,6 +221,7 @@ def render_gpu_operator(fleet: Fleet, cluster: Cluster) -> Rendered:
             vf,
             "gpu-operator",
             namespace_labels={"pod-security.kubernetes.io/enforce": "privileged"},
+            keep=True,  # CRDs (ClusterPolicy, NVIDIADriver) and the drivers every GPU job runs on
         )
     return out
 

@@ -71,7 +71,9 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
         "",
         f"Rendered by gpufleet from inventory fleet `{fleet.name}`; do not edit, re-render instead.",
         f"Nodes: {len(inputs.nodes)} ({total_gpus} GPUs) in {len(pools)} pools. Root Application:",
-        f"`clusters/{cluster.name}/root-app.yaml` (applied once by the bootstrap; it syncs `apps/`).",
+        f"`clusters/{cluster.name}/root-app.yaml` (applied once by the bootstrap; it syncs `apps/`: the",
+        "platform, and one root Application per tenant, `apps/tenant-<t>.yaml`, syncing `tenants/<t>/apps/`;",
+        "an unhealthy tenant never holds back another).",
         "",
         "## Pools",
         "",
@@ -151,7 +153,7 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
         where = _WHERE.get(name, ns)
         how = "Argo CD" if comp.install_method == "gitops" and name != "argocd" else "apply (Helm)"
         lines.append(f"| {name} | {c['chart']} | {c['version']} | {where} | {how} |")
-    lines += ["", "## Sync waves (root app)", ""]
+    lines += ["", "## Sync waves (cluster root, then inside each tenant root)", ""]
     lines += [f"- {wave}: {n}" for n, wave in sorted(((v, k) for k, v in argo.WAVES.items()))]
     lines.append("")
     return "\n".join(lines)

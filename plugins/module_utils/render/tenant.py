@@ -435,6 +435,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     def app_name(part: str) -> str:
         return f"{t}-{part}"
 
+    tapps: dict[str, dict[str, Any]] = {}  # tenants/<t>/apps/<file>: synced by the tenant's root app
     out.apps[f"{prefix}-0-project.yaml"] = _with_cluster_blacklist(tenant_project(fleet, cluster, tenant))
 
     # host: namespace + isolation
@@ -443,7 +444,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
         out.manifests[f"{base}/host/network-policy.yaml"] = [isolation_policy(tenant)]
     if slurm_pools and tenant.monitoring.enabled and cluster.monitoring.prometheus_operator:
         out.manifests[f"{base}/host/monitoring.yaml"] = [monitoring.pod_monitor(cluster, tenant)]
-    out.apps[f"{prefix}-1-host.yaml"] = argo.directory_app(
+    tapps["1-host.yaml"] = argo.directory_app(
         app_name("host"),
         fleet=fleet,
         path=f"{base}/host",
@@ -458,7 +459,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     # the vCluster
     vf = f"{base}/vcluster/values.yaml"
     out.values[vf] = vcluster_values(fleet, cluster, tenant, inputs)
-    out.apps[f"{prefix}-2-vcluster.yaml"] = argo.chart_app(
+    tapps["2-vcluster.yaml"] = argo.chart_app(
         app_name("vcluster"),
         fleet=fleet,
         chart=chart("vcluster", fleet.versions),
@@ -486,7 +487,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     if use_kueue:
         objects += kueue_objects(fleet, tenant, inputs)
     out.manifests[f"{base}/objects/objects.yaml"] = objects
-    out.apps[f"{prefix}-5-objects.yaml"] = argo.directory_app(
+    tapps["5-objects.yaml"] = argo.directory_app(
         app_name("objects"),
         fleet=fleet,
         path=f"{base}/objects",
@@ -501,7 +502,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     if use_kueue:
         kf = f"{base}/kueue/values.yaml"
         out.values[kf] = deep_merge({}, comps["kueue"].values)
-        out.apps[f"{prefix}-4-kueue.yaml"] = argo.chart_app(
+        tapps["4-kueue.yaml"] = argo.chart_app(
             app_name("kueue"),
             fleet=fleet,
             chart=chart("kueue", fleet.versions),
@@ -517,7 +518,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     if slurm_pools and comps["slurm_operator"].enabled:
         crd_vf = f"{base}/slurm-operator-crds/values.yaml"
         out.values[crd_vf] = {}
-        out.apps[f"{prefix}-3-slurm-operator-crds.yaml"] = argo.chart_app(
+        tapps["3-slurm-operator-crds.yaml"] = argo.chart_app(
             app_name("slurm-operator-crds"),
             fleet=fleet,
             chart=chart("slurm_operator_crds", fleet.versions),
@@ -528,12 +529,13 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
             app_labels=argo.labels(cluster.name, "slurm-operator-crds", t),
             dest_server=server,
             dest_namespace=namespace_of(comps["slurm_operator"]),
+            keep=True,  # CRDs: deleting the app must not delete every Slurm cluster object
         )
         op_vf = f"{base}/slurm-operator/values.yaml"
         out.values[op_vf] = slurm_operator_values(fleet, cluster)
         if tenant.health.enabled:
             out.values[op_vf] = deep_merge(health.operator_fragment(), out.values[op_vf])
-        out.apps[f"{prefix}-4-slurm-operator.yaml"] = argo.chart_app(
+        tapps["4-slurm-operator.yaml"] = argo.chart_app(
             app_name("slurm-operator"),
             fleet=fleet,
             chart=chart("slurm_operator", fleet.versions),
@@ -559,7 +561,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
         ignore = []
         if any(p.slurm and p.slurm.autoscale for p in slurm_pools):
             ignore.append({"group": "slinky.slurm.net", "kind": "NodeSet", "jsonPointers": ["/spec/replicas"]})
-        out.apps[f"{prefix}-6-slurm.yaml"] = argo.chart_app(
+        tapps["6-slurm.yaml"] = argo.chart_app(
             app_name("slurm"),
             fleet=fleet,
             chart=chart("slurm", fleet.versions),
@@ -573,4 +575,8 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
             policy=argo.sync_policy(create_namespace=False, extra=["RespectIgnoreDifferences=true"] if ignore else []),
             ignore_differences=ignore or None,
         )
+    apps_dir = f"{base}/apps"
+    for fname, app in tapps.items():
+        out.manifests[f"{apps_dir}/{fname}"] = [app]
+    out.apps[f"{prefix}.yaml"] = argo.tenant_root_app(fleet, cluster.name, t, apps_dir)
     return out

@@ -11,10 +11,12 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
       REPORT.md                                  what runs where, per tenant
       POOLS.md                                   the pool table, one node per line
       vclusters.yaml                             vClusters the apply step registers in Argo CD
-      apps/*.yaml                                child Applications + AppProjects (the root syncs these)
+      apps/*.yaml                                platform Applications, AppProjects and one root
+                                                 Application per tenant (the cluster root syncs these)
       platform/<component>/values.yaml           Helm values ($values source of each platform app)
       platform/argocd-config/argocd-cm.yaml      the Application health check (server-side applied)
       platform/slurm-home/pv-<tenant>.yaml       static RWX PVs for Slurm home
+      tenants/<tenant>/apps/*.yaml               the tenant's child Applications (its root syncs these)
       tenants/<tenant>/host/                     host namespace + CiliumClusterwideNetworkPolicy
       tenants/<tenant>/vcluster/values.yaml
       tenants/<tenant>/objects/objects.yaml      inside the vCluster: namespaces, home PVC, Kueue queues
