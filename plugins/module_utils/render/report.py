@@ -123,11 +123,11 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
         )
         inside: list[str] = []
         if slurm:
-            host_secret += ", " + ", ".join(
-                f"`vc-{t.name}/{s['name']}` (key `{s['key']}`, created once by the apply step, synced into the"
-                f" vCluster as `{SLURM_NAMESPACE}/{s['name']}`)"
+            inside += [
+                f"`{SLURM_NAMESPACE}/{s['name']}` (key `{s['key']}`, created once by the apply step through the"
+                " vCluster's kubeconfig; never on the host)"
                 for s in (SLURM_KEY_SECRET, JWT_KEY_SECRET)
-            )
+            ]
             if t.accounting:
                 inside.append(f"`{SLURM_NAMESPACE}/mariadb-password` (key `password`)")
             lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")

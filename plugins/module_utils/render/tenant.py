@@ -214,16 +214,40 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
     if fleet.tenant_pools(tenant.name, "slurm"):
         if cluster.components["cert_manager"].enabled:
             ours["integrations"] = {"certManager": {"enabled": True}}
-        # The Slurm keys are created on the host by the apply step (tenant role, never in Git) and
-        # synced into the vCluster, where the slurm chart reads them by secretRef.
-        ours["sync"]["fromHost"]["secrets"] = {"enabled": True, "mappings": {"byName": slurm_key_mappings(tenant.name)}}
-    return deep_merge(ours, tenant.vcluster_values)
+    # No sync.fromHost.secrets: the chart turns it into a ClusterRole with cluster-wide Secret
+    # list/watch (docs/adr/vcluster-secrets.md). The Slurm keys are written straight into the
+    # vCluster by the apply step (tenant role), where the slurm chart reads them by secretRef.
+    merged = deep_merge(ours, tenant.vcluster_values)
+    check_vcluster_values(tenant.name, merged)
+    return merged
 
 
-def slurm_key_mappings(tenant: str) -> dict[str, str]:
-    """vCluster ``sync.fromHost.secrets`` mappings: host ``vc-<t>/<secret>`` -> ``slurm/<secret>``."""
-    ns = vcluster_namespace(tenant)
-    return {f"{ns}/{s['name']}": f"{SLURM_NAMESPACE}/{s['name']}" for s in (SLURM_KEY_SECRET, JWT_KEY_SECRET)}
+# vCluster values that make the chart grant the vCluster's ServiceAccount cluster-wide list/watch on
+# a Secret-like kind on the host (its fromHost syncers list/watch every namespace).
+HOST_READ_SYNCERS = ("secrets", "configMaps")
+
+
+def check_vcluster_values(tenant: str, values: dict[str, Any]) -> None:
+    """Fail closed when the (inventory-merged) vCluster values would let the vCluster read host Secrets."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+
+    from_host = ((values.get("sync") or {}).get("fromHost") or {}) if isinstance(values.get("sync"), dict) else {}
+    for kind in HOST_READ_SYNCERS:
+        spec = from_host.get(kind) if isinstance(from_host, dict) else None
+        if isinstance(spec, dict) and spec.get("enabled"):
+            raise GpufleetError(
+                f"gpufleet_tenants[{tenant}].vcluster.values.sync.fromHost.{kind}.enabled: not allowed: the vcluster"
+                f" chart grants the vCluster cluster-wide list/watch on host {kind} for it (other tenants' keys,"
+                " Argo CD cluster credentials); put what the tenant needs inside its vCluster instead"
+            )
+    rbac = values.get("rbac") if isinstance(values.get("rbac"), dict) else {}
+    cr = rbac.get("clusterRole") if isinstance(rbac.get("clusterRole"), dict) else {}
+    for rule in [*(cr.get("extraRules") or []), *(cr.get("overwriteRules") or [])]:
+        if isinstance(rule, dict) and {"secrets", "*"} & set(rule.get("resources") or []):
+            raise GpufleetError(
+                f"gpufleet_tenants[{tenant}].vcluster.values.rbac.clusterRole: a cluster-wide rule on Secrets is"
+                " not allowed (it lets the vCluster read every tenant's Secrets)"
+            )
 
 
 # ------------------------------------------------------------------ Slurm inside the vCluster
