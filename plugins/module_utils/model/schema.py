@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
+from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import SCHEMA as EXPOSE_SCHEMA
 
 SCHEMA_VERSION = 1
 
@@ -241,6 +242,17 @@ SCHEMA: dict[str, Any] = {
                                     "nfs_server": g.pattern(g.HOSTNAME, "NFS server host name or IPv4 address"),
                                     "nfs_share": g.pattern(g.ABS_PATH, "exported path (absolute, no '..')"),
                                     "capacity": g.pattern(g.QUANTITY, "Kubernetes quantity", default="10Ti"),
+                                    "storage_class": {
+                                        "type": "string",
+                                        "pattern": "^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$",
+                                        "default": "gpufleet-nfs",
+                                        "description": "class of the control-plane volumes (vCluster data, slurmctld)",
+                                    },
+                                    "storage_class_create": {
+                                        "type": "boolean",
+                                        "default": True,
+                                        "description": "render it (NFS, default class); false: the site provides it",
+                                    },
                                 }
                             ),
                             "argocd": _component(),
@@ -284,6 +296,7 @@ SCHEMA: dict[str, Any] = {
                         "uniqueItems": True,
                         "description": "namespaces (inside the vCluster) for Kubernetes-native workloads",
                     },
+                    "expose": EXPOSE_SCHEMA,
                 },
             },
         },

@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Component, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import storage_class
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
     translated_name,
@@ -279,6 +280,22 @@ def render_shared_storage(fleet: Fleet, cluster: Cluster) -> Rendered:
     if comp.install_method == "gitops":
         out.apps["40-csi-driver-nfs.yaml"] = _chart_app(
             fleet, cluster, comp, "csi_driver_nfs", "csi-driver-nfs", "operators", vf, "csi-driver-nfs"
+        )
+    sc = storage_class(cluster)
+    if sc:
+        path = f"{base}/storage-class"
+        out.manifests[f"{path}/{sc['metadata']['name']}.yaml"] = [sc]
+        out.apps["42-storage-class.yaml"] = argo.directory_app(
+            f"{cluster.name}-storage-class",
+            fleet=fleet,
+            path=path,
+            project=argo.platform_project(cluster.name),
+            wave="storage",
+            app_labels=argo.labels(cluster.name, "storage-class"),
+            dest_server=cluster.server,
+            dest_namespace=namespace_of(comp),
+            policy=argo.sync_policy(create_namespace=False),
+            keep=True,  # deleting the app must not delete the class every tenant volume names
         )
     tenants = slurm_tenants(fleet, cluster.name)
     if tenants:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
@@ -41,6 +42,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
     namespace_of,
     system_placement,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.render.quota import tenant_quota
+from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import storage_class_name
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
     vcluster_namespace,
@@ -56,21 +59,6 @@ CGROUP_CONF = (
 )
 GRES_CONF = "AutoDetect=nvidia\n"
 TOPOLOGY_FILE = {"tree": "topology.conf", "block": "topology.conf", "yaml": "topology.yaml"}
-# vCluster ResourceQuota defaults that break GPU tenants (Helm merges maps: each must be nulled).
-QUOTA_DROP = (
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-    "count/pods",
-    "count/endpoints",
-    "count/services",
-    "count/secrets",
-    "count/configmaps",
-    "count/persistentvolumeclaims",
-)
 TENANT_NS_BLACKLIST = [
     {"group": "", "kind": "ResourceQuota"},
     {"group": "", "kind": "LimitRange"},
@@ -173,6 +161,7 @@ def isolation_policy(tenant: Tenant) -> dict[str, Any]:
                     "toPorts": [{"ports": [{"port": "8443", "protocol": "TCP"}]}],
                 },
                 {"fromEntities": ["host"]},
+                *exposure_rules(tenant),
             ],
             "egress": [
                 {"toEndpoints": [{"matchLabels": own}]},
@@ -188,13 +177,27 @@ def isolation_policy(tenant: Tenant) -> dict[str, Any]:
     }
 
 
+def exposure_rules(tenant: Tenant) -> list[dict[str, Any]]:
+    """Ingress from outside the cluster that ``expose`` opens: only from ``from_cidrs``, only to the
+    login port (Slurm login pods) and the declared inference ports. Nothing by default."""
+    e = tenant.expose
+    ports = ([LOGIN_PORT] if e.login_lb else []) + list(e.inference)
+    if not ports:
+        return []
+    return [
+        {
+            "fromCIDRSet": [{"cidr": c} for c in e.from_cidrs],
+            "toPorts": [{"ports": [{"port": str(p), "protocol": "TCP"} for p in ports]}],
+        }
+    ]
+
+
 def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs) -> dict[str, Any]:
     pools = fleet.tenant_pools(tenant.name)
     fragment = fence.vcluster_sync_fragment(pools)
     ns = vcluster_namespace(tenant.name)
     gpus = sum(inputs.pool_gpus(p.name) for p in pools)
-    quota: dict[str, Any] = {k: None for k in QUOTA_DROP}
-    quota["requests.nvidia.com/gpu"] = gpus
+    slurm = bool(fleet.tenant_pools(tenant.name, "slurm"))
     ours: dict[str, Any] = {
         "sync": {
             "fromHost": {"nodes": {"enabled": True, "clearImageStatus": True, "syncBackChanges": False}},
@@ -202,16 +205,24 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
         },
         "controlPlane": {"proxy": {"extraSANs": [f"{tenant.name}.{ns}.svc", f"{tenant.name}.{ns}.svc.cluster.local"]}},
         "policies": {
-            "resourceQuota": {"enabled": True, "quota": quota},
+            "resourceQuota": {"enabled": True},
             "limitRange": {"enabled": False},
         },
         "exportKubeConfig": {"server": vcluster_server(tenant.name)},
     }
     ours = deep_merge(ours, fragment)
+    sts: dict[str, Any] = {}
     sel = system_placement(fleet, cluster.name)
     if sel:
-        ours["controlPlane"]["statefulSet"] = {"scheduling": {"nodeSelector": sel}}
-    if fleet.tenant_pools(tenant.name, "slurm"):
+        sts["scheduling"] = {"nodeSelector": sel}
+    sc = storage_class_name(cluster)
+    if sc:  # the chart leaves it empty: the data volume would need a default StorageClass
+        sts["persistence"] = {"volumeClaim": {"storageClass": sc}}
+    if sts:
+        ours["controlPlane"]["statefulSet"] = sts
+    quota = tenant_quota(cluster, tenant, gpus, slurm, deep_merge(ours, tenant.vcluster_values))
+    ours["policies"]["resourceQuota"]["quota"] = quota
+    if slurm:
         if cluster.components["cert_manager"].enabled:
             ours["integrations"] = {"certManager": {"enabled": True}}
     # No sync.fromHost.secrets: the chart turns it into a ClusterRole with cluster-wide Secret
@@ -349,6 +360,9 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
         "accounting": {"enabled": bool(tenant.accounting)},
         "vendor": {"nvidia": {"dcgm": {"enabled": True, "jobMappingDir": DCGM_JOB_MAPPING_DIR}}},
     }
+    sc = storage_class_name(cluster)
+    if sc:  # the chart's storageClassName is null: slurmctld's claim would need a default class
+        values["controller"]["persistence"] = {"storageClassName": sc}
     if tenant.login_replicas > 0:
         values["loginsets"] = {
             "main": {
@@ -356,6 +370,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
                 "replicas": tenant.login_replicas,
                 "login": {"volumeMounts": [{"name": HOME_VOLUME, "mountPath": "/home"}]},
                 "podSpec": {"volumes": [{"name": HOME_VOLUME, "persistentVolumeClaim": {"claimName": SLURM_HOME_PVC}}]},
+                "service": {"spec": login_service_spec(tenant)},
             }
         }
     ann = topology_annotations(sub, plugin)
@@ -375,6 +390,20 @@ def observe(tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:
         if tenant.health.enabled:
             health.add_to_nodeset(ns)
     return values
+
+
+def login_service_spec(tenant: Tenant) -> dict[str, Any]:
+    """The login Service: the chart default is ``LoadBalancer`` open to all; gpufleet keeps it
+    in-cluster unless ``expose.login`` asks for a LoadBalancer, then only from ``from_cidrs`` (with
+    the client address kept, so the network policy can match it)."""
+    e = tenant.expose
+    if not e.login_lb:
+        return {"type": "ClusterIP"}
+    return {
+        "type": "LoadBalancer",
+        "loadBalancerSourceRanges": list(e.from_cidrs),
+        "externalTrafficPolicy": "Local",
+    }
 
 
 def slurm_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:

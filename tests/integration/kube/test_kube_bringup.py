@@ -236,3 +236,150 @@ def test_tenant_role_fails_clearly_when_the_vcluster_never_comes(kube_cluster, t
     assert "tenant_vcluster_wait_timeout" in out
     assert kube_cluster.kubectl("get", "namespace", slurm_ns, check=False).returncode != 0
     assert kube_cluster.kubectl("get", "secret", "cluster-ghost", "-n", "argocd", check=False).returncode != 0
+
+
+# ------------------------------------------------------------------ defect 2: ResourceQuota
+
+VCLUSTER_VALUES = REPO_ROOT.parent / "shared" / "upstream" / "charts" / "vcluster" / "values.yaml"
+
+
+def chart_default_quota() -> dict:
+    """``policies.resourceQuota.quota`` of the pinned vcluster chart's values.yaml (0.36.1):
+    requests.storage 100Gi, services.nodeports 0, services.loadbalancers 1, ..."""
+    shared_test_helpers().require_path(VCLUSTER_VALUES, "the pinned vcluster chart values")
+    return yaml.safe_load(VCLUSTER_VALUES.read_text())["policies"]["resourceQuota"]["quota"]
+
+
+def effective_quota(rendered: dict) -> dict[str, str]:
+    """Helm's merge of the rendered values over the chart's: maps merge, null deletes a key."""
+    merged = {**chart_default_quota(), **rendered}
+    return {k: str(v) for k, v in merged.items() if v is not None}
+
+
+def quota_namespace(kube: LocalControlPlane, ns: str, hard: dict[str, str]) -> None:
+    kube.create_namespace(ns)
+    apply(
+        kube,
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "vc-quota", "namespace": ns},
+                "spec": {"hard": hard},
+            }
+        ],
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # admission needs the controller-manager to publish status.hard
+        q = kube.get_json("resourcequota", "vc-quota", "-n", ns)
+        if (q.get("status") or {}).get("hard") and set(q["status"]["hard"]) == set(hard):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{ns}: quota status never populated")
+
+
+def tenant_host_objects(files: dict[str, bytes], tenant: str, ns: str) -> list[dict]:
+    """What a Slurm tenant's vCluster creates in its host namespace (vCluster syncs PVCs and Services
+    down under translated names): the Slurm-home claim, slurmctld's and the vCluster's own data
+    claims, the login Service as rendered."""
+    objects = yaml.safe_load_all(files[f"{C}/tenants/{tenant}/objects/objects.yaml"])
+    home = next(o for o in objects if o and o["kind"] == "PersistentVolumeClaim")
+    slurm = load(files, f"{C}/tenants/{tenant}/slurm/values.yaml")
+    vcluster = load(files, f"{C}/tenants/{tenant}/vcluster/values.yaml")
+    vc_class = vcluster["controlPlane"]["statefulSet"]["persistence"]["volumeClaim"]["storageClass"]
+    ctld_class = slurm["controller"]["persistence"]["storageClassName"]
+
+    def pvc(name: str, size: str, cls: str, modes: list[str]) -> dict:
+        return {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"accessModes": modes, "storageClassName": cls, "resources": {"requests": {"storage": size}}},
+        }
+
+    login = slurm["loginsets"]["main"]["service"]["spec"]
+    return [
+        pvc("slurm-home-x-slurm-x-t", home["spec"]["resources"]["requests"]["storage"], "", ["ReadWriteMany"]),
+        pvc("data-t-0", "5Gi", vc_class, ["ReadWriteOnce"]),
+        pvc("statesave-slurm-controller-0-x-slurm-x-t", "4Gi", ctld_class, ["ReadWriteOnce"]),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "slurm-login-main-x-slurm-x-t", "namespace": ns},
+            "spec": {**login, "selector": {"app": "login"}, "ports": [{"name": "ssh", "port": 22, "protocol": "TCP"}]},
+        },
+    ]
+
+
+def create(kube: LocalControlPlane, obj: dict) -> subprocess.CompletedProcess:
+    return kube.kubectl("create", "-f", "-", input=json.dumps(obj), check=False)
+
+
+def test_rendered_quota_admits_the_tenant_objects(kube_cluster, files) -> None:
+    tenant, ns = "research", "bringup-quota-rendered"
+    vcluster = load(files, f"{C}/tenants/{tenant}/vcluster/values.yaml")
+    quota_namespace(kube_cluster, ns, effective_quota(vcluster["policies"]["resourceQuota"]["quota"]))
+    objs = tenant_host_objects(files, tenant, ns)
+    assert objs[0]["spec"]["resources"]["requests"]["storage"] == "20Ti"
+    assert objs[-1]["spec"]["type"] == "LoadBalancer", "the sample exposes research's login"
+    for obj in objs:
+        proc = create(kube_cluster, obj)
+        assert proc.returncode == 0, f"{obj['kind']} {obj['metadata']['name']}: {proc.stderr}"
+
+
+def test_chart_default_quota_refuses_them(kube_cluster, files) -> None:
+    ns = "bringup-quota-default"
+    default = effective_quota({})
+    assert default["requests.storage"] == "100Gi" and default["services.nodeports"] == "0"
+    quota_namespace(kube_cluster, ns, default)
+    home, _, _, login = tenant_host_objects(files, "research", ns)
+    for obj in (home, login):
+        proc = create(kube_cluster, obj)
+        assert proc.returncode != 0 and "exceeded quota" in proc.stderr, proc.stderr
+
+
+def test_closed_tenant_quota_refuses_a_load_balancer(kube_cluster, files) -> None:
+    """llm-pretrain exposes nothing: its login Service is ClusterIP and the quota allows no LoadBalancer."""
+    ns = "bringup-quota-closed"
+    vcluster = load(files, f"{C}/tenants/llm-pretrain/vcluster/values.yaml")
+    quota_namespace(kube_cluster, ns, effective_quota(vcluster["policies"]["resourceQuota"]["quota"]))
+    objs = tenant_host_objects(files, "llm-pretrain", ns)
+    assert objs[-1]["spec"] == {**objs[-1]["spec"], "type": "ClusterIP"}
+    for obj in objs:
+        assert create(kube_cluster, obj).returncode == 0
+    lb = {**objs[-1], "metadata": {"name": "sneaky-lb", "namespace": ns}}
+    lb["spec"] = {**lb["spec"], "type": "LoadBalancer"}
+    proc = create(kube_cluster, lb)
+    assert proc.returncode != 0 and "exceeded quota" in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------ defect 3: StorageClass
+
+
+def test_rendered_storage_class_is_the_default_and_named_everywhere(kube_cluster, files) -> None:
+    rels = [r for r in files if r.startswith(f"{C}/platform/storage-class/")]
+    assert len(rels) == 1
+    (sc,) = [d for d in yaml.safe_load_all(files[rels[0]]) if d]
+    kube_cluster.kubectl(
+        "apply", "--server-side", "--validate=strict", "--field-manager=bringup-test", "-f", "-", input=json.dumps(sc)
+    )
+    name = sc["metadata"]["name"]
+    live = kube_cluster.get_json("storageclass", name)
+    assert live["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"
+    ns = kube_cluster.create_namespace("bringup-storage")
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "no-class", "namespace": ns},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    create(kube_cluster, claim)
+    got = kube_cluster.get_json("pvc", "no-class", "-n", ns)
+    assert got["spec"]["storageClassName"] == name, "a chart claim without a class gets gpufleet's"
+    for t in ("research", "llm-pretrain", "inference"):
+        vc = load(files, f"{C}/tenants/{t}/vcluster/values.yaml")
+        assert vc["controlPlane"]["statefulSet"]["persistence"]["volumeClaim"]["storageClass"] == name
+    for t in ("research", "llm-pretrain"):
+        assert (
+            load(files, f"{C}/tenants/{t}/slurm/values.yaml")["controller"]["persistence"]["storageClassName"] == name
+        )
