@@ -22,6 +22,7 @@ LABEL_CLUSTER = "gpufleet.io/cluster"
 LABEL_TENANT = "gpufleet.io/tenant"
 LABEL_COMPONENT = "gpufleet.io/component"
 WAVE = "argocd.argoproj.io/sync-wave"
+TENANT_ROOT = "tenant-root"  # gpufleet.io/component of a tenant's root Application
 
 # Sync waves of the child Applications in the root app: projects and the health check first, then
 # CRDs -> operators -> clusters, host side before what runs inside the tenant vClusters.
@@ -35,6 +36,7 @@ WAVES = {
     "tenants": 25,  # one root Application per tenant (its own waves below run inside it)
     "tenant-host": 30,  # tenant namespaces, network policy
     "vcluster": 40,
+    "tenant-certs": 45,  # inside the vCluster: cert-manager (its cainjector fills the Slinky webhook caBundle)
     "tenant-crds": 50,  # inside the vCluster: Slinky CRDs
     "tenant-operators": 60,  # inside the vCluster: slurm-operator, Kueue
     "tenant-objects": 70,  # inside the vCluster: namespaces, PVC, Kueue queues
@@ -218,7 +220,7 @@ def tenant_root_app(fleet: Fleet, cluster: str, tenant: str, apps_dir: str) -> d
         path=apps_dir,
         project=platform_project(cluster),
         wave="tenants",
-        app_labels=labels(cluster, "tenant-root", tenant),
+        app_labels=labels(cluster, TENANT_ROOT, tenant),
         dest_namespace=ARGOCD_NS,
         policy=sync_policy(create_namespace=False),
     )

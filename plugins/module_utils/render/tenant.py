@@ -13,12 +13,13 @@ Pitfalls handled (reference slurm-on-k8s.md 1.7, gitops-stack.md 2):
   under Argo CD: each render would mint a new key). The Secrets are provisioned out of Git.
 * Slinky operator per tenant inside the vCluster: its cluster-wide ``pods/binding`` webhook only
   sees that vCluster, never host scheduling; ``certManager.enabled: true`` kept (``genCA`` would
-  diff on every sync), backed by vCluster's cert-manager integration with the host cert-manager.
+  diff on every sync), served by a cert-manager installed inside the vCluster one wave before the
+  operator (docs/adr/slinky-webhook-tls.md).
 * ``GresTypes`` set explicitly (the v1.2.1 operator does not); NodeSets in ``DaemonSet`` mode
   (one slurmd per pool node, nothing for Argo CD to fight) or, for autoscaled pools,
   ``StatefulSet`` with ``ignoreDifferences`` on ``/spec/replicas``.
-* vCluster: ``selector.labels`` + ``enforceTolerations`` fence, the ``requests.cpu: 10`` /
-  ``count/pods: 20`` / 512Mi LimitRange defaults removed (``null``) and a GPU quota set instead,
+* vCluster: ``selector.labels`` + ``enforceTolerations`` fence, the LimitRange off and the quota
+  derived from the tenant (render/quota.py), no host Secret sync (docs/adr/vcluster-secrets.md),
   ``exportKubeConfig.server`` and extra SANs so Argo CD reaches ``https://<name>.<namespace>:443``.
 """
 
@@ -222,9 +223,6 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
         ours["controlPlane"]["statefulSet"] = sts
     quota = tenant_quota(cluster, tenant, gpus, slurm, deep_merge(ours, tenant.vcluster_values))
     ours["policies"]["resourceQuota"]["quota"] = quota
-    if slurm:
-        if cluster.components["cert_manager"].enabled:
-            ours["integrations"] = {"certManager": {"enabled": True}}
     # No sync.fromHost.secrets: the chart turns it into a ClusterRole with cluster-wide Secret
     # list/watch (docs/adr/vcluster-secrets.md). The Slurm keys are written straight into the
     # vCluster by the apply step (tenant role), where the slurm chart reads them by secretRef.
@@ -406,6 +404,13 @@ def login_service_spec(tenant: Tenant) -> dict[str, Any]:
     }
 
 
+def tenant_cert_manager_values(cluster: Cluster) -> dict[str, Any]:
+    """cert-manager inside a Slurm tenant's vCluster: CRDs kept on uninstall; the cluster's
+    ``cert_manager.values`` apply here too."""
+    ours: dict[str, Any] = {"crds": {"enabled": True, "keep": True}}
+    return deep_merge(ours, cluster.components["cert_manager"].values)
+
+
 def slurm_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
     comp = cluster.components["slurm_operator"]
     ours = {"crds": {"enabled": False}, "certManager": {"enabled": True}}
@@ -569,6 +574,24 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
         )
 
     if slurm_pools and comps["slurm_operator"].enabled:
+        # cert-manager inside the vCluster, before the operator: the Slinky webhook's caBundle is
+        # injected by a cainjector that watches the API holding the webhook configurations, i.e. the
+        # vCluster's (docs/adr/slinky-webhook-tls.md).
+        cm_vf = f"{base}/cert-manager/values.yaml"
+        out.values[cm_vf] = tenant_cert_manager_values(cluster)
+        tapps["3-cert-manager.yaml"] = argo.chart_app(
+            app_name("cert-manager"),
+            fleet=fleet,
+            chart=chart("cert_manager", fleet.versions),
+            release="cert-manager",
+            values_file=cm_vf,
+            project=platform,
+            wave="tenant-certs",
+            app_labels=argo.labels(cluster.name, "cert-manager", t),
+            dest_server=server,
+            dest_namespace=namespace_of(comps["cert_manager"]),
+            keep=True,  # CRDs: deleting the app must not delete the Certificates
+        )
         crd_vf = f"{base}/slurm-operator-crds/values.yaml"
         out.values[crd_vf] = {}
         tapps["3-slurm-operator-crds.yaml"] = argo.chart_app(

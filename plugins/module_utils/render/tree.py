@@ -101,7 +101,15 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
         out.values[gpu_vf] = deep_merge(dcgm_fragment(fleet, cluster, inputs), out.values[gpu_vf])
     out.apps["00-project-platform.yaml"] = platform_project(fleet, cluster, [vcluster_server(t.name) for t in tenants])
     root = argo.root_app(fleet, name, f"{base}/apps")
-    identity.check_cluster(fleet, cluster, {**out.apps, "../root-app.yaml": root}, out.manifests)
+
+    # the tenants' child Applications (tenants/<t>/apps/, synced by each tenant's root) are checked as
+    # Applications too, not as plain objects
+    def is_tenant_app(rel: str) -> bool:
+        return rel.startswith(f"{base}/tenants/") and "/apps/" in rel
+
+    tenant_apps = {f"../{rel[len(base) + 1 :]}": objs[0] for rel, objs in out.manifests.items() if is_tenant_app(rel)}
+    plain = {rel: objs for rel, objs in out.manifests.items() if not is_tenant_app(rel)}
+    identity.check_cluster(fleet, cluster, {**out.apps, **tenant_apps, "../root-app.yaml": root}, plain)
     files: dict[str, bytes] = {}
     for rel, values in out.values.items():
         files[rel] = dump_file(values, head)
