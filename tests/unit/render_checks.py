@@ -66,6 +66,7 @@ CHART_OF_DIR = {
     "slurm-operator-crds": "slurm-operator-crds",
     "cert-manager": "cert-manager",
     "kueue": "kueue",
+    "argocd": "argo-cd",
 }
 # charts with no upstream values in ../shared/upstream: only these keys (documented by the chart's
 # README / artifacthub page) are allowed, and the gap is reported by the tests
@@ -73,6 +74,7 @@ NO_UPSTREAM_ALLOWED: dict[str, dict[str, Any]] = {
     "cert-manager": {"crds": {"enabled": True, "keep": True}, "nodeSelector": {}},
     "kueue": {},
     "slurm-operator-crds": {},
+    "argo-cd": {"configs": {"cm": {}}},  # configs.cm: argocd-cm data, free-form (argo-helm README)
 }
 
 

@@ -48,12 +48,11 @@ def wave(app: dict) -> int:
 
 
 def test_health_check_for_child_app_waves(files) -> None:
-    cm = load(files, f"{C}/platform/argocd-config/argocd-cm.yaml")
-    lua = cm["data"]["resource.customizations.health.argoproj.io_Application"]
+    values = load(files, f"{C}/platform/argocd/values.yaml")
+    lua = values["configs"]["cm"]["resource.customizations.health.argoproj.io_Application"]
     assert "obj.status.health.status" in lua and 'hs.status = "Progressing"' in lua
-    assert "ServerSideApply=true" in cm["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
     a = apps(files)
-    assert wave(a["gpu-east-argocd-config"]) < min(wave(x) for n, x in a.items() if n != "gpu-east-argocd-config")
+    assert wave(a["gpu-east-argocd"]) < min(wave(x) for n, x in a.items() if n != "gpu-east-argocd")
 
 
 def test_root_app_syncs_the_apps_dir(files) -> None:

@@ -234,9 +234,36 @@ SCHEMA: dict[str, Any] = {
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
-                            "cilium": _component({"exclusive": {"type": "boolean", "default": True}}),
+                            "cilium": _component(
+                                {
+                                    "exclusive": {"type": "boolean", "default": True},
+                                    "kube_proxy_replacement": {
+                                        "type": "boolean",
+                                        "default": False,
+                                        "description": "true only without kube-proxy; needs k8s_service_host",
+                                    },
+                                    "k8s_service_host": {
+                                        "type": "string",
+                                        "pattern": "^[A-Za-z0-9]([-A-Za-z0-9.:]{0,251}[A-Za-z0-9])?$",
+                                    },
+                                    "k8s_service_port": {
+                                        "type": "integer",
+                                        "minimum": 1,
+                                        "maximum": 65535,
+                                        "default": 6443,
+                                    },
+                                }
+                            ),
                             "cert_manager": _component(),
-                            "gpu_operator": _component(),
+                            "gpu_operator": _component(
+                                {
+                                    "driver": {
+                                        "enum": ["operator", "preinstalled"],
+                                        "default": "operator",
+                                        "description": "preinstalled: the hosts' image carries the NVIDIA driver",
+                                    }
+                                }
+                            ),
                             "shared_storage": _component(
                                 {
                                     "nfs_server": g.pattern(g.HOSTNAME, "NFS server host name or IPv4 address"),

@@ -132,9 +132,37 @@ def _chart_app(
     )
 
 
+def argocd_self_managed(cluster: Cluster) -> bool:
+    comp = cluster.components["argocd"]
+    return comp.enabled and comp.install_method == "gitops"
+
+
+def argocd_values(cluster: Cluster) -> dict[str, Any]:
+    """Values of the argo-cd chart: the bootstrap installs Argo CD with exactly these (apply step),
+    then the ``<cluster>-argocd`` Application keeps it so. The Application health check lives here
+    (``configs.cm``), the one owner of ``argocd-cm``."""
+    ours = {"configs": {"cm": {argo.HEALTH_KEY: argo.HEALTH_LUA}}}
+    return deep_merge(ours, cluster.components["argocd"].values)
+
+
 def render_argocd_config(fleet: Fleet, cluster: Cluster) -> Rendered:
     base = cluster_dir(cluster.name)
     out = Rendered()
+    if argocd_self_managed(cluster):
+        vf = f"{base}/platform/argocd/values.yaml"
+        out.values[vf] = argocd_values(cluster)
+        out.apps["00-argocd.yaml"] = _chart_app(
+            fleet,
+            cluster,
+            cluster.components["argocd"],
+            "argocd",
+            "argocd",
+            "argocd-config",
+            vf,
+            "argocd",  # the bootstrap's Helm release name: same object names, adopted in place
+            keep=True,  # never delete Argo CD (and its CRDs) with its own Application
+        )
+        return out
     path = f"{base}/platform/argocd-config"
     out.manifests[f"{path}/argocd-cm.yaml"] = [argo.argocd_cm_health()]
     out.apps["00-argocd-config.yaml"] = argo.directory_app(
@@ -153,11 +181,30 @@ def render_argocd_config(fleet: Fleet, cluster: Cluster) -> Rendered:
 
 def cilium_values(cluster: Cluster) -> dict[str, Any]:
     comp = cluster.components["cilium"]
-    ours = {
+    ours: dict[str, Any] = {
         "cni": {"exclusive": bool(comp.options.get("exclusive", True))},
         "hubble": {"tls": {"auto": {"enabled": True, "method": "cronJob"}}},
         "operator": {"replicas": 2},
     }
+    # Explicit, as the string the chart expects: "false" keeps kube-proxy (the chart default, stated so
+    # an upgrade cannot flip it); "true" replaces it and then the agent must reach the API server
+    # directly, not through the kube-proxy ClusterIP it replaces.
+    if comp.options.get("kube_proxy_replacement", False):
+        host = comp.options.get("k8s_service_host")
+        if not host:
+            raise GpufleetError(
+                f"gpufleet_clusters[{cluster.name}].components.cilium.k8s_service_host: required with"
+                " kube_proxy_replacement: true (the API server address the agents use without kube-proxy)"
+            )
+        ours.update(
+            {
+                "kubeProxyReplacement": "true",
+                "k8sServiceHost": str(host),
+                "k8sServicePort": int(comp.options.get("k8s_service_port", 6443)),
+            }
+        )
+    else:
+        ours["kubeProxyReplacement"] = "false"
     return deep_merge(ours, comp.values)
 
 
@@ -199,6 +246,9 @@ def gpu_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
             "worker": {"tolerations": [NFD_DEFAULT_TOLERATION, *fence.daemonset_tolerations(pools, gpu_default=True)]}
         },
         "dcgmExporter": {"hpcJobMapping": {"enabled": True, "directory": DCGM_JOB_MAPPING_DIR}},
+        # The chart default (true) deploys the driver container on every GPU node; on hosts whose image
+        # carries the driver it must be off (inventory: gpu_operator.driver: preinstalled).
+        "driver": {"enabled": comp.options.get("driver", "operator") != "preinstalled"},
     }
     sel = system_placement(fleet, cluster.name)
     if sel:

@@ -151,7 +151,9 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
         c = chart(_CHART_OF[name], fleet.versions)
         ns = namespace_of(comp)
         where = _WHERE.get(name, ns)
-        how = "Argo CD" if comp.install_method == "gitops" and name != "argocd" else "apply (Helm)"
+        how = "Argo CD" if comp.install_method == "gitops" else "apply (Helm)"
+        if name == "argocd" and comp.install_method == "gitops":
+            how = "bootstrap (Helm), then Argo CD itself"
         lines.append(f"| {name} | {c['chart']} | {c['version']} | {where} | {how} |")
     lines += ["", "## Sync waves (cluster root, then inside each tenant root)", ""]
     lines += [f"- {wave}: {n}" for n, wave in sorted(((v, k) for k, v in argo.WAVES.items()))]

@@ -287,6 +287,11 @@ def topology_annotations(sub: Any, plugin: str) -> dict[str, str]:
 
     if plugin == "block":
         return tr.slinky_topology_spec(sub, tree=None, block="default")
+    if plugin == "yaml":  # the names must be those of the rendered topology.yaml, not "default"
+        names = {t["name"]: t["plugin"] for t in tr.default_topologies(sub)}
+        tree = next((n for n, p in names.items() if p == "tree"), None)
+        block = next((n for n, p in names.items() if p == "block"), None)
+        return tr.slinky_topology_spec(sub, tree=tree, block=block)
     return tr.slinky_topology_spec(sub)
 
 

@@ -14,7 +14,8 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
       apps/*.yaml                                platform Applications, AppProjects and one root
                                                  Application per tenant (the cluster root syncs these)
       platform/<component>/values.yaml           Helm values ($values source of each platform app)
-      platform/argocd-config/argocd-cm.yaml      the Application health check (server-side applied)
+      platform/argocd/values.yaml                argo-cd chart values (Argo CD manages itself)
+      platform/storage-class/<class>.yaml        the default StorageClass of tenant volumes
       platform/slurm-home/pv-<tenant>.yaml       static RWX PVs for Slurm home
       tenants/<tenant>/apps/*.yaml               the tenant's child Applications (its root syncs these)
       tenants/<tenant>/host/                     host namespace + CiliumClusterwideNetworkPolicy
