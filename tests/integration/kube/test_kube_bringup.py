@@ -286,18 +286,28 @@ def tenant_host_objects(files: dict[str, bytes], tenant: str, ns: str) -> list[d
     home = next(o for o in objects if o and o["kind"] == "PersistentVolumeClaim")
     slurm = load(files, f"{C}/tenants/{tenant}/slurm/values.yaml")
     vcluster = load(files, f"{C}/tenants/{tenant}/vcluster/values.yaml")
-    vc_class = vcluster["controlPlane"]["statefulSet"]["persistence"]["volumeClaim"]["storageClass"]
-    ctld_class = slurm["controller"]["persistence"]["storageClassName"]
+    # absent keys mean the chart defaults: no class (the cluster default) and a LoadBalancer login
+    vc_class = (
+        vcluster["controlPlane"]
+        .get("statefulSet", {})
+        .get("persistence", {})
+        .get("volumeClaim", {})
+        .get("storageClass")
+    )
+    ctld_class = slurm["controller"].get("persistence", {}).get("storageClassName")
 
-    def pvc(name: str, size: str, cls: str, modes: list[str]) -> dict:
+    def pvc(name: str, size: str, cls: str | None, modes: list[str]) -> dict:
+        spec = {"accessModes": modes, "resources": {"requests": {"storage": size}}}
+        if cls is not None:
+            spec["storageClassName"] = cls
         return {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
             "metadata": {"name": name, "namespace": ns},
-            "spec": {"accessModes": modes, "storageClassName": cls, "resources": {"requests": {"storage": size}}},
+            "spec": spec,
         }
 
-    login = slurm["loginsets"]["main"]["service"]["spec"]
+    login = slurm["loginsets"]["main"].get("service", {}).get("spec", {"type": "LoadBalancer"})
     return [
         pvc("slurm-home-x-slurm-x-t", home["spec"]["resources"]["requests"]["storage"], "", ["ReadWriteMany"]),
         pvc("data-t-0", "5Gi", vc_class, ["ReadWriteOnce"]),
