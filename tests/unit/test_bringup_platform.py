@@ -149,5 +149,5 @@ def test_topology_annotations_name_existing_topologies(tmp_path, plugin) -> None
         assert ann
         for node, spec in ann.items():
             for unit in spec.split(","):
-                topo, _, rest = unit.partition(":")
-                assert topo in known and rest, f"{t} {node}: {spec!r} names {topo!r}, file has {sorted(known)}"
+                topo, sep, rest = unit.partition(":")
+                assert topo in known and sep and rest, f"{t} {node}: {spec!r} names {topo!r}, file has {sorted(known)}"
