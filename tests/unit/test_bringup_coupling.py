@@ -55,7 +55,7 @@ def test_cluster_root_holds_only_platform_apps_and_one_root_per_tenant(files) ->
     for t in TENANTS:
         root = apps[f"{t}-root"]
         assert root["spec"]["source"]["path"] == f"gitops/{C}/tenants/{t}/apps"
-        assert root["spec"]["source"]["directory"] == {"recurse": False}
+        assert not root["spec"]["source"].get("directory", {}).get("recurse"), "one directory, not recursive"
 
 
 def test_tenant_child_apps_live_under_the_tenant_root_only(files) -> None:
