@@ -76,7 +76,7 @@ files_added:
   returned: always
   type: list
   elements: str
-  sample: [clusters/gpu-east/apps/tenant-research-6-slurm.yaml]
+  sample: [clusters/gpu-east/tenants/research/apps/6-slurm.yaml]
 files_changed:
   description: Files whose bytes changed.
   returned: always

@@ -44,6 +44,9 @@ FREE_FORM_KEYS = {
     "limits",
     "requests",
 }
+# key paths ending so are typed Kubernetes objects the chart merges in (slurm: service.spec is a
+# corev1.ServiceSpec "to extend the service template")
+FREE_FORM_TAILS = {("service", "spec")}
 # chart -> key paths present upstream only as commented-out documentation, with the text to find
 COMMENTED: dict[str, dict[tuple[str, ...], str]] = {
     "gpu-operator": {
@@ -63,6 +66,7 @@ CHART_OF_DIR = {
     "slurm-operator-crds": "slurm-operator-crds",
     "cert-manager": "cert-manager",
     "kueue": "kueue",
+    "argocd": "argo-cd",
 }
 # charts with no upstream values in ../shared/upstream: only these keys (documented by the chart's
 # README / artifacthub page) are allowed, and the gap is reported by the tests
@@ -70,6 +74,7 @@ NO_UPSTREAM_ALLOWED: dict[str, dict[str, Any]] = {
     "cert-manager": {"crds": {"enabled": True, "keep": True}, "nodeSelector": {}},
     "kueue": {},
     "slurm-operator-crds": {},
+    "argo-cd": {"configs": {"cm": {}}},  # configs.cm: argocd-cm data, free-form (argo-helm README)
 }
 
 
@@ -110,7 +115,8 @@ def unknown_values_keys(values: Any, chart: str, shared: Path) -> list[str]:
             for k, v in node.items():
                 walk(v, tmpl, (*path, str(k)))
             return
-        if path and (ref is None or (isinstance(ref, dict) and not ref) or path[-1] in FREE_FORM_KEYS):
+        free = path and (path[-1] in FREE_FORM_KEYS or path[-2:] in FREE_FORM_TAILS)
+        if path and (ref is None or (isinstance(ref, dict) and not ref) or free):
             return  # free-form upstream: anything below is allowed
         if not isinstance(ref, dict):
             out.append(".".join(path) + f" (upstream is {type(ref).__name__}, not a map)")

@@ -40,7 +40,9 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def vc_secret(tenant: str, state: Path) -> dict:
+def vc_secret(tenant: str, state: Path, server: str) -> dict:
+    """``server``: the local apiserver, standing in for every tenant's vCluster API (the Slurm keys
+    the apply step writes through this kubeconfig land in its ``slurm`` namespace)."""
     pki = state / "pki"
     ca, cert, key = ((pki / f).read_bytes() for f in ("ca.crt", "admin.crt", "admin.key"))
     kubeconfig = {
@@ -49,7 +51,7 @@ def vc_secret(tenant: str, state: Path) -> dict:
         "clusters": [
             {
                 "name": "my-vcluster",
-                "cluster": {"server": "https://localhost:8443", "certificate-authority-data": b64(ca)},
+                "cluster": {"server": server, "certificate-authority-data": b64(ca)},
             }
         ],
         "users": [{"name": "my-vcluster", "user": {"client-certificate-data": b64(cert), "client-key-data": b64(key)}}],
@@ -108,9 +110,10 @@ def main() -> None:
             raise SystemExit(f"CRDs not Established after 120 s: {names}")
         time.sleep(0.5)
     objs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "argocd"}}]
+    server = yaml.safe_load(Path(kubeconfig).read_text(encoding="utf-8"))["clusters"][0]["cluster"]["server"]
     for t in tenants:
         objs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"vc-{t}"}})
-        objs.append(vc_secret(t, Path(state)))
+        objs.append(vc_secret(t, Path(state), server))
     kubectl(
         kubeconfig,
         "apply",

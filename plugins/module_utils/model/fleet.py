@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure
+
 POOL_KINDS = ("slurm", "kubernetes", "system", "spare")
 COMPONENTS = ("cilium", "cert_manager", "gpu_operator", "shared_storage", "argocd", "slurm_operator", "kueue")
 
@@ -135,6 +137,7 @@ class Tenant:
     vcluster_values: dict[str, Any] = field(default_factory=dict)
     monitoring: TenantMonitoring = field(default_factory=TenantMonitoring)
     health: TenantHealth = field(default_factory=TenantHealth)
+    expose: Exposure = field(default_factory=Exposure)
 
 
 def mirrored_repo(repo_url: str, mirrors: dict[str, str]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
+from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import SCHEMA as EXPOSE_SCHEMA
 
 SCHEMA_VERSION = 1
 
@@ -233,14 +234,52 @@ SCHEMA: dict[str, Any] = {
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
-                            "cilium": _component({"exclusive": {"type": "boolean", "default": True}}),
+                            "cilium": _component(
+                                {
+                                    "exclusive": {"type": "boolean", "default": True},
+                                    "kube_proxy_replacement": {
+                                        "type": "boolean",
+                                        "default": False,
+                                        "description": "true only without kube-proxy; needs k8s_service_host",
+                                    },
+                                    "k8s_service_host": {
+                                        "type": "string",
+                                        "pattern": "^[A-Za-z0-9]([-A-Za-z0-9.:]{0,251}[A-Za-z0-9])?$",
+                                    },
+                                    "k8s_service_port": {
+                                        "type": "integer",
+                                        "minimum": 1,
+                                        "maximum": 65535,
+                                        "default": 6443,
+                                    },
+                                }
+                            ),
                             "cert_manager": _component(),
-                            "gpu_operator": _component(),
+                            "gpu_operator": _component(
+                                {
+                                    "driver": {
+                                        "enum": ["operator", "preinstalled"],
+                                        "default": "operator",
+                                        "description": "preinstalled: the hosts' image carries the NVIDIA driver",
+                                    }
+                                }
+                            ),
                             "shared_storage": _component(
                                 {
                                     "nfs_server": g.pattern(g.HOSTNAME, "NFS server host name or IPv4 address"),
                                     "nfs_share": g.pattern(g.ABS_PATH, "exported path (absolute, no '..')"),
                                     "capacity": g.pattern(g.QUANTITY, "Kubernetes quantity", default="10Ti"),
+                                    "storage_class": {
+                                        "type": "string",
+                                        "pattern": "^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$",
+                                        "default": "gpufleet-nfs",
+                                        "description": "class of the control-plane volumes (vCluster data, slurmctld)",
+                                    },
+                                    "storage_class_create": {
+                                        "type": "boolean",
+                                        "default": True,
+                                        "description": "render it (NFS, default class); false: the site provides it",
+                                    },
                                 }
                             ),
                             "argocd": _component(),
@@ -284,6 +323,7 @@ SCHEMA: dict[str, Any] = {
                         "uniqueItems": True,
                         "description": "namespaces (inside the vCluster) for Kubernetes-native workloads",
                     },
+                    "expose": EXPOSE_SCHEMA,
                 },
             },
         },

@@ -14,6 +14,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
+from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure, exposure_issues
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
     Cluster,
@@ -358,6 +359,7 @@ def build_fleet(raw: RawModel) -> Fleet:
             vcluster_values=t.get("vcluster", {}).get("values", {}),
             monitoring=_tenant_monitoring(t.get("monitoring", {})),
             health=_tenant_health(t.get("health", {})),
+            expose=Exposure.from_dict(t.get("expose")),
         )
     return Fleet(
         name=f["name"],
@@ -373,7 +375,7 @@ def build_fleet(raw: RawModel) -> Fleet:
 
 
 def validate(raw: RawModel) -> Fleet:
-    issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw)
+    issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw) + exposure_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

@@ -22,6 +22,7 @@ LABEL_CLUSTER = "gpufleet.io/cluster"
 LABEL_TENANT = "gpufleet.io/tenant"
 LABEL_COMPONENT = "gpufleet.io/component"
 WAVE = "argocd.argoproj.io/sync-wave"
+TENANT_ROOT = "tenant-root"  # gpufleet.io/component of a tenant's root Application
 
 # Sync waves of the child Applications in the root app: projects and the health check first, then
 # CRDs -> operators -> clusters, host side before what runs inside the tenant vClusters.
@@ -32,8 +33,10 @@ WAVES = {
     "crds": 0,  # cert-manager (with its CRDs)
     "operators": 10,  # GPU Operator, csi-driver-nfs
     "storage": 20,  # static PVs for Slurm home
+    "tenants": 25,  # one root Application per tenant (its own waves below run inside it)
     "tenant-host": 30,  # tenant namespaces, network policy
     "vcluster": 40,
+    "tenant-certs": 45,  # inside the vCluster: cert-manager (its cainjector fills the Slinky webhook caBundle)
     "tenant-crds": 50,  # inside the vCluster: Slinky CRDs
     "tenant-operators": 60,  # inside the vCluster: slurm-operator, Kueue
     "tenant-objects": 70,  # inside the vCluster: namespaces, PVC, Kueue queues
@@ -52,6 +55,12 @@ if obj.status ~= nil and obj.status.health ~= nil then
 end
 return hs
 """
+
+# Sync option that keeps a resource when its Application is deleted (CNI, CRDs, Argo CD itself).
+# Set on the Application object (so deleting a parent root leaves the child in place) and in its
+# syncOptions; such Applications carry no resources-finalizer, so deleting one never cascades.
+KEEP = "Delete=false"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 
 RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
 
@@ -113,7 +122,10 @@ def application(
     policy: dict[str, Any] | None = None,
     ignore_differences: list[dict[str, Any]] | None = None,
     info: list[dict[str, str]] | None = None,
+    keep: bool = False,
 ) -> dict[str, Any]:
+    """One child Application. ``keep``: never delete what it deployed (CNI, CRDs, Argo CD): no
+    resources-finalizer, ``Delete=false`` on the Application object and in its sync options."""
     spec: dict[str, Any] = {
         "project": project,
         "destination": {"server": dest_server, "namespace": dest_namespace},
@@ -128,18 +140,20 @@ def application(
         spec["ignoreDifferences"] = ignore_differences
     if info:
         spec["info"] = info
-    return {
-        "apiVersion": API,
-        "kind": "Application",
-        "metadata": {
-            "name": name,
-            "namespace": ARGOCD_NS,
-            "labels": app_labels,
-            "annotations": {WAVE: str(WAVES[wave])},
-            "finalizers": [FINALIZER],
-        },
-        "spec": spec,
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": ARGOCD_NS,
+        "labels": app_labels,
+        "annotations": {WAVE: str(WAVES[wave])},
+        "finalizers": [FINALIZER],
     }
+    if keep:
+        del meta["finalizers"]
+        meta["annotations"][SYNC_OPTIONS] = KEEP
+        opts = spec["syncPolicy"].setdefault("syncOptions", [])
+        if KEEP not in opts:
+            spec["syncPolicy"]["syncOptions"] = sorted([*opts, KEEP])
+    return {"apiVersion": API, "kind": "Application", "metadata": meta, "spec": spec}
 
 
 def chart_source(chart: dict[str, str], release: str, values_file: str, fleet: Fleet) -> dict[str, Any]:
@@ -194,6 +208,22 @@ def root_app(fleet: Fleet, cluster: str, apps_dir: str) -> dict[str, Any]:
     )
     del app["metadata"]["annotations"]
     return app
+
+
+def tenant_root_app(fleet: Fleet, cluster: str, tenant: str, apps_dir: str) -> dict[str, Any]:
+    """The root Application of one tenant: syncs ``tenants/<t>/apps`` (the tenant's child apps, in
+    their own waves). Each tenant has its own, so one unhealthy tenant never holds back another;
+    the cluster root syncs every tenant root in one wave, after the platform."""
+    return directory_app(
+        f"{tenant}-root",
+        fleet=fleet,
+        path=apps_dir,
+        project=platform_project(cluster),
+        wave="tenants",
+        app_labels=labels(cluster, TENANT_ROOT, tenant),
+        dest_namespace=ARGOCD_NS,
+        policy=sync_policy(create_namespace=False),
+    )
 
 
 def argocd_cm_health() -> dict[str, Any]:

@@ -146,6 +146,8 @@ def check_cluster(
                     " choose another name",
                 )
             )
+        if ((app.get("metadata") or {}).get("labels") or {}).get(argo.LABEL_COMPONENT) == argo.TENANT_ROOT:
+            continue  # a tenant's root app-of-apps: it deploys that tenant's Applications into Argo CD's namespace
         dest = spec.get("destination") or {}
         ns, server = str(dest.get("namespace", "")), str(dest.get("server", ""))
         if server in tenant_servers:

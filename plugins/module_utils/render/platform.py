@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Component, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import storage_class
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
     translated_name,
@@ -112,6 +113,7 @@ def _chart_app(
     release: str,
     namespace_labels: dict[str, str] | None = None,
     ignore_differences: list[dict[str, Any]] | None = None,
+    keep: bool = False,
 ) -> dict[str, Any]:
     return argo.chart_app(
         f"{cluster.name}-{app}",
@@ -126,12 +128,41 @@ def _chart_app(
         dest_namespace=namespace_of(comp),
         policy=argo.sync_policy(namespace_labels=namespace_labels),
         ignore_differences=ignore_differences,
+        keep=keep,
     )
+
+
+def argocd_self_managed(cluster: Cluster) -> bool:
+    comp = cluster.components["argocd"]
+    return comp.enabled and comp.install_method == "gitops"
+
+
+def argocd_values(cluster: Cluster) -> dict[str, Any]:
+    """Values of the argo-cd chart: the bootstrap installs Argo CD with exactly these (apply step),
+    then the ``<cluster>-argocd`` Application keeps it so. The Application health check lives here
+    (``configs.cm``), the one owner of ``argocd-cm``."""
+    ours = {"configs": {"cm": {argo.HEALTH_KEY: argo.HEALTH_LUA}}}
+    return deep_merge(ours, cluster.components["argocd"].values)
 
 
 def render_argocd_config(fleet: Fleet, cluster: Cluster) -> Rendered:
     base = cluster_dir(cluster.name)
     out = Rendered()
+    if argocd_self_managed(cluster):
+        vf = f"{base}/platform/argocd/values.yaml"
+        out.values[vf] = argocd_values(cluster)
+        out.apps["00-argocd.yaml"] = _chart_app(
+            fleet,
+            cluster,
+            cluster.components["argocd"],
+            "argocd",
+            "argocd",
+            "argocd-config",
+            vf,
+            "argocd",  # the bootstrap's Helm release name: same object names, adopted in place
+            keep=True,  # never delete Argo CD (and its CRDs) with its own Application
+        )
+        return out
     path = f"{base}/platform/argocd-config"
     out.manifests[f"{path}/argocd-cm.yaml"] = [argo.argocd_cm_health()]
     out.apps["00-argocd-config.yaml"] = argo.directory_app(
@@ -150,11 +181,30 @@ def render_argocd_config(fleet: Fleet, cluster: Cluster) -> Rendered:
 
 def cilium_values(cluster: Cluster) -> dict[str, Any]:
     comp = cluster.components["cilium"]
-    ours = {
+    ours: dict[str, Any] = {
         "cni": {"exclusive": bool(comp.options.get("exclusive", True))},
         "hubble": {"tls": {"auto": {"enabled": True, "method": "cronJob"}}},
         "operator": {"replicas": 2},
     }
+    # Explicit, as the string the chart expects: "false" keeps kube-proxy (the chart default, stated so
+    # an upgrade cannot flip it); "true" replaces it and then the agent must reach the API server
+    # directly, not through the kube-proxy ClusterIP it replaces.
+    if comp.options.get("kube_proxy_replacement", False):
+        host = comp.options.get("k8s_service_host")
+        if not host:
+            raise GpufleetError(
+                f"gpufleet_clusters[{cluster.name}].components.cilium.k8s_service_host: required with"
+                " kube_proxy_replacement: true (the API server address the agents use without kube-proxy)"
+            )
+        ours.update(
+            {
+                "kubeProxyReplacement": "true",
+                "k8sServiceHost": str(host),
+                "k8sServicePort": int(comp.options.get("k8s_service_port", 6443)),
+            }
+        )
+    else:
+        ours["kubeProxyReplacement"] = "false"
     return deep_merge(ours, comp.values)
 
 
@@ -164,7 +214,9 @@ def render_cilium(fleet: Fleet, cluster: Cluster) -> Rendered:
     vf = f"{cluster_dir(cluster.name)}/platform/cilium/values.yaml"
     out.values[vf] = cilium_values(cluster)
     if comp.install_method == "gitops":
-        out.apps["10-cilium.yaml"] = _chart_app(fleet, cluster, comp, "cilium", "cilium", "network", vf, "cilium")
+        out.apps["10-cilium.yaml"] = _chart_app(
+            fleet, cluster, comp, "cilium", "cilium", "network", vf, "cilium", keep=True  # the CNI
+        )
     return out
 
 
@@ -179,7 +231,7 @@ def render_cert_manager(fleet: Fleet, cluster: Cluster) -> Rendered:
     out.values[vf] = deep_merge(ours, comp.values)
     if comp.install_method == "gitops":
         out.apps["20-cert-manager.yaml"] = _chart_app(
-            fleet, cluster, comp, "cert_manager", "cert-manager", "crds", vf, "cert-manager"
+            fleet, cluster, comp, "cert_manager", "cert-manager", "crds", vf, "cert-manager", keep=True  # CRDs
         )
     return out
 
@@ -194,6 +246,9 @@ def gpu_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
             "worker": {"tolerations": [NFD_DEFAULT_TOLERATION, *fence.daemonset_tolerations(pools, gpu_default=True)]}
         },
         "dcgmExporter": {"hpcJobMapping": {"enabled": True, "directory": DCGM_JOB_MAPPING_DIR}},
+        # The chart default (true) deploys the driver container on every GPU node; on hosts whose image
+        # carries the driver it must be off (inventory: gpu_operator.driver: preinstalled).
+        "driver": {"enabled": comp.options.get("driver", "operator") != "preinstalled"},
     }
     sel = system_placement(fleet, cluster.name)
     if sel:
@@ -217,6 +272,7 @@ def render_gpu_operator(fleet: Fleet, cluster: Cluster) -> Rendered:
             vf,
             "gpu-operator",
             namespace_labels={"pod-security.kubernetes.io/enforce": "privileged"},
+            keep=True,  # CRDs (ClusterPolicy, NVIDIADriver) and the drivers every GPU job runs on
         )
     return out
 
@@ -274,6 +330,22 @@ def render_shared_storage(fleet: Fleet, cluster: Cluster) -> Rendered:
     if comp.install_method == "gitops":
         out.apps["40-csi-driver-nfs.yaml"] = _chart_app(
             fleet, cluster, comp, "csi_driver_nfs", "csi-driver-nfs", "operators", vf, "csi-driver-nfs"
+        )
+    sc = storage_class(cluster)
+    if sc:
+        path = f"{base}/storage-class"
+        out.manifests[f"{path}/{sc['metadata']['name']}.yaml"] = [sc]
+        out.apps["42-storage-class.yaml"] = argo.directory_app(
+            f"{cluster.name}-storage-class",
+            fleet=fleet,
+            path=path,
+            project=argo.platform_project(cluster.name),
+            wave="storage",
+            app_labels=argo.labels(cluster.name, "storage-class"),
+            dest_server=cluster.server,
+            dest_namespace=namespace_of(comp),
+            policy=argo.sync_policy(create_namespace=False),
+            keep=True,  # deleting the app must not delete the class every tenant volume names
         )
     tenants = slurm_tenants(fleet, cluster.name)
     if tenants:

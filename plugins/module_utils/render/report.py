@@ -71,7 +71,9 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
         "",
         f"Rendered by gpufleet from inventory fleet `{fleet.name}`; do not edit, re-render instead.",
         f"Nodes: {len(inputs.nodes)} ({total_gpus} GPUs) in {len(pools)} pools. Root Application:",
-        f"`clusters/{cluster.name}/root-app.yaml` (applied once by the bootstrap; it syncs `apps/`).",
+        f"`clusters/{cluster.name}/root-app.yaml` (applied once by the bootstrap; it syncs `apps/`: the",
+        "platform, and one root Application per tenant, `apps/tenant-<t>.yaml`, syncing `tenants/<t>/apps/`;",
+        "an unhealthy tenant never holds back another).",
         "",
         "## Pools",
         "",
@@ -121,11 +123,11 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
         )
         inside: list[str] = []
         if slurm:
-            host_secret += ", " + ", ".join(
-                f"`vc-{t.name}/{s['name']}` (key `{s['key']}`, created once by the apply step, synced into the"
-                f" vCluster as `{SLURM_NAMESPACE}/{s['name']}`)"
+            inside += [
+                f"`{SLURM_NAMESPACE}/{s['name']}` (key `{s['key']}`, created once by the apply step through the"
+                " vCluster's kubeconfig; never on the host)"
                 for s in (SLURM_KEY_SECRET, JWT_KEY_SECRET)
-            )
+            ]
             if t.accounting:
                 inside.append(f"`{SLURM_NAMESPACE}/mariadb-password` (key `password`)")
             lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")
@@ -149,9 +151,11 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
         c = chart(_CHART_OF[name], fleet.versions)
         ns = namespace_of(comp)
         where = _WHERE.get(name, ns)
-        how = "Argo CD" if comp.install_method == "gitops" and name != "argocd" else "apply (Helm)"
+        how = "Argo CD" if comp.install_method == "gitops" else "apply (Helm)"
+        if name == "argocd" and comp.install_method == "gitops":
+            how = "bootstrap (Helm), then Argo CD itself"
         lines.append(f"| {name} | {c['chart']} | {c['version']} | {where} | {how} |")
-    lines += ["", "## Sync waves (root app)", ""]
+    lines += ["", "## Sync waves (cluster root, then inside each tenant root)", ""]
     lines += [f"- {wave}: {n}" for n, wave in sorted(((v, k) for k, v in argo.WAVES.items()))]
     lines.append("")
     return "\n".join(lines)

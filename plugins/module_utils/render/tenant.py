@@ -13,12 +13,13 @@ Pitfalls handled (reference slurm-on-k8s.md 1.7, gitops-stack.md 2):
   under Argo CD: each render would mint a new key). The Secrets are provisioned out of Git.
 * Slinky operator per tenant inside the vCluster: its cluster-wide ``pods/binding`` webhook only
   sees that vCluster, never host scheduling; ``certManager.enabled: true`` kept (``genCA`` would
-  diff on every sync), backed by vCluster's cert-manager integration with the host cert-manager.
+  diff on every sync), served by a cert-manager installed inside the vCluster one wave before the
+  operator (docs/adr/slinky-webhook-tls.md).
 * ``GresTypes`` set explicitly (the v1.2.1 operator does not); NodeSets in ``DaemonSet`` mode
   (one slurmd per pool node, nothing for Argo CD to fight) or, for autoscaled pools,
   ``StatefulSet`` with ``ignoreDifferences`` on ``/spec/replicas``.
-* vCluster: ``selector.labels`` + ``enforceTolerations`` fence, the ``requests.cpu: 10`` /
-  ``count/pods: 20`` / 512Mi LimitRange defaults removed (``null``) and a GPU quota set instead,
+* vCluster: ``selector.labels`` + ``enforceTolerations`` fence, the LimitRange off and the quota
+  derived from the tenant (render/quota.py), no host Secret sync (docs/adr/vcluster-secrets.md),
   ``exportKubeConfig.server`` and extra SANs so Argo CD reaches ``https://<name>.<namespace>:443``.
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
@@ -41,6 +43,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
     namespace_of,
     system_placement,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.render.quota import tenant_quota
+from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import storage_class_name
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
     vcluster_namespace,
@@ -55,21 +59,6 @@ CGROUP_CONF = (
     "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nConstrainCores=yes\nConstrainDevices=yes\nConstrainRAMSpace=yes\n"
 )
 GRES_CONF = "AutoDetect=nvidia\n"
-# vCluster ResourceQuota defaults that break GPU tenants (Helm merges maps: each must be nulled).
-QUOTA_DROP = (
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-    "count/pods",
-    "count/endpoints",
-    "count/services",
-    "count/secrets",
-    "count/configmaps",
-    "count/persistentvolumeclaims",
-)
 TENANT_NS_BLACKLIST = [
     {"group": "", "kind": "ResourceQuota"},
     {"group": "", "kind": "LimitRange"},
@@ -172,6 +161,7 @@ def isolation_policy(tenant: Tenant) -> dict[str, Any]:
                     "toPorts": [{"ports": [{"port": "8443", "protocol": "TCP"}]}],
                 },
                 {"fromEntities": ["host"]},
+                *exposure_rules(tenant),
             ],
             "egress": [
                 {"toEndpoints": [{"matchLabels": own}]},
@@ -187,13 +177,27 @@ def isolation_policy(tenant: Tenant) -> dict[str, Any]:
     }
 
 
+def exposure_rules(tenant: Tenant) -> list[dict[str, Any]]:
+    """Ingress from outside the cluster that ``expose`` opens: only from ``from_cidrs``, only to the
+    login port (Slurm login pods) and the declared inference ports. Nothing by default."""
+    e = tenant.expose
+    ports = ([LOGIN_PORT] if e.login_lb else []) + list(e.inference)
+    if not ports:
+        return []
+    return [
+        {
+            "fromCIDRSet": [{"cidr": c} for c in e.from_cidrs],
+            "toPorts": [{"ports": [{"port": str(p), "protocol": "TCP"} for p in ports]}],
+        }
+    ]
+
+
 def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs) -> dict[str, Any]:
     pools = fleet.tenant_pools(tenant.name)
     fragment = fence.vcluster_sync_fragment(pools)
     ns = vcluster_namespace(tenant.name)
     gpus = sum(inputs.pool_gpus(p.name) for p in pools)
-    quota: dict[str, Any] = {k: None for k in QUOTA_DROP}
-    quota["requests.nvidia.com/gpu"] = gpus
+    slurm = bool(fleet.tenant_pools(tenant.name, "slurm"))
     ours: dict[str, Any] = {
         "sync": {
             "fromHost": {"nodes": {"enabled": True, "clearImageStatus": True, "syncBackChanges": False}},
@@ -201,28 +205,57 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
         },
         "controlPlane": {"proxy": {"extraSANs": [f"{tenant.name}.{ns}.svc", f"{tenant.name}.{ns}.svc.cluster.local"]}},
         "policies": {
-            "resourceQuota": {"enabled": True, "quota": quota},
+            "resourceQuota": {"enabled": True},
             "limitRange": {"enabled": False},
         },
         "exportKubeConfig": {"server": vcluster_server(tenant.name)},
     }
     ours = deep_merge(ours, fragment)
+    sts: dict[str, Any] = {}
     sel = system_placement(fleet, cluster.name)
     if sel:
-        ours["controlPlane"]["statefulSet"] = {"scheduling": {"nodeSelector": sel}}
-    if fleet.tenant_pools(tenant.name, "slurm"):
-        if cluster.components["cert_manager"].enabled:
-            ours["integrations"] = {"certManager": {"enabled": True}}
-        # The Slurm keys are created on the host by the apply step (tenant role, never in Git) and
-        # synced into the vCluster, where the slurm chart reads them by secretRef.
-        ours["sync"]["fromHost"]["secrets"] = {"enabled": True, "mappings": {"byName": slurm_key_mappings(tenant.name)}}
-    return deep_merge(ours, tenant.vcluster_values)
+        sts["scheduling"] = {"nodeSelector": sel}
+    sc = storage_class_name(cluster)
+    if sc:  # the chart leaves it empty: the data volume would need a default StorageClass
+        sts["persistence"] = {"volumeClaim": {"storageClass": sc}}
+    if sts:
+        ours["controlPlane"]["statefulSet"] = sts
+    quota = tenant_quota(cluster, tenant, gpus, slurm, deep_merge(ours, tenant.vcluster_values))
+    ours["policies"]["resourceQuota"]["quota"] = quota
+    # No sync.fromHost.secrets: the chart turns it into a ClusterRole with cluster-wide Secret
+    # list/watch (docs/adr/vcluster-secrets.md). The Slurm keys are written straight into the
+    # vCluster by the apply step (tenant role), where the slurm chart reads them by secretRef.
+    merged = deep_merge(ours, tenant.vcluster_values)
+    check_vcluster_values(tenant.name, merged)
+    return merged
 
 
-def slurm_key_mappings(tenant: str) -> dict[str, str]:
-    """vCluster ``sync.fromHost.secrets`` mappings: host ``vc-<t>/<secret>`` -> ``slurm/<secret>``."""
-    ns = vcluster_namespace(tenant)
-    return {f"{ns}/{s['name']}": f"{SLURM_NAMESPACE}/{s['name']}" for s in (SLURM_KEY_SECRET, JWT_KEY_SECRET)}
+# vCluster values that make the chart grant the vCluster's ServiceAccount cluster-wide list/watch on
+# a Secret-like kind on the host (its fromHost syncers list/watch every namespace).
+HOST_READ_SYNCERS = ("secrets", "configMaps")
+
+
+def check_vcluster_values(tenant: str, values: dict[str, Any]) -> None:
+    """Fail closed when the (inventory-merged) vCluster values would let the vCluster read host Secrets."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+
+    from_host = ((values.get("sync") or {}).get("fromHost") or {}) if isinstance(values.get("sync"), dict) else {}
+    for kind in HOST_READ_SYNCERS:
+        spec = from_host.get(kind) if isinstance(from_host, dict) else None
+        if isinstance(spec, dict) and spec.get("enabled"):
+            raise GpufleetError(
+                f"gpufleet_tenants[{tenant}].vcluster.values.sync.fromHost.{kind}.enabled: not allowed: the vcluster"
+                f" chart grants the vCluster cluster-wide list/watch on host {kind} for it (other tenants' keys,"
+                " Argo CD cluster credentials); put what the tenant needs inside its vCluster instead"
+            )
+    rbac = values.get("rbac") if isinstance(values.get("rbac"), dict) else {}
+    cr = rbac.get("clusterRole") if isinstance(rbac.get("clusterRole"), dict) else {}
+    for rule in [*(cr.get("extraRules") or []), *(cr.get("overwriteRules") or [])]:
+        if isinstance(rule, dict) and {"secrets", "*"} & set(rule.get("resources") or []):
+            raise GpufleetError(
+                f"gpufleet_tenants[{tenant}].vcluster.values.rbac.clusterRole: a cluster-wide rule on Secrets is"
+                " not allowed (it lets the vCluster read every tenant's Secrets)"
+            )
 
 
 # ------------------------------------------------------------------ Slurm inside the vCluster
@@ -318,6 +351,9 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
         "accounting": {"enabled": bool(tenant.accounting)},
         "vendor": {"nvidia": {"dcgm": {"enabled": True, "jobMappingDir": DCGM_JOB_MAPPING_DIR}}},
     }
+    sc = storage_class_name(cluster)
+    if sc:  # the chart's storageClassName is null: slurmctld's claim would need a default class
+        values["controller"]["persistence"] = {"storageClassName": sc}
     if tenant.login_replicas > 0:
         values["loginsets"] = {
             "main": {
@@ -325,6 +361,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
                 "replicas": tenant.login_replicas,
                 "login": {"volumeMounts": [{"name": HOME_VOLUME, "mountPath": "/home"}]},
                 "podSpec": {"volumes": [{"name": HOME_VOLUME, "persistentVolumeClaim": {"claimName": SLURM_HOME_PVC}}]},
+                "service": {"spec": login_service_spec(tenant)},
             }
         }
     ann = topology_annotations(sub, plugin)
@@ -344,6 +381,27 @@ def observe(tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:
         if tenant.health.enabled:
             health.add_to_nodeset(ns)
     return values
+
+
+def login_service_spec(tenant: Tenant) -> dict[str, Any]:
+    """The login Service: the chart default is ``LoadBalancer`` open to all; gpufleet keeps it
+    in-cluster unless ``expose.login`` asks for a LoadBalancer, then only from ``from_cidrs`` (with
+    the client address kept, so the network policy can match it)."""
+    e = tenant.expose
+    if not e.login_lb:
+        return {"type": "ClusterIP"}
+    return {
+        "type": "LoadBalancer",
+        "loadBalancerSourceRanges": list(e.from_cidrs),
+        "externalTrafficPolicy": "Local",
+    }
+
+
+def tenant_cert_manager_values(cluster: Cluster) -> dict[str, Any]:
+    """cert-manager inside a Slurm tenant's vCluster: CRDs kept on uninstall; the cluster's
+    ``cert_manager.values`` apply here too."""
+    ours: dict[str, Any] = {"crds": {"enabled": True, "keep": True}}
+    return deep_merge(ours, cluster.components["cert_manager"].values)
 
 
 def slurm_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
@@ -428,6 +486,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     def app_name(part: str) -> str:
         return f"{t}-{part}"
 
+    tapps: dict[str, dict[str, Any]] = {}  # tenants/<t>/apps/<file>: synced by the tenant's root app
     out.apps[f"{prefix}-0-project.yaml"] = _with_cluster_blacklist(tenant_project(fleet, cluster, tenant))
 
     # host: namespace + isolation
@@ -436,7 +495,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
         out.manifests[f"{base}/host/network-policy.yaml"] = [isolation_policy(tenant)]
     if slurm_pools and tenant.monitoring.enabled and cluster.monitoring.prometheus_operator:
         out.manifests[f"{base}/host/monitoring.yaml"] = [monitoring.pod_monitor(cluster, tenant)]
-    out.apps[f"{prefix}-1-host.yaml"] = argo.directory_app(
+    tapps["1-host.yaml"] = argo.directory_app(
         app_name("host"),
         fleet=fleet,
         path=f"{base}/host",
@@ -451,7 +510,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     # the vCluster
     vf = f"{base}/vcluster/values.yaml"
     out.values[vf] = vcluster_values(fleet, cluster, tenant, inputs)
-    out.apps[f"{prefix}-2-vcluster.yaml"] = argo.chart_app(
+    tapps["2-vcluster.yaml"] = argo.chart_app(
         app_name("vcluster"),
         fleet=fleet,
         chart=chart("vcluster", fleet.versions),
@@ -479,7 +538,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     if use_kueue:
         objects += kueue_objects(fleet, tenant, inputs)
     out.manifests[f"{base}/objects/objects.yaml"] = objects
-    out.apps[f"{prefix}-5-objects.yaml"] = argo.directory_app(
+    tapps["5-objects.yaml"] = argo.directory_app(
         app_name("objects"),
         fleet=fleet,
         path=f"{base}/objects",
@@ -494,7 +553,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     if use_kueue:
         kf = f"{base}/kueue/values.yaml"
         out.values[kf] = deep_merge({}, comps["kueue"].values)
-        out.apps[f"{prefix}-4-kueue.yaml"] = argo.chart_app(
+        tapps["4-kueue.yaml"] = argo.chart_app(
             app_name("kueue"),
             fleet=fleet,
             chart=chart("kueue", fleet.versions),
@@ -508,9 +567,27 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
         )
 
     if slurm_pools and comps["slurm_operator"].enabled:
+        # cert-manager inside the vCluster, before the operator: the Slinky webhook's caBundle is
+        # injected by a cainjector that watches the API holding the webhook configurations, i.e. the
+        # vCluster's (docs/adr/slinky-webhook-tls.md).
+        cm_vf = f"{base}/cert-manager/values.yaml"
+        out.values[cm_vf] = tenant_cert_manager_values(cluster)
+        tapps["3-cert-manager.yaml"] = argo.chart_app(
+            app_name("cert-manager"),
+            fleet=fleet,
+            chart=chart("cert_manager", fleet.versions),
+            release="cert-manager",
+            values_file=cm_vf,
+            project=platform,
+            wave="tenant-certs",
+            app_labels=argo.labels(cluster.name, "cert-manager", t),
+            dest_server=server,
+            dest_namespace=namespace_of(comps["cert_manager"]),
+            keep=True,  # CRDs: deleting the app must not delete the Certificates
+        )
         crd_vf = f"{base}/slurm-operator-crds/values.yaml"
         out.values[crd_vf] = {}
-        out.apps[f"{prefix}-3-slurm-operator-crds.yaml"] = argo.chart_app(
+        tapps["3-slurm-operator-crds.yaml"] = argo.chart_app(
             app_name("slurm-operator-crds"),
             fleet=fleet,
             chart=chart("slurm_operator_crds", fleet.versions),
@@ -521,12 +598,13 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
             app_labels=argo.labels(cluster.name, "slurm-operator-crds", t),
             dest_server=server,
             dest_namespace=namespace_of(comps["slurm_operator"]),
+            keep=True,  # CRDs: deleting the app must not delete every Slurm cluster object
         )
         op_vf = f"{base}/slurm-operator/values.yaml"
         out.values[op_vf] = slurm_operator_values(fleet, cluster)
         if tenant.health.enabled:
             out.values[op_vf] = deep_merge(health.operator_fragment(), out.values[op_vf])
-        out.apps[f"{prefix}-4-slurm-operator.yaml"] = argo.chart_app(
+        tapps["4-slurm-operator.yaml"] = argo.chart_app(
             app_name("slurm-operator"),
             fleet=fleet,
             chart=chart("slurm_operator", fleet.versions),
@@ -552,7 +630,7 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
         ignore = []
         if any(p.slurm and p.slurm.autoscale for p in slurm_pools):
             ignore.append({"group": "slinky.slurm.net", "kind": "NodeSet", "jsonPointers": ["/spec/replicas"]})
-        out.apps[f"{prefix}-6-slurm.yaml"] = argo.chart_app(
+        tapps["6-slurm.yaml"] = argo.chart_app(
             app_name("slurm"),
             fleet=fleet,
             chart=chart("slurm", fleet.versions),
@@ -566,4 +644,8 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
             policy=argo.sync_policy(create_namespace=False, extra=["RespectIgnoreDifferences=true"] if ignore else []),
             ignore_differences=ignore or None,
         )
+    apps_dir = f"{base}/apps"
+    for fname, app in tapps.items():
+        out.manifests[f"{apps_dir}/{fname}"] = [app]
+    out.apps[f"{prefix}.yaml"] = argo.tenant_root_app(fleet, cluster.name, t, apps_dir)
     return out

@@ -11,10 +11,13 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
       REPORT.md                                  what runs where, per tenant
       POOLS.md                                   the pool table, one node per line
       vclusters.yaml                             vClusters the apply step registers in Argo CD
-      apps/*.yaml                                child Applications + AppProjects (the root syncs these)
+      apps/*.yaml                                platform Applications, AppProjects and one root
+                                                 Application per tenant (the cluster root syncs these)
       platform/<component>/values.yaml           Helm values ($values source of each platform app)
-      platform/argocd-config/argocd-cm.yaml      the Application health check (server-side applied)
+      platform/argocd/values.yaml                argo-cd chart values (Argo CD manages itself)
+      platform/storage-class/<class>.yaml        the default StorageClass of tenant volumes
       platform/slurm-home/pv-<tenant>.yaml       static RWX PVs for Slurm home
+      tenants/<tenant>/apps/*.yaml               the tenant's child Applications (its root syncs these)
       tenants/<tenant>/host/                     host namespace + CiliumClusterwideNetworkPolicy
       tenants/<tenant>/vcluster/values.yaml
       tenants/<tenant>/objects/objects.yaml      inside the vCluster: namespaces, home PVC, Kueue queues
@@ -101,7 +104,15 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
         out.values[gpu_vf] = deep_merge(dcgm_fragment(fleet, cluster, inputs), out.values[gpu_vf])
     out.apps["00-project-platform.yaml"] = platform_project(fleet, cluster, [vcluster_server(t.name) for t in tenants])
     root = argo.root_app(fleet, name, f"{base}/apps")
-    identity.check_cluster(fleet, cluster, {**out.apps, "../root-app.yaml": root}, out.manifests)
+
+    # the tenants' child Applications (tenants/<t>/apps/, synced by each tenant's root) are checked as
+    # Applications too, not as plain objects
+    def is_tenant_app(rel: str) -> bool:
+        return rel.startswith(f"{base}/tenants/") and "/apps/" in rel
+
+    tenant_apps = {f"../{rel[len(base) + 1 :]}": objs[0] for rel, objs in out.manifests.items() if is_tenant_app(rel)}
+    plain = {rel: objs for rel, objs in out.manifests.items() if not is_tenant_app(rel)}
+    identity.check_cluster(fleet, cluster, {**out.apps, **tenant_apps, "../root-app.yaml": root}, plain)
     files: dict[str, bytes] = {}
     for rel, values in out.values.items():
         files[rel] = dump_file(values, head)

@@ -123,9 +123,11 @@ def start_bed(base: Path) -> Iterator[ArgoBed]:
 
 
 def rendered(bed: ArgoBed) -> dict[str, dict[str, Any]]:
-    """Every Application and AppProject under apps/ of the rendered tree, by name."""
+    """Every Application and AppProject under apps/ of the rendered tree and under each tenant root's
+    tenants/<t>/apps/, by name."""
     out = {}
-    for f in sorted((bed.repo / "gitops" / "clusters" / CLUSTER / "apps").glob("*.yaml")):
+    base = bed.repo / "gitops" / "clusters" / CLUSTER
+    for f in sorted([*(base / "apps").glob("*.yaml"), *(base / "tenants").glob("*/apps/*.yaml")]):
         for doc in yaml.safe_load_all(f.read_text()):
             if doc:
                 out[f"{doc['kind']}/{doc['metadata']['name']}"] = doc
@@ -245,6 +247,21 @@ def prepare(bed: ArgoBed) -> str:
     for tenant, plane in bed.tenants.items():
         if tenant != "inference":  # the Slurm tenants claim the shared home
             plane.kubectl("apply", "-f", "-", input=json.dumps(standin_pv("slurm-home", "slurm", "slurm-home")))
+    # the bootstrap installs Argo CD with the values of its own rendered Application
+    # (platform/argocd/values.yaml): seed their configs.cm (the Application health check that holds
+    # the waves) into this Argo CD's argocd-cm, as that install would
+    values_file = bed.repo / "gitops" / "clusters" / CLUSTER / "platform" / "argocd" / "values.yaml"
+    if values_file.is_file():
+        cm_data = yaml.safe_load(values_file.read_text())["configs"]["cm"]
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-cm", "namespace": "argocd"}}
+        bed.host.kubectl(
+            "apply",
+            "--server-side",
+            "--field-manager=gpufleet-bootstrap",
+            "-f",
+            "-",
+            input=json.dumps({**cm, "data": cm_data}),
+        )
     reg = register_tenants(bed)
     if reg.returncode != 0:
         raise RuntimeError(f"tenant registration failed:\n{reg.stdout}{reg.stderr}")

@@ -69,17 +69,29 @@ def test_root_app_syncs_every_rendered_child(argocd_bed: ArgoBed, synced: Synced
 
 
 def test_children_appear_in_wave_order(argocd_bed: ArgoBed, synced: Synced) -> None:
-    """An app of a later wave appears only after every app of the earlier waves was Healthy
-    (the argocd-cm Application health check holds the waves; without it all appear at once)."""
+    """Within the cluster root and within each tenant root, an app of a later wave appears only after
+    every app of the earlier waves was Healthy (the argocd-cm Application health check holds the
+    waves; without it all appear at once). Tenants do not wait for each other (issue 15, defect 7)."""
     apps = rendered_apps(argocd_bed)
-    waves = sorted({wave(a) for a in apps.values()})
-    assert len(waves) >= 5, waves
-    for i, w in enumerate(waves[1:], 1):
-        earlier = [n for n, a in apps.items() if wave(a) < w]
-        later = [n for n, a in apps.items() if wave(a) == w]
-        healthy_by = max(synced.first_healthy[n] for n in earlier)
-        seen_at = min(synced.first_seen[n] for n in later)
-        assert seen_at >= healthy_by, (w, waves[i - 1], later, seen_at, healthy_by)
+
+    def root_of(app: dict) -> str:  # the cluster root, or the tenant root that syncs it
+        labels = app["metadata"].get("labels", {})
+        tenant = labels.get("gpufleet.io/tenant")
+        return "cluster" if not tenant or labels.get("gpufleet.io/component") == "tenant-root" else tenant
+
+    groups: dict[str, dict[str, dict]] = {}
+    for n, a in apps.items():
+        groups.setdefault(root_of(a), {})[n] = a
+    assert len(groups) >= 3, sorted(groups)
+    for root, members in sorted(groups.items()):  # waves hold within each root, not across tenants
+        waves = sorted({wave(a) for a in members.values()})
+        assert len(waves) >= 3, (root, waves)
+        for i, w in enumerate(waves[1:], 1):
+            earlier = [n for n, a in members.items() if wave(a) < w]
+            later = [n for n, a in members.items() if wave(a) == w]
+            healthy_by = max(synced.first_healthy[n] for n in earlier)
+            seen_at = min(synced.first_seen[n] for n in later)
+            assert seen_at >= healthy_by, (root, w, waves[i - 1], later, seen_at, healthy_by)
 
 
 def test_plain_manifest_apps_synced_healthy_on_real_apiserver(argocd_bed: ArgoBed, synced: Synced) -> None:

@@ -40,7 +40,8 @@ RELEASES = {
     ),
     "slurm_operator": ("hc-slinky", "slurm-operator", GITOPS / "tenants/research/slurm-operator/values.yaml"),
 }
-ARGOCD_CM = GITOPS / "platform/argocd-config/argocd-cm.yaml"
+# Argo CD manages itself in the sample tree: the bootstrap installs the values of its Application
+ARGOCD_VALUES = GITOPS / "platform/argocd/values.yaml"
 
 CHART_TEMPLATE = """apiVersion: v1
 kind: ConfigMap
@@ -72,7 +73,7 @@ def bed(kube_cluster: LocalControlPlane, tmp_path_factory) -> dict:
     return {"kube": kube_cluster, "dir": work, "chart": chart, "helm": helm}
 
 
-def play(bed: dict, argocd_cm: Path = ARGOCD_CM, gpu_values: Path | None = None) -> Path:
+def play(bed: dict, argocd_cm: Path | None = None, gpu_values: Path | None = None) -> Path:
     local = {"chart_ref": str(bed["chart"]), "chart_repo_url": "", "version": CHART_VERSION}
     access = {"kubeconfig": str(bed["kube"].kubeconfig), "wait": False}
 
@@ -118,7 +119,14 @@ def play(bed: dict, argocd_cm: Path = ARGOCD_CM, gpu_values: Path | None = None)
                 "slurm_operator_crds_values_file": str(RELEASES["slurm_operator_crds"][2]),
             },
         ),
-        role("argocd", {"argocd_chart": local, "argocd_namespace": "hc-argocd", "argocd_cm_file": str(argocd_cm)}),
+        role(
+            "argocd",
+            {
+                "argocd_chart": local,
+                "argocd_namespace": "hc-argocd",
+                **({"argocd_cm_file": str(argocd_cm)} if argocd_cm else {"argocd_values_file": str(ARGOCD_VALUES)}),
+            },
+        ),
     ]
     path = bed["dir"] / f"play-{len(list(bed['dir'].glob('play-*')))}.yml"
     path.write_text(
@@ -201,9 +209,9 @@ def test_helm_releases_get_the_rendered_values_then_rerun_is_unchanged(bed):
     assert {"key": FENCE_KEY, "operator": "Exists", "effect": "NoSchedule"} in gpu["daemonsets"]["tolerations"]
     cilium = installed_values(bed, "hc-cilium", "cilium")[0]
     assert cilium["cni"] == {"exclusive": True} and cilium["operator"] == {"replicas": 2}
-    # Argo CD: the rendered argocd-cm data becomes the chart's configs.cm
+    # Argo CD: the values its own Application syncs (with the health check in configs.cm)
     argocd = installed_values(bed, "hc-argocd", "argocd")
-    assert argocd[0] == argocd[1] == {"configs": {"cm": rendered(ARGOCD_CM)["data"]}}
+    assert argocd[0] == argocd[1] == rendered(ARGOCD_VALUES)
     assert "argoproj.io_Application" in next(iter(argocd[0]["configs"]["cm"]))
 
     again = run(bed, play(bed))
@@ -294,7 +302,7 @@ def test_site_apply_installs_helm_components_with_the_values_it_rendered(bed, tm
         ("hs-slurm-operator", "slurm-operator-crds"): rendered(
             c / "tenants/llm-pretrain/slurm-operator-crds/values.yaml"
         ),
-        ("hs-argocd", "argocd"): {"configs": {"cm": rendered(c / "platform/argocd-config/argocd-cm.yaml")["data"]}},
+        ("hs-argocd", "argocd"): rendered(c / "platform/argocd/values.yaml"),
     }
     assert want[("hs-gpu-operator", "gpu-operator")]["daemonsets"]["tolerations"]  # fence tolerations rendered
     for (ns, rel), values in want.items():

@@ -112,7 +112,7 @@ def test_every_rendered_manifest_passes_server_dry_run(api, rendered) -> None:
     for kind in (
         "Application",
         "AppProject",
-        "ConfigMap",
+        "StorageClass",
         "Namespace",
         "PersistentVolume",
         "PersistentVolumeClaim",

@@ -32,7 +32,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import r
 NO_UPSTREAM_CRD = {("cilium.io/v2", "CiliumClusterwideNetworkPolicy")} | {
     ("kueue.x-k8s.io/v1beta2", k) for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue")
 }
-CORE = {"v1"}
+CORE = {"v1", "storage.k8s.io/v1"}  # built-in APIs: no CRD (checked by the kube dry-run tests)
 
 
 def require_path(path: Path, why: str) -> None:

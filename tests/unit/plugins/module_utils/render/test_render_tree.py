@@ -90,7 +90,7 @@ def test_dropped_files_removed_unowned_files_kept(inv: Path, tmp_path: Path) -> 
     edit_vars(inv, "pools.yml", drop_pools)
     _, rep = render_to(inv, out)
     assert any(r.startswith("clusters/gpu-east/tenants/research/") for r in rep.plan.removed)
-    assert "clusters/gpu-east/apps/tenant-research-6-slurm.yaml" in rep.plan.removed
+    assert "clusters/gpu-east/tenants/research/apps/6-slurm.yaml" in rep.plan.removed
     assert (out / "NOTES.md").read_text() == "mine\n"
     assert (out / "clusters/gpu-east/tenants/research/extra.yaml").read_text() == "kind: Mine\n"
     assert not (out / "clusters/gpu-east/tenants/research/vcluster").exists()
