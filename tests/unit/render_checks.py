@@ -63,6 +63,8 @@ CHART_OF_DIR = {
     "slurm-operator-crds": "slurm-operator-crds",
     "cert-manager": "cert-manager",
     "kueue": "kueue",
+    "mariadb-operator": "mariadb-operator",
+    "mariadb-operator-crds": "mariadb-operator-crds",
 }
 # charts with no upstream values in ../shared/upstream: only these keys (documented by the chart's
 # README / artifacthub page) are allowed, and the gap is reported by the tests
@@ -70,6 +72,8 @@ NO_UPSTREAM_ALLOWED: dict[str, dict[str, Any]] = {
     "cert-manager": {"crds": {"enabled": True, "keep": True}, "nodeSelector": {}},
     "kueue": {},
     "slurm-operator-crds": {},
+    "mariadb-operator": {},
+    "mariadb-operator-crds": {},
 }
 
 

@@ -202,6 +202,8 @@ def test_slurm_keys_come_from_the_host_into_the_vcluster(files) -> None:
     slurm = load(files, f"{C}/tenants/research/slurm/values.yaml")
     refs = {slurm["slurmKey"]["secretRef"]["name"], slurm["jwtKey"]["secretRef"]["name"]}
     assert slurm["slurmKey"]["create"] is False and slurm["jwtKey"]["create"] is False
+    # accounting (on by default): the database password by passwordKeyRef, the MariaDB root password
+    refs |= {slurm["accounting"]["storageConfig"]["passwordKeyRef"]["name"], "slurm-accounting-db-root"}
     secrets = load(files, f"{C}/tenants/research/vcluster/values.yaml")["sync"]["fromHost"]["secrets"]
     assert secrets["enabled"] is True
     mapped = secrets["mappings"]["byName"]

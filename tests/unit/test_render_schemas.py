@@ -34,8 +34,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import r
 # by server-side dry-run with stand-in CRDs): reported, not silently passed
 NO_UPSTREAM_CRD = {("cilium.io/v2", "CiliumClusterwideNetworkPolicy")} | {
     ("kueue.x-k8s.io/v1beta2", k) for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue")
-}
-CORE = {"v1"}
+} | {("k8s.mariadb.com/v1alpha1", "MariaDB")}
+CORE = {"v1", "batch/v1"}
 
 
 def require_path(path: Path, why: str) -> None:
