@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue
-from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
 
 # Slurm account/QOS names: Slurm lower-cases them; keep to a conservative, shell- and conf-safe set.
 SLURM_NAME = {
@@ -41,7 +40,8 @@ USER_NAME = {
 # days-hours:minutes:seconds, or UNLIMITED / INFINITE.
 SLURM_TIME = {
     "type": "string",
-    "pattern": grammar.SLURM_TIME,
+    # = grammar.SLURM_TIME (not imported: fleet.py imports this module and must not need jsonschema)
+    "pattern": r"^(UNLIMITED|INFINITE|[0-9]{1,7}(:[0-9]{1,2}){0,2}|[0-9]{1,5}-[0-9]{1,2}(:[0-9]{1,2}){0,2})$",
     "description": "Slurm time: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED",
 }
 # TRES maps: cpu, mem (MB or with K/M/G/T suffix), node, billing, energy, gres/<type>[:<model>]
@@ -113,7 +113,7 @@ ACCOUNTING_OBJECT = {
                 "type": {"enum": list(DB_TYPES), "default": "mariadb-operator"},
                 "host": {
                     "type": "string",
-                    "pattern": grammar.HOSTNAME,
+                    "pattern": "^[A-Za-z0-9]([-A-Za-z0-9.]{0,251}[A-Za-z0-9])?$",
                     "description": "external database host name or IP (type: external)",
                 },
                 "port": {"type": "integer", "minimum": 1, "maximum": 65535, "default": 3306},

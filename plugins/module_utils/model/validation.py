@@ -13,8 +13,7 @@ from typing import Any
 import jsonschema
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting
-from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
+from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
     Cluster,
