@@ -25,6 +25,17 @@ CHARTS: dict[str, dict[str, str]] = {
     },
     "slurm_operator": {"repo_url": "ghcr.io/slinkyproject/charts", "chart": "slurm-operator", "version": "1.2.1"},
     "slurm": {"repo_url": "ghcr.io/slinkyproject/charts", "chart": "slurm", "version": "1.2.1"},
+    # mariadb-operator: the MariaDB behind each tenant's slurmdbd (docs/adr/slurm-accounting.md)
+    "mariadb_operator_crds": {
+        "repo_url": "ghcr.io/mariadb-operator/charts",
+        "chart": "mariadb-operator-crds",
+        "version": "26.6.0",
+    },
+    "mariadb_operator": {
+        "repo_url": "ghcr.io/mariadb-operator/charts",
+        "chart": "mariadb-operator",
+        "version": "26.6.0",
+    },
     "vcluster": {"repo_url": "https://charts.loft.sh", "chart": "vcluster", "version": "0.36.1"},
     "argocd": {"repo_url": "https://argoproj.github.io/argo-helm", "chart": "argo-cd", "version": "10.1.1"},
 }

@@ -67,6 +67,8 @@ CHART_OF_DIR = {
     "cert-manager": "cert-manager",
     "kueue": "kueue",
     "argocd": "argo-cd",
+    "mariadb-operator": "mariadb-operator",
+    "mariadb-operator-crds": "mariadb-operator-crds",
 }
 # charts with no upstream values in ../shared/upstream: only these keys (documented by the chart's
 # README / artifacthub page) are allowed, and the gap is reported by the tests
@@ -75,6 +77,8 @@ NO_UPSTREAM_ALLOWED: dict[str, dict[str, Any]] = {
     "kueue": {},
     "slurm-operator-crds": {},
     "argo-cd": {"configs": {"cm": {}}},  # configs.cm: argocd-cm data, free-form (argo-helm README)
+    "mariadb-operator": {},
+    "mariadb-operator-crds": {},
 }
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure
 
 POOL_KINDS = ("slurm", "kubernetes", "system", "spare")
@@ -131,7 +132,7 @@ class Tenant:
     pools: tuple[str, ...]
     description: str = ""
     namespaces: tuple[str, ...] = ()
-    accounting: bool = False
+    accounting: Accounting = field(default_factory=Accounting)
     login_replicas: int = 1
     slurm_values: dict[str, Any] = field(default_factory=dict)
     vcluster_values: dict[str, Any] = field(default_factory=dict)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import SCHEMA as EXPOSE_SCHEMA
 
@@ -310,7 +311,7 @@ SCHEMA: dict[str, Any] = {
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
-                            "accounting": {"type": "boolean", "default": False},
+                            "accounting": accounting.SCHEMA,
                             "login_replicas": {"type": "integer", "minimum": 0, "default": 1},
                             "values": _VALUES,
                         },

@@ -13,7 +13,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
+from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure, exposure_issues
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
@@ -64,9 +64,26 @@ def _schema_message(err: jsonschema.ValidationError) -> str:
     return err.message
 
 
+def _meant(err: jsonschema.ValidationError):
+    """An ``anyOf``/``oneOf`` error as the errors of the branch the value was meant for (the one
+    whose type it has), so the message names the exact key; the error itself when that is unclear."""
+    if err.validator in ("anyOf", "oneOf") and err.context:
+        branches: dict[Any, list[jsonschema.ValidationError]] = {}
+        for sub in err.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        meant = [
+            subs for subs in branches.values() if not any(s.validator == "type" and not s.relative_path for s in subs)
+        ]
+        if len(meant) == 1:
+            for sub in meant[0]:
+                yield from _meant(sub)
+            return
+    yield err
+
+
 def schema_issues(raw: RawModel) -> list[Issue]:
     issues = []
-    for err in _validator().iter_errors(raw.data):
+    for err in (e for top in _validator().iter_errors(raw.data) for e in _meant(top)):
         path = tuple(err.absolute_path)
         if err.validator == "additionalProperties" and isinstance(err.instance, dict):
             extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
@@ -185,6 +202,10 @@ def reference_issues(raw: RawModel) -> list[Issue]:
                     )
                 )
             partitions[key] = p["name"]
+    for ti, t in tenants:
+        issues += accounting.reference_issues(
+            raw, ("gpufleet_tenants", ti, "slurm", "accounting"), _dict(t.get("slurm")).get("accounting")
+        )
     for ci, c in clusters:
         fab = _dict(c.get("fabric"))
         nmap = _dict(fab.get("node_name_map"))
@@ -353,7 +374,7 @@ def build_fleet(raw: RawModel) -> Fleet:
             pools=tuple(t["pools"]),
             description=t.get("description", ""),
             namespaces=tuple(t.get("namespaces", ())),
-            accounting=s.get("accounting", False),
+            accounting=accounting.build_accounting(s.get("accounting", True)),
             login_replicas=s.get("login_replicas", 1),
             slurm_values=s.get("values", {}),
             vcluster_values=t.get("vcluster", {}).get("values", {}),

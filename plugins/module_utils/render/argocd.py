@@ -41,6 +41,7 @@ WAVES = {
     "tenant-operators": 60,  # inside the vCluster: slurm-operator, Kueue
     "tenant-objects": 70,  # inside the vCluster: namespaces, PVC, Kueue queues
     "tenant-clusters": 80,  # inside the vCluster: the Slurm cluster
+    "tenant-accounting": 90,  # inside the vCluster: Slurm accounts/QOS (sacctmgr Job)
 }
 
 HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"

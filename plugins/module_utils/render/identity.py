@@ -37,6 +37,8 @@ ARGOCD = "argocd"
 # Objects Argo CD itself creates and the renderer relies on (the root app's project).
 ARGOCD_BUILTIN = (("AppProject", argo.ARGOCD_NS, "default"),)
 _TENANT_PATH = re.compile(r"/tenants/([^/]+)/")
+# directories under tenants/<t>/ whose manifests an Application applies inside the tenant's vCluster
+VCLUSTER_DIRS = ("objects", "accounting", "accounting-db")
 
 
 def _owner_of(obj: dict[str, Any], path: str) -> str:
@@ -49,7 +51,7 @@ def _owner_of(obj: dict[str, Any], path: str) -> str:
 
 def _scope(path: str) -> str:
     m = _TENANT_PATH.search(path)
-    return f"vcluster {m.group(1)}" if m and "/objects/" in path else "host"
+    return f"vcluster {m.group(1)}" if m and any(f"/{d}/" in path for d in VCLUSTER_DIRS) else "host"
 
 
 def _describe(owner: str) -> str:
@@ -73,7 +75,7 @@ def check_cluster(
     """Raise ModelError when two owners render the same object (see the module docstring).
 
     ``apps``: file -> Application/AppProject (all in the Argo CD namespace of the host);
-    ``manifests``: file -> objects (host side, or inside a vCluster under ``tenants/<t>/objects/``).
+    ``manifests``: file -> objects (host side, or inside a vCluster under ``tenants/<t>/<VCLUSTER_DIRS>/``).
     """
     issues: list[Issue] = []
     seen: dict[tuple[str, str, str, str], tuple[str, str]] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.health import CONDITION, REASON_PREFIX, TAINT_KEY
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
@@ -128,8 +129,13 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
                 " vCluster's kubeconfig; never on the host)"
                 for s in (SLURM_KEY_SECRET, JWT_KEY_SECRET)
             ]
-            if t.accounting:
-                inside.append(f"`{SLURM_NAMESPACE}/mariadb-password` (key `password`)")
+            if t.accounting.enabled:
+                inside += [
+                    f"`{SLURM_NAMESPACE}/{s['name']}` (key `{s['key']}`, database password, created once by the"
+                    " apply step through the vCluster's kubeconfig)"
+                    for s in accounting.secrets(t.accounting)
+                ]
+            lines += accounting.report_lines(t)
             lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")
         lines += observability_lines(cluster, t, bool(slurm))
         lines.append(

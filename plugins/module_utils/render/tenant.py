@@ -31,8 +31,8 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.render import health, monitoring
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     DCGM_JOB_MAPPING_DIR,
@@ -340,15 +340,18 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
         config_files[topo[0]] = topo[1]
         if plugin in ("tree", "block"):
             conf_map["TopologyPlugin"] = f"topology/{plugin}"
+    acct = tenant.accounting
+    if acct.enabled:
+        conf_map.update(accounting.slurm_conf(acct))
     values: dict[str, Any] = {
-        "clusterName": tenant.name.replace("-", "_"),
+        "clusterName": accounting.slurm_cluster_name(tenant),
         "slurmKey": {"create": False, "secretRef": dict(SLURM_KEY_SECRET)},
         "jwtKey": {"create": False, "secretRef": dict(JWT_KEY_SECRET)},
         "configFiles": config_files,
         "controller": {"extraConfMap": conf_map},
         "nodesets": nodesets,
         "partitions": {"all": {"enabled": False}, **partitions},
-        "accounting": {"enabled": bool(tenant.accounting)},
+        "accounting": accounting.chart_values(acct) if acct.enabled else {"enabled": False},
         "vendor": {"nvidia": {"dcgm": {"enabled": True, "jobMappingDir": DCGM_JOB_MAPPING_DIR}}},
     }
     sc = storage_class_name(cluster)
@@ -644,6 +647,10 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
             policy=argo.sync_policy(create_namespace=False, extra=["RespectIgnoreDifferences=true"] if ignore else []),
             ignore_differences=ignore or None,
         )
+        acct = accounting.render_apps(fleet, cluster, tenant, base)  # child apps, manifests, values
+        out.manifests.update(acct.manifests)
+        out.values.update(acct.values)
+        tapps.update(acct.apps)
     apps_dir = f"{base}/apps"
     for fname, app in tapps.items():
         out.manifests[f"{apps_dir}/{fname}"] = [app]

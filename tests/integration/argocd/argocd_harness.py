@@ -100,7 +100,9 @@ KUEUE_CRDS = [
     minimal_crd("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "clusterqueues", "Cluster"),
     minimal_crd("kueue.x-k8s.io", "v1beta2", "LocalQueue", "localqueues"),
 ]
-CHART_EXTRAS = {"kueue": KUEUE_CRDS}
+# the mariadb-operator-crds chart ships the MariaDB CRD the tenants' accounting database uses
+MARIADB_CRDS = [minimal_crd("k8s.mariadb.com", "v1alpha1", "MariaDB", "mariadbs")]
+CHART_EXTRAS = {"kueue": KUEUE_CRDS, "mariadb-operator-crds": MARIADB_CRDS}
 # the Cilium operator (not the chart) registers Cilium's CRDs when it starts
 CILIUM_CRDS = [
     minimal_crd("cilium.io", "v2", "CiliumClusterwideNetworkPolicy", "ciliumclusterwidenetworkpolicies", "Cluster")

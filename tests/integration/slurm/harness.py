@@ -7,7 +7,9 @@ harness writes a complete slurm.conf around it:
 * ``SlurmctldHost=localhost``, free TCP ports, ``Port=`` per node (each NodeName line is split into
   one line per node with ``NodeHostname=localhost NodeAddr=127.0.0.1 Port=<free>``);
 * ``%n`` in SlurmdSpoolDir/SlurmdPidFile/SlurmdLogFile, StateSaveLocation in the work dir;
-* ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``, no cgroups, no accounting;
+* ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``, no cgroups; no accounting unless
+  ``accounting=AccountingDb(...)`` (accounting_db.py: mariadbd + slurmdbd, started after munged and
+  before slurmctld, stopped after it) switches ``AccountingStorageType`` to slurmdbd;
 * ``SlurmdParameters=config_overrides`` so the emulated nodes may claim more CPUs/memory/GPUs
   than this host has;
 * ``AuthType=auth/munge`` with a private munged (own key made with dd, own socket). 22.05 still
@@ -53,7 +55,8 @@ OWNED_KEYS = {
         "AuthType AuthInfo AuthAltTypes CredType StateSaveLocation SlurmdSpoolDir SlurmctldPidFile SlurmdPidFile "
         "SlurmctldLogFile SlurmdLogFile SlurmctldDebug SlurmdDebug ProctrackType TaskPlugin JobAcctGatherType "
         "AccountingStorageType AccountingStorageHost JobCompType SwitchType MpiDefault ReturnToService "
-        "SlurmdParameters SlurmctldParameters PluginDir LaunchType PrologFlags"
+        "SlurmdParameters SlurmctldParameters PluginDir LaunchType PrologFlags "
+        "AccountingStoragePort AccountingStoragePass"
     ).split()
 }
 NODE_OWNED = {"nodehostname", "nodeaddr", "port"}
@@ -62,6 +65,7 @@ NODE_OWNED = {"nodehostname", "nodeaddr", "port"}
 FRESH_STATE_NOISE = (
     re.compile(r"error: Could not open (job|node|reservation|trigger|front_end|part|resv|assoc_mgr)\w* state file"),
     re.compile(r"error: NOTE: Trying backup state save file"),
+    re.compile(r"error: No fed_mgr state file .* to recover"),  # with accounting (slurmdbd) only
 )
 # this sandbox (gVisor) has a slow clock call; slurmctld reports it at start-up
 ENV_NOISE: tuple[re.Pattern, ...] = (re.compile(r"error: High latency for \d+ calls to gettimeofday\(\)"),)
@@ -155,12 +159,14 @@ class SlurmCluster:
         cluster_name: str | None = None,
         debug: str = "info",
         gpu_devices: int = 0,
+        accounting=None,
     ):
         self.workdir = Path(workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.auth = auth
         self.debug = debug
         self.gpu_devices = gpu_devices
+        self.accounting = accounting  # accounting_db.AccountingDb or None
         self._procs: dict[str, subprocess.Popen] = {}
         self._sockdir: Path | None = None
         self.body = conf
@@ -252,7 +258,7 @@ class SlurmCluster:
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
             "JobAcctGatherType=jobacct_gather/none",
-            "AccountingStorageType=accounting_storage/none",
+            *self._accounting_lines(),
             "SwitchType=switch/none",
             "MpiDefault=none",
             "ReturnToService=2",
@@ -284,6 +290,19 @@ class SlurmCluster:
                     p.symlink_to("/dev/null")
         for node in self.nodes:
             (wd / "spool" / node).mkdir(parents=True, exist_ok=True)
+
+    def _accounting_lines(self) -> list[str]:
+        if self.accounting is None:
+            return ["AccountingStorageType=accounting_storage/none"]
+        if not self.accounting.dbd_port:
+            self.accounting.dbd_port = free_ports(1)[0]
+        return [
+            "AccountingStorageType=accounting_storage/slurmdbd",
+            "AccountingStorageHost=localhost",
+            f"AccountingStoragePort={self.accounting.dbd_port}",
+            # the munge socket for slurmdbd connections (AuthInfo covers only slurmctld/slurmd)
+            *([f"AccountingStoragePass={self._munge_socket()}"] if self.auth == "munge" else []),
+        ]
 
     @property
     def device_path(self) -> str:
@@ -365,6 +384,9 @@ class SlurmCluster:
         self.write_config()
         if self.auth == "munge":
             self._start_munge()
+        if self.accounting is not None:
+            self.accounting.start(self, self._munge_socket() if self.auth == "munge" else None, timeout)
+            self.timings["slurmdbd"] = time.monotonic() - t0
         self._spawn("slurmctld", ["slurmctld", "-D", "-i"])
         self._wait(
             lambda: self._run(["scontrol", "ping"], check=False).returncode == 0, timeout, "slurmctld", "slurmctld"
@@ -428,6 +450,10 @@ class SlurmCluster:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
             proc._gf_out.close()  # type: ignore[attr-defined]
+            if key == "slurmctld" and self.accounting is not None:
+                self.accounting.stop()
+        if self.accounting is not None:
+            self.accounting.stop()  # also when slurmctld never started
         self._kill_leftovers()
         self._procs.clear()
         if self._sockdir is not None:

@@ -200,6 +200,8 @@ def test_slurm_keys_are_read_by_secret_ref_and_never_synced_from_the_host(files)
     assert slurm["slurmKey"]["secretRef"]["name"] == "slurm-auth-slurm"
     for t in ("research", "llm-pretrain", "inference"):
         assert "secrets" not in load(files, f"{C}/tenants/{t}/vcluster/values.yaml")["sync"]["fromHost"]
+    # accounting (on by default): the database password by passwordKeyRef, written inside the vCluster too
+    assert slurm["accounting"]["storageConfig"]["passwordKeyRef"]["name"] == "slurm-accounting-db"
 
 
 def test_tenant_project_fences(files) -> None:

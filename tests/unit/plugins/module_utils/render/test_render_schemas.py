@@ -31,8 +31,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import r
 # by server-side dry-run with stand-in CRDs): reported, not silently passed
 NO_UPSTREAM_CRD = {("cilium.io/v2", "CiliumClusterwideNetworkPolicy")} | {
     ("kueue.x-k8s.io/v1beta2", k) for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue")
-}
-CORE = {"v1", "storage.k8s.io/v1"}  # built-in APIs: no CRD (checked by the kube dry-run tests)
+} | {("k8s.mariadb.com/v1alpha1", "MariaDB")}
+CORE = {"v1", "batch/v1", "storage.k8s.io/v1"}  # built-in APIs: no CRD (checked by the kube dry-run tests)
 
 
 def require_path(path: Path, why: str) -> None:

@@ -1,0 +1,428 @@
+"""Slurm accounting of one tenant: slurm.conf fair-share settings, the slurm chart's ``accounting``
+values, the MariaDB (mariadb-operator CR) and the accounts/QOS applied with ``sacctmgr``.
+
+Why each piece looks the way it does is in docs/adr/slurm-accounting.md. In short:
+
+* slurmdbd comes from the Slinky slurm chart (``accounting.enabled``); the database password only
+  by ``accounting.storageConfig.passwordKeyRef`` (a Secret the tenant role creates on the host, synced
+  into the vCluster). Nothing secret is rendered.
+* The database is a ``k8s.mariadb.com/v1alpha1`` MariaDB CR of mariadb-operator inside the tenant's
+  vCluster (the way Slinky documents), or an external server (``database.type: external``).
+* Accounts, users and QOS are a generated, idempotent ``sacctmgr`` shell script in a ConfigMap, run
+  by a Job named after the script's hash (a changed inventory is a new Job; an unchanged one is in
+  sync). The same script is what the integration test runs against a real slurmdbd.
+
+Every value placed here was validated by the schema (model/accounting.py): names and times cannot
+carry whitespace, ``=``, ``,``, quotes or newlines; the script still quotes each argument.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting, Qos
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE, Rendered
+from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_server
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES, chart
+
+DB_PASSWORD_SECRET = {"name": "slurm-accounting-db", "key": "password"}
+DB_ROOT_SECRET = {"name": "slurm-accounting-db-root", "key": "password"}
+MARIADB_NAME = "slurm-accounting-db"
+MARIADB_API = "k8s.mariadb.com/v1alpha1"
+MARIADB_OPERATOR_NS = "mariadb-operator"  # inside the tenant's vCluster
+SCRIPT_CONFIGMAP = "slurm-accounts"
+SCRIPT_KEY = "accounts.sh"
+# The controller Service of the slurm chart (release "slurm") and slurmctld's port.
+CONTROLLER_SERVICE = f"slurm-controller.{SLURM_NAMESPACE}:6817"
+# TRES every limit may name; unset ones are reset to -1 so a limit removed from the inventory is
+# removed from Slurm too.
+BASE_TRES = ("billing", "cpu", "gres/gpu", "mem", "node")
+# slurmdbd's documented InnoDB advice (Slurm accounting.html): big buffer pool, long lock timeout.
+MY_CNF = (
+    "[mariadb]\n"
+    "bind-address=*\n"
+    "default_storage_engine=InnoDB\n"
+    "binlog_format=row\n"
+    "innodb_default_row_format=dynamic\n"
+    "innodb_autoinc_lock_mode=2\n"
+    "innodb_buffer_pool_size=1024M\n"
+    "innodb_log_file_size=64M\n"
+    "innodb_lock_wait_timeout=900\n"
+    "max_allowed_packet=256M\n"
+)
+_WEIGHT_KEYS = {
+    "age": "PriorityWeightAge",
+    "assoc": "PriorityWeightAssoc",
+    "fairshare": "PriorityWeightFairshare",
+    "jobsize": "PriorityWeightJobSize",
+    "partition": "PriorityWeightPartition",
+    "qos": "PriorityWeightQOS",
+}
+
+
+def slurm_cluster_name(tenant: Tenant) -> str:
+    """Slurm ClusterName of the tenant (what the slurm chart's ``clusterName`` is set to)."""
+    return tenant.name.replace("-", "_")
+
+
+def enabled(tenant: Tenant) -> bool:
+    return tenant.accounting.enabled
+
+
+# ------------------------------------------------------------------ slurm.conf / values
+
+
+def tres_universe(acct: Accounting) -> list[str]:
+    """Every TRES a limit of this tenant may name: the base set plus any the inventory uses."""
+    keys = set(BASE_TRES)
+    for item in (*acct.qos, *acct.accounts):
+        for m in (
+            getattr(item, "max_tres_per_job", {}),
+            getattr(item, "max_tres_per_user", {}),
+            getattr(item, "grp_tres", {}),
+        ):
+            keys.update(m)
+    return sorted(keys)
+
+
+def slurm_conf(acct: Accounting) -> dict[str, Any]:
+    """slurm.conf keys (controller ``extraConfMap``) for fair share and limit enforcement."""
+    conf: dict[str, Any] = {
+        "PriorityType": "priority/multifactor",
+        "PriorityDecayHalfLife": acct.decay_half_life,
+        "PriorityMaxAge": acct.max_age,
+        "PriorityFavorSmall": "YES" if acct.favor_small else "NO",
+    }
+    for k, key in sorted(_WEIGHT_KEYS.items(), key=lambda kv: kv[1]):
+        conf[key] = acct.weights[k]
+    conf["AccountingStorageEnforce"] = list(acct.enforce)
+    # GPUs and the rest of the TRES the limits name must be tracked, or limits on them do nothing
+    conf["AccountingStorageTRES"] = [t for t in tres_universe(acct) if t not in ("billing", "cpu", "mem", "node")]
+    return conf
+
+
+def conf_lines(conf_map: dict[str, Any]) -> list[str]:
+    """``extraConfMap`` as slurm.conf lines, the way the Slinky chart writes them (lists joined by ,)."""
+    out = []
+    for k, v in conf_map.items():
+        val = ",".join(str(x) for x in v) if isinstance(v, list) else str(v)
+        out.append(f"{k}={val}")
+    return out
+
+
+def chart_values(acct: Accounting) -> dict[str, Any]:
+    """The slurm chart's ``accounting`` block (keys of the upstream values.yaml only)."""
+    db = acct.database
+    host = db.host if db.type == "external" else f"{MARIADB_NAME}.{SLURM_NAMESPACE}.svc"
+    return {
+        "enabled": True,
+        "storageConfig": {
+            "host": host,
+            "port": db.port,
+            "database": db.name,
+            "username": db.user,
+            "passwordKeyRef": dict(DB_PASSWORD_SECRET),
+        },
+    }
+
+
+def secrets(acct: Accounting) -> list[dict[str, str]]:
+    """Secrets the apply step provides on the host (``vc-<tenant>``), synced into ``slurm/``."""
+    if not acct.enabled:
+        return []
+    if acct.database.type == "external":
+        return [dict(DB_PASSWORD_SECRET)]
+    return [dict(DB_PASSWORD_SECRET), dict(DB_ROOT_SECRET)]
+
+
+def mariadb(acct: Accounting) -> dict[str, Any]:
+    db = acct.database
+    storage: dict[str, Any] = {"size": db.storage}
+    if db.storage_class:
+        storage["storageClassName"] = db.storage_class
+    return {
+        "apiVersion": MARIADB_API,
+        "kind": "MariaDB",
+        "metadata": {"name": MARIADB_NAME, "namespace": SLURM_NAMESPACE},
+        "spec": {
+            "rootPasswordSecretKeyRef": {**DB_ROOT_SECRET, "generate": False},
+            "username": db.user,
+            "passwordSecretKeyRef": {**DB_PASSWORD_SECRET, "generate": False},
+            "database": db.name,
+            "port": db.port,
+            "storage": storage,
+            "myCnf": MY_CNF,
+        },
+    }
+
+
+# ------------------------------------------------------------------ sacctmgr
+
+
+def _tres(limits: dict[str, Any], universe: list[str]) -> str:
+    return ",".join(f"{k}={limits[k] if k in limits else -1}" for k in universe)
+
+
+def _qos_settings(q: Qos, universe: list[str]) -> list[str]:
+    return [
+        f"Priority={q.priority if q.priority is not None else 0}",
+        f"MaxWall={q.max_wall or -1}",
+        f"MaxTRESPerJob={_tres(q.max_tres_per_job, universe)}",
+        f"MaxTRESPerUser={_tres(q.max_tres_per_user, universe)}",
+        f"GrpTRES={_tres(q.grp_tres, universe)}",
+        f"MaxJobsPerUser={q.max_jobs_per_user if q.max_jobs_per_user is not None else -1}",
+        f"MaxSubmitJobsPerUser={q.max_submit_jobs_per_user if q.max_submit_jobs_per_user is not None else -1}",
+        "Flags=DenyOnLimit" if q.deny_on_limit else "Flags=-1",
+    ]
+
+
+def sacctmgr_commands(tenant: Tenant) -> list[list[str]]:
+    """The sacctmgr commands (argv after ``sacctmgr -i``) that make Slurm hold the inventory's
+    accounts, users and QOS. Adds and updates; never deletes (an account may still own jobs)."""
+    acct = tenant.accounting
+    universe = tres_universe(acct)
+    cluster = slurm_cluster_name(tenant)
+    cmds: list[list[str]] = [["add", "cluster", cluster]]
+    for q in acct.qos:
+        cmds.append(["add", "qos", q.name])
+        cmds.append(["modify", "qos", "where", f"name={q.name}", "set", *_qos_settings(q, universe)])
+    for a in acct.accounts:
+        cmds.append(
+            ["add", "account", a.name, f"Cluster={cluster}", f"Parent={a.parent}", f"Organization={tenant.name}"]
+        )
+        settings = [
+            f"Parent={a.parent}",
+            f"Fairshare={a.fairshare}",
+            f"GrpTRES={_tres(a.grp_tres, universe)}",
+            f"MaxTRESPerJob={_tres(a.max_tres_per_job, universe)}",
+            f"MaxWall={a.max_wall or -1}",
+        ]
+        if a.qos:
+            settings.append(f"QOS={','.join(a.qos)}")
+        settings.append(f"DefaultQOS={a.default_qos or -1}")
+        cmds.append(["modify", "account", "where", f"name={a.name}", f"cluster={cluster}", "set", *settings])
+    defaults: dict[str, str] = {}
+    for a in acct.accounts:
+        for u in a.users:
+            cmds.append(["add", "user", u, f"Account={a.name}", f"Cluster={cluster}"])
+            if u not in defaults or a.name == acct.default_account:
+                defaults[u] = a.name
+    for u, a_name in sorted(defaults.items()):
+        cmds.append(["modify", "user", "where", f"name={u}", "set", f"DefaultAccount={a_name}"])
+    return cmds
+
+
+SCRIPT_HEAD = """#!/bin/sh
+# Slurm accounts, users and QOS of tenant {tenant} (cluster {cluster}), rendered by gpufleet from
+# the inventory; do not edit, re-render instead. Idempotent: adds what is missing and sets every
+# limit (unset ones to -1); removes nothing. Needs sacctmgr with a working slurm.conf.
+set -eu
+SACCTMGR="${{SACCTMGR:-sacctmgr}}"
+run() {{
+  if out=$("$SACCTMGR" -i "$@" 2>&1); then
+    printf '%s\\n' "$out"
+    return 0
+  fi
+  case "$out" in
+    *"Nothing new added"*|*"Nothing modified"*|*"already exists"*) printf '%s\\n' "$out" ;;
+    *) printf 'sacctmgr %s: %s\\n' "$*" "$out" >&2; return 1 ;;
+  esac
+}}
+"""
+
+
+def sacctmgr_script(tenant: Tenant) -> str:
+    head = SCRIPT_HEAD.format(tenant=tenant.name, cluster=slurm_cluster_name(tenant))
+    body = "".join("run " + " ".join(shlex.quote(a) for a in cmd) + "\n" for cmd in sacctmgr_commands(tenant))
+    return head + body
+
+
+def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
+    """ConfigMap with the sacctmgr script and the Job that runs it (named after the script hash)."""
+    script = sacctmgr_script(tenant)
+    digest = hashlib.sha256(script.encode()).hexdigest()[:10]
+    image = f"ghcr.io/slinkyproject/login:{IMAGES['slurm']}"
+    # sackd fetches slurm.conf from slurmctld (configless) with the cluster's auth key, then
+    # sacctmgr talks to slurmdbd through slurmctld's AccountingStorageHost.
+    runner = (
+        "set -eu\n"
+        f"sackd --conf-server {CONTROLLER_SERVICE}\n"
+        "for i in $(seq 1 60); do [ -s /run/slurm/conf/slurm.conf ] && break; sleep 2; done\n"
+        "export SLURM_CONF=/run/slurm/conf/slurm.conf\n"
+        f"sh /gpufleet/{SCRIPT_KEY}\n"
+    )
+    labels = {"app.kubernetes.io/managed-by": "gpufleet", "gpufleet.io/tenant": tenant.name}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": SCRIPT_CONFIGMAP, "namespace": SLURM_NAMESPACE, "labels": labels},
+            "data": {SCRIPT_KEY: script},
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": f"slurm-accounts-{digest}",
+                "namespace": SLURM_NAMESPACE,
+                "labels": labels,
+                "annotations": {"gpufleet.io/script-sha256": digest},
+            },
+            "spec": {
+                "backoffLimit": 20,
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "restartPolicy": "OnFailure",
+                        "containers": [
+                            {
+                                "name": "sacctmgr",
+                                "image": image,
+                                "command": ["/bin/sh", "-c", runner],
+                                "volumeMounts": [
+                                    {"name": "script", "mountPath": "/gpufleet", "readOnly": True},
+                                    {"name": "slurm-key", "mountPath": "/etc/slurm/slurm.key", "subPath": "slurm.key"},
+                                ],
+                            }
+                        ],
+                        "volumes": [
+                            {"name": "script", "configMap": {"name": SCRIPT_CONFIGMAP}},
+                            {
+                                "name": "slurm-key",
+                                "projected": {
+                                    "defaultMode": 0o600,
+                                    "sources": [
+                                        {
+                                            "secret": {
+                                                "name": "slurm-auth-slurm",
+                                                "items": [{"key": "slurm.key", "path": "slurm.key"}],
+                                            }
+                                        }
+                                    ],
+                                },
+                            },
+                        ],
+                    },
+                },
+            },
+        },
+    ]
+
+
+def report_lines(tenant: Tenant) -> list[str]:
+    """REPORT.md bullet lines of the tenant's accounting state."""
+    acct = tenant.accounting
+    if not acct.enabled:
+        return ["- Slurm accounting: off (no slurmdbd; no fair share, no accounts or QOS)."]
+    db = acct.database
+    where = (
+        f"external MariaDB/MySQL `{db.host}:{db.port}`"
+        if db.type == "external"
+        else f"MariaDB `{SLURM_NAMESPACE}/{MARIADB_NAME}` (mariadb-operator, {db.storage})"
+    )
+    weights = ", ".join(f"{k} {v}" for k, v in sorted(acct.weights.items()) if v)
+    lines = [
+        f"- Slurm accounting: slurmdbd on {where}, database `{db.name}` as `{db.user}`; "
+        f"fair share `priority/multifactor` (weights {weights or 'none'}, half-life {acct.decay_half_life}), "
+        f"AccountingStorageEnforce `{','.join(acct.enforce)}`.",
+    ]
+    if acct.qos:
+        lines.append(
+            "- QOS: "
+            + "; ".join(
+                f"`{q.name}` ("
+                + ", ".join(
+                    x
+                    for x in (
+                        f"priority {q.priority}" if q.priority is not None else "",
+                        f"MaxWall {q.max_wall}" if q.max_wall else "",
+                        f"MaxTRESPerJob {_tres(q.max_tres_per_job, sorted(q.max_tres_per_job))}"
+                        if q.max_tres_per_job
+                        else "",
+                        f"GrpTRES {_tres(q.grp_tres, sorted(q.grp_tres))}" if q.grp_tres else "",
+                    )
+                    if x
+                )
+                + ")"
+                for q in acct.qos
+            )
+            + "."
+        )
+    if acct.accounts:
+        lines.append(
+            "- Accounts: "
+            + "; ".join(
+                f"`{a.name}` (fairshare {a.fairshare}"
+                + (f", QOS {','.join(a.qos)}" if a.qos else "")
+                + (f", {len(a.users)} users" if a.users else "")
+                + ")"
+                for a in acct.accounts
+            )
+            + f"; applied by Job `{SLURM_NAMESPACE}/slurm-accounts-<hash>` (sacctmgr)."
+        )
+    return lines
+
+
+# ------------------------------------------------------------------ Applications
+
+
+def render_apps(fleet: Fleet, cluster: Cluster, tenant: Tenant, base: str) -> Rendered:
+    """Inside the tenant's vCluster: mariadb-operator (CRDs + controller) and the MariaDB CR when the
+    database is in-cluster, then the sacctmgr Job once the Slurm cluster is up. ``apps`` are keyed by
+    file name under ``tenants/<t>/apps/`` (children of the tenant's root app)."""
+    out = Rendered()
+    t = tenant.name
+    acct = tenant.accounting
+    if not acct.enabled:
+        return out
+    server = vcluster_server(t)
+    platform = argo.platform_project(cluster.name)
+    if acct.database.type == "mariadb-operator":
+        for part, wave, comp in (
+            ("3-mariadb-operator-crds", "tenant-crds", "mariadb_operator_crds"),
+            ("4-mariadb-operator", "tenant-operators", "mariadb_operator"),
+        ):
+            name = part.split("-", 1)[1]
+            vf = f"{base}/{name}/values.yaml"
+            out.values[vf] = {}  # the operator chart leaves CRDs to the -crds chart by default
+            out.apps[f"{part}.yaml"] = argo.chart_app(
+                f"{t}-{name}",
+                fleet=fleet,
+                chart=chart(comp, fleet.versions),
+                release=name,
+                values_file=vf,
+                project=platform,
+                wave=wave,
+                app_labels=argo.labels(cluster.name, name, t),
+                dest_server=server,
+                dest_namespace=MARIADB_OPERATOR_NS,
+            )
+        out.manifests[f"{base}/accounting-db/mariadb.yaml"] = [mariadb(acct)]
+        out.apps["5-accounting-db.yaml"] = argo.directory_app(
+            f"{t}-accounting-db",
+            fleet=fleet,
+            path=f"{base}/accounting-db",
+            project=platform,
+            wave="tenant-objects",
+            app_labels=argo.labels(cluster.name, "accounting-db", t),
+            dest_server=server,
+            dest_namespace=SLURM_NAMESPACE,
+            policy=argo.sync_policy(create_namespace=False, extra=["SkipDryRunOnMissingResource=true"]),
+        )
+    out.manifests[f"{base}/accounting/accounts.yaml"] = apply_objects(tenant)
+    out.apps["7-accounting.yaml"] = argo.directory_app(
+        f"{t}-accounting",
+        fleet=fleet,
+        path=f"{base}/accounting",
+        project=platform,
+        wave="tenant-accounting",
+        app_labels=argo.labels(cluster.name, "accounting", t),
+        dest_server=server,
+        dest_namespace=SLURM_NAMESPACE,
+        policy=argo.sync_policy(create_namespace=False),
+    )
+    return out
