@@ -214,6 +214,16 @@ def bed_inventory(dst: Path, repo_url: str, mirrors: dict[str, str]) -> Path:
     fleet["gpufleet_fleet"]["gitops"].pop("forge", None)
     fleet["gpufleet_chart_mirrors"] = dict(sorted(mirrors.items()))
     fleet_file.write_text(yaml.safe_dump(fleet, sort_keys=False))
+    # Slurm accounting off here: its last wave is a Job that runs sacctmgr against the tenant's
+    # slurmctld, and the stand-in vCluster APIs have no kubelet and no Slurm to run it, so the
+    # tenant roots would stay Progressing. Accounting is proven against real slurmctld + slurmdbd +
+    # MariaDB (tests/integration/slurm/test_slurm_accounting.py) and by server-side dry-run.
+    tenants_file = dst / "group_vars" / "all" / "tenants.yml"
+    tenants = yaml.safe_load(tenants_file.read_text())
+    for tenant in tenants["gpufleet_tenants"]:
+        if tenant["name"] in ("research", "llm-pretrain"):  # the sample's Slurm tenants
+            tenant.setdefault("slurm", {})["accounting"] = False
+    tenants_file.write_text(yaml.safe_dump(tenants, sort_keys=False))
     return dst
 
 

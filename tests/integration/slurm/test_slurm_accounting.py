@@ -15,23 +15,20 @@ The cluster's nodes and partition are the harness's own (the emulated host canno
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 from accounting_db import AccountingDb, require_accounting
-
-from ansible_collections.gpufleet.core.plugins.module_utils.render.accounting import conf_lines
-from ansible_collections.gpufleet.core.plugins.module_utils.slurm_conf import (
+from gpufleet_testlib.slurm_conf import (
     SlurmCluster,
     SlurmNode,
     SlurmPartition,
     render_slurm_conf,
 )
+
+from ansible_collections.gpufleet.core.plugins.module_utils.render.accounting import conf_lines
 
 pytestmark = pytest.mark.slurm
 
@@ -58,15 +55,9 @@ ACCOUNTING = {
 
 
 def _fixtures():
-    name = "gpufleet_render_fixtures"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[2] / "unit" / "render_fixtures.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+    import render_fixtures  # tests/lib, on sys.path through tests/conftest.py
+
+    return render_fixtures
 
 
 @pytest.fixture(scope="module")

@@ -253,8 +253,10 @@ def test_rendered_tree_accounting_on_and_off(tmp_path):
     assert not any(k.startswith(base + "research/mariadb-operator") for k in files)
     vc_on = yaml.safe_load(files[base + "llm-pretrain/vcluster/values.yaml"])
     vc_off = yaml.safe_load(files[base + "research/vcluster/values.yaml"])
-    assert "vc-llm-pretrain/slurm-accounting-db" in vc_on["sync"]["fromHost"]["secrets"]["mappings"]["byName"]
-    assert not any("accounting" in k for k in vc_off["sync"]["fromHost"]["secrets"]["mappings"]["byName"])
+    # the database Secrets are written inside the vCluster by the apply step: never synced from the host
+    assert "secrets" not in vc_on["sync"]["fromHost"] and "secrets" not in vc_off["sync"]["fromHost"]
+    assert any(k.endswith("llm-pretrain/apps/7-accounting.yaml") for k in files)
+    assert not any(k.endswith("research/apps/7-accounting.yaml") for k in files)
     report = files["clusters/gpu-east/REPORT.md"].decode()
     assert "Slurm accounting: off" in report and "Slurm accounting: slurmdbd on MariaDB" in report
     # no secret value anywhere: only references
