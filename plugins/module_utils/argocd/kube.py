@@ -5,28 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.argocd.status import GROUP, PLURAL, VERSION, StatusError
+from ansible_collections.gpufleet.core.plugins.module_utils.kubeclient import api_client
 
 
 def custom_api(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """A ``CustomObjectsApi`` from a kubeconfig file/context, or in-cluster config when neither is given."""
-    try:
-        from kubernetes import client, config
-    except ImportError as exc:  # pragma: no cover - the module reports it as a missing requirement
-        raise StatusError(f"the 'kubernetes' Python client is required: {exc}") from None
-    try:
-        if kubeconfig or context:
-            api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
-        else:
-            try:
-                config.load_incluster_config()
-                api_client = client.ApiClient()
-            except config.ConfigException:
-                api_client = config.new_client_from_config()
-    except Exception as exc:  # config errors come in several types
-        raise StatusError(
-            f"cannot load kubeconfig {kubeconfig or '(default)'} context {context or '(current)'}: {exc}"
-        ) from None
-    return client.CustomObjectsApi(api_client)
+    from kubernetes import client
+
+    return client.CustomObjectsApi(api_client(kubeconfig, context, StatusError))
 
 
 def list_applications(api: Any, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.kubeclient import api_client
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
@@ -257,24 +258,9 @@ def annotations_from_gitops(
 
 def core_api(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """A ``CoreV1Api`` from a kubeconfig file/context, or in-cluster config when neither is given."""
-    try:
-        from kubernetes import client, config
-    except ImportError as exc:  # pragma: no cover - the module reports it as a missing requirement
-        raise ApplyError(f"the 'kubernetes' Python client is required: {exc}") from None
-    try:
-        if kubeconfig or context:
-            api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
-        else:
-            try:
-                config.load_incluster_config()
-                api_client = client.ApiClient()
-            except config.ConfigException:
-                api_client = config.new_client_from_config()
-    except Exception as exc:  # config errors come in several types
-        raise ApplyError(
-            f"cannot load kubeconfig {kubeconfig or '(default)'} context {context or '(current)'}: {exc}"
-        ) from None
-    return client.CoreV1Api(api_client)
+    from kubernetes import client
+
+    return client.CoreV1Api(api_client(kubeconfig, context, ApplyError))
 
 
 def list_nodes(api: Any) -> list[dict[str, Any]]:
