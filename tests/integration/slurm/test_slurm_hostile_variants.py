@@ -22,6 +22,7 @@ from harness import SlurmHarnessError, require_slurm
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
@@ -51,8 +52,12 @@ def slurm_bodies(inv: Path) -> dict[str, tuple[str, str | None, dict[str, str]]]
                 continue
             values = yaml.safe_load(result.files[rel])
             lines = [f"ClusterName={values['clusterName']}"]
+            # The accounting keys need a slurmdbd (slurmctld refuses TRES gres/gpu without one): they
+            # are loaded with a real slurmdbd in test_slurm_accounting.py, not here.
+            acct = set(accounting.slurm_conf(t.accounting)) if t.accounting.enabled else set()
             for k, v in sorted(values["controller"]["extraConfMap"].items()):
-                lines.append(f"{k}={_value(v)}")
+                if k not in acct:
+                    lines.append(f"{k}={_value(v)}")
             for pool, ns in sorted(values["nodesets"].items()):
                 conf = {k: v for k, v in ns["extraConfMap"].items() if k != "Gres"}  # no GPU devices here
                 opts = " ".join(f"{k}={_value(v)}" for k, v in sorted(conf.items()))
