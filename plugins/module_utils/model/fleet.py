@@ -8,6 +8,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure
+from ansible_collections.gpufleet.core.plugins.module_utils.model.identity import Identity
 
 POOL_KINDS = ("slurm", "kubernetes", "system", "spare")
 COMPONENTS = ("cilium", "cert_manager", "gpu_operator", "shared_storage", "argocd", "slurm_operator", "kueue")
@@ -89,6 +90,8 @@ class PoolSlurm:
     default: bool = False
     max_time: str | None = None
     autoscale: bool = False
+    allow_groups: tuple[str, ...] = ()  # AllowGroups (empty: every user of the tenant)
+    allow_accounts: tuple[str, ...] = ()  # AllowAccounts (empty: every account)
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ class Tenant:
     monitoring: TenantMonitoring = field(default_factory=TenantMonitoring)
     health: TenantHealth = field(default_factory=TenantHealth)
     expose: Exposure = field(default_factory=Exposure)
+    identity: Identity | None = None  # the directory behind SSSD (None: local users only)
 
 
 def mirrored_repo(repo_url: str, mirrors: dict[str, str]) -> str:

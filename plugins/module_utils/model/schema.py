@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting
+from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, identity
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import SCHEMA as EXPOSE_SCHEMA
 
@@ -162,6 +162,7 @@ SCHEMA: dict[str, Any] = {
                 },
             },
         },
+        "gpufleet_identity": identity.FLEET_SCHEMA,
         "gpufleet_versions": {
             "type": "object",
             "description": "per-component overrides of the pinned chart coordinates",
@@ -325,6 +326,7 @@ SCHEMA: dict[str, Any] = {
                         "description": "namespaces (inside the vCluster) for Kubernetes-native workloads",
                     },
                     "expose": EXPOSE_SCHEMA,
+                    "identity": identity.TENANT_SCHEMA,
                 },
             },
         },
@@ -365,6 +367,14 @@ SCHEMA: dict[str, Any] = {
                                 "Slurm time: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED",
                             ),
                             "autoscale": {"type": "boolean", "default": False},
+                            "allow_groups": identity.POOL_GROUPS,
+                            "allow_accounts": {
+                                "type": "array",
+                                "items": accounting.SLURM_NAME,
+                                "uniqueItems": True,
+                                "minItems": 1,
+                                "description": "AllowAccounts: only jobs of these (tenant) accounts",
+                            },
                         },
                     },
                 },

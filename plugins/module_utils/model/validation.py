@@ -13,7 +13,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar
+from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar, identity
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure, exposure_issues
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
@@ -303,6 +303,13 @@ def _tenant_health(h: dict[str, Any]) -> TenantHealth:
     )
 
 
+def _identity(raw: RawModel, t: dict[str, Any]) -> identity.Identity | None:
+    spec = identity.merged_spec(raw.data.get("gpufleet_identity"), t.get("identity"))
+    if spec is None:
+        return None
+    return identity.build_identity(spec, t["name"])
+
+
 def build_fleet(raw: RawModel) -> Fleet:
     d = raw.data
     inv = raw.inventory_dir
@@ -350,6 +357,8 @@ def build_fleet(raw: RawModel) -> Fleet:
                 default=s.get("default", False),
                 max_time=s.get("max_time"),
                 autoscale=s.get("autoscale", False),
+                allow_groups=tuple(s.get("allow_groups", ())),
+                allow_accounts=tuple(s.get("allow_accounts", ())),
             )
         pools[p["name"]] = Pool(
             name=p["name"],
@@ -381,6 +390,7 @@ def build_fleet(raw: RawModel) -> Fleet:
             monitoring=_tenant_monitoring(t.get("monitoring", {})),
             health=_tenant_health(t.get("health", {})),
             expose=Exposure.from_dict(t.get("expose")),
+            identity=_identity(raw, t),
         )
     return Fleet(
         name=f["name"],
@@ -395,8 +405,45 @@ def build_fleet(raw: RawModel) -> Fleet:
     )
 
 
+def _partition_access_issues(raw: RawModel) -> list[Issue]:
+    """A pool's ``slurm.allow_accounts`` names accounts of its tenant's accounting (which must be on)."""
+    d = raw.data
+    owner = {
+        p: t
+        for _ti, t in _shaped(d.get("gpufleet_tenants"), ("name",))
+        for p in (t.get("pools") if isinstance(t.get("pools"), list) else [])
+        if isinstance(p, str)
+    }
+    issues = []
+    for pi, p in _shaped(d.get("gpufleet_pools"), ("name",)):
+        accts = _dict(p.get("slurm")).get("allow_accounts")
+        t = owner.get(p["name"])
+        if not isinstance(accts, list) or t is None:
+            continue
+        spec = _dict(t.get("slurm")).get("accounting", True)
+        if spec is False or (isinstance(spec, dict) and spec.get("enabled") is False):
+            issues.append(
+                raw.issue(
+                    ("gpufleet_pools", pi, "slurm", "allow_accounts"),
+                    f"tenant {t['name']!r} has accounting off: AllowAccounts needs accounts (slurmdbd)",
+                )
+            )
+            continue
+        known = {a.get("name") for a in _dict(spec).get("accounts", []) if isinstance(a, dict)}
+        for ai, a in enumerate(accts):
+            if isinstance(a, str) and a not in known:
+                issues.append(
+                    raw.issue(
+                        ("gpufleet_pools", pi, "slurm", "allow_accounts", ai),
+                        f"account {a!r} is not defined in tenant {t['name']!r}'s slurm.accounting.accounts",
+                    )
+                )
+    return issues
+
+
 def validate(raw: RawModel) -> Fleet:
     issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw) + exposure_issues(raw)
+    issues += identity.identity_issues(raw) + _partition_access_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

@@ -25,6 +25,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting, Qos
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE, Rendered
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_server
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES, chart
@@ -232,13 +233,42 @@ run() {{
     *) printf 'sacctmgr %s: %s\\n' "$*" "$out" >&2; return 1 ;;
   esac
 }}
+missing=""
+resolves() {{
+  if id -u -- "$1" >/dev/null 2>&1; then return 0; fi
+  case " $missing " in *" $1 "*) ;; *) missing="$missing $1" ;; esac
+  return 1
+}}
 """
 
 
+SCRIPT_TAIL = """if [ -n "$missing" ]; then
+  printf 'users that do not resolve (getent/id) and were NOT added to Slurm:%s\\n' "$missing" >&2
+  exit 3
+fi
+"""
+
+
+def user_of(cmd: list[str]) -> str | None:
+    """The user a sacctmgr command adds or modifies (None for accounts, QOS, the cluster)."""
+    if cmd[:2] == ["add", "user"]:
+        return cmd[2]
+    if cmd[:3] == ["modify", "user", "where"] and cmd[3].startswith("name="):
+        return cmd[3][len("name=") :]
+    return None
+
+
 def sacctmgr_script(tenant: Tenant) -> str:
+    """The script of the accounts Job. A user is added only when it resolves on the node (through
+    SSSD, the tenant's directory); the others are listed and the script fails (exit 3) after adding
+    everything else: a user that is not in the directory is reported, never silently added."""
     head = SCRIPT_HEAD.format(tenant=tenant.name, cluster=slurm_cluster_name(tenant))
-    body = "".join("run " + " ".join(shlex.quote(a) for a in cmd) + "\n" for cmd in sacctmgr_commands(tenant))
-    return head + body
+    body = []
+    for cmd in sacctmgr_commands(tenant):
+        line = "run " + " ".join(shlex.quote(a) for a in cmd)
+        user = user_of(cmd)
+        body.append(f"resolves {shlex.quote(user)} && {line}\n" if user is not None else line + "\n")
+    return head + "".join(body) + SCRIPT_TAIL
 
 
 def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
@@ -253,8 +283,10 @@ def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
         f"sackd --conf-server {CONTROLLER_SERVICE}\n"
         "for i in $(seq 1 60); do [ -s /run/slurm/conf/slurm.conf ] && break; sleep 2; done\n"
         "export SLURM_CONF=/run/slurm/conf/slurm.conf\n"
-        f"sh /gpufleet/{SCRIPT_KEY}\n"
+        + sssd.job_runner_prefix(tenant.identity)
+        + f"sh /gpufleet/{SCRIPT_KEY}\n"
     )
+    id_vols, id_mounts = sssd.job_volumes(tenant.identity)
     labels = {"app.kubernetes.io/managed-by": "gpufleet", "gpufleet.io/tenant": tenant.name}
     return [
         {
@@ -286,6 +318,7 @@ def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
                                 "volumeMounts": [
                                     {"name": "script", "mountPath": "/gpufleet", "readOnly": True},
                                     {"name": "slurm-key", "mountPath": "/etc/slurm/slurm.key", "subPath": "slurm.key"},
+                                    *id_mounts,
                                 ],
                             }
                         ],
@@ -305,6 +338,7 @@ def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
                                     ],
                                 },
                             },
+                            *id_vols,
                         ],
                     },
                 },

@@ -31,7 +31,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring
+from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
@@ -59,6 +59,8 @@ CGROUP_CONF = (
     "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nConstrainCores=yes\nConstrainDevices=yes\nConstrainRAMSpace=yes\n"
 )
 GRES_CONF = "AutoDetect=nvidia\n"
+# jobs confined to their cores, memory and GPUs (cgroup.conf Constrain*) and bound to their cores
+TASK_PLUGIN = ["task/cgroup", "task/affinity"]
 TENANT_NS_BLACKLIST = [
     {"group": "", "kind": "ResourceQuota"},
     {"group": "", "kind": "LimitRange"},
@@ -329,9 +331,13 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
             cfg["Default"] = "YES"
             default_seen = True
         cfg["MaxTime"] = s.max_time if s and s.max_time else "UNLIMITED"
+        if s and s.allow_groups:
+            cfg["AllowGroups"] = list(s.allow_groups)
+        if s and s.allow_accounts:
+            cfg["AllowAccounts"] = list(s.allow_accounts)
         partitions[part] = {"enabled": True, "nodesets": [p.name], "configMap": cfg}
     slurm_nodes = sorted({n for p in pools for n in inputs.members.get(p.name, [])})
-    conf_map: dict[str, Any] = {"GresTypes": ["gpu"]}
+    conf_map: dict[str, Any] = {"GresTypes": ["gpu"], "TaskPlugin": list(TASK_PLUGIN)}
     config_files: dict[str, str] = {"gres.conf": GRES_CONF, "cgroup.conf": CGROUP_CONF}
     sub = inputs.topology_view(slurm_nodes) if slurm_nodes else None
     topo = _topology_conf(cluster, sub)
@@ -368,6 +374,8 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
             }
         }
     ann = topology_annotations(sub, plugin)
+    if tenant.identity is not None:
+        sssd.add_to_values(tenant.name, tenant.identity, values)
     values = observe(tenant, values)
     return deep_merge(values, tenant.slurm_values), ann
 
@@ -537,6 +545,8 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
         objects.append(home_pvc(cluster))
     if slurm_pools and tenant.health.enabled:
         objects.append(health.configmap(tenant, SLURM_NAMESPACE))
+    if slurm_pools and tenant.identity is not None and tenant.identity.tls_ca_pem:
+        objects.append(sssd.ca_configmap(tenant.identity))
     use_kueue = bool(kube_pools) and comps["kueue"].enabled
     if use_kueue:
         objects += kueue_objects(fleet, tenant, inputs)
