@@ -524,6 +524,95 @@ case(
 )
 
 
+# ------------------------------------------------------------------ identity (issue 20): LDAP/SSSD
+def identity(fn: Callable[[dict], Any]) -> Callable[[Path], None]:
+    return edit("identity.yml", lambda d: fn(d["gpufleet_identity"]))
+
+
+def tenant_identity(i: int, **kw: Any) -> Callable[[Path], None]:
+    return edit("tenants.yml", lambda d: d["gpufleet_tenants"][i].setdefault("identity", {}).update(kw))
+
+
+IDT = r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.identity"
+IDF = r"identity\.yml:\d+: gpufleet_identity"
+# a group name that closes the memberOf clause and ORs in every user
+case(
+    "identity-filter-injection-group",
+    3,
+    tenant_identity(1, login_groups=["research)(uid=*"]),
+    IDT + r"\.login_groups\[0\]",
+)
+case(
+    "identity-filter-injection-or",
+    3,
+    tenant_identity(1, login_groups=["research", "*)(|(objectClass=*"]),
+    IDT + r"\.login_groups\[1\]",
+)
+# SSSD reads "base?scope?filter": a '?' in a DN adds a filter of the PR author's choosing
+case(
+    "identity-search-base-filter",
+    3,
+    identity(lambda i: i.update(user_search_base="ou=people,dc=example,dc=org?subtree?(uid=*)")),
+    IDF + r"\.user_search_base",
+)
+case(
+    "identity-dn-newline",
+    3,
+    identity(lambda i: i["bind"].update(dn="cn=sssd,dc=example,dc=org\nldap_access_filter = (uid=*)")),
+    IDF + r"\.bind\.dn",
+)
+case(
+    "identity-unknown-filter-key",
+    3,
+    tenant_identity(1, access_filter="(|(uid=*))"),
+    IDT + r"\.access_filter: unknown key",
+)
+case(
+    "identity-plain-ldap-remote",
+    3,
+    identity(lambda i: i.update(uris=["ldap://ldap1.example.org"])),
+    IDF + r"\.uris\[0\]: 'ldap://ldap1\.example\.org': plain ldap:// to a remote host",
+)
+case(
+    "identity-plain-ldap-remote-tenant",
+    3,
+    tenant_identity(1, uris=["ldaps://ldap1.example.org", "ldap://10.0.0.5:389"]),
+    IDT + r"\.uris\[1\]: .*plain ldap://",
+)
+case(
+    "identity-bind-password",
+    7,
+    identity(lambda i: i["bind"].update(password="hunter2hunter2")),
+    IDF + r"\.bind\.password: a bind password must never be in the inventory",
+)
+case(
+    "identity-bind-password-tenant",
+    7,
+    tenant_identity(1, bind_password="hunter2hunter2"),
+    IDT + r"\.bind_password: a bind password must never be in the inventory",
+)
+case(
+    "identity-ca-not-pem",
+    3,
+    identity(
+        lambda i: i.update(tls_ca="-----BEGIN CERTIFICATE-----\nAAAAAAAAAAAAAAAAAAAAAAAA\n-----END CERTIFICATE-----\n")
+    ),
+    IDF + r"\.tls_ca: not valid certificates",
+)
+case(
+    "identity-allow-groups-injection",
+    3,
+    slurm_opt("research-debug", "allow_groups", ["research AllowAccounts=ALL"]),
+    r"pools\.yml:\d+: gpufleet_pools\[3\]\.slurm\.allow_groups\[0\]",
+)
+case(
+    "identity-allow-accounts-unknown",
+    3,
+    slurm_opt("research-debug", "allow_accounts", ["pretrain"]),
+    r"pools\.yml:\d+: gpufleet_pools\[3\]\.slurm\.allow_accounts\[0\]: account 'pretrain' is not defined",
+)
+
+
 # ------------------------------------------------------------------ valid variants (must render)
 def _tenants_json(repo: Path) -> None:
     p = repo / GV / "tenants.yml"

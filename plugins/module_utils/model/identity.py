@@ -125,7 +125,7 @@ FLEET_SCHEMA: dict[str, Any] = {
 }
 TENANT_SCHEMA: dict[str, Any] = {
     "anyOf": [
-        {"const": False},
+        {"type": "boolean", "const": False},
         {"type": "object", "additionalProperties": False, "properties": PROPERTIES},
     ],
     "description": "false: no directory (local users only); a mapping: keys over gpufleet_identity",
