@@ -26,10 +26,12 @@ if ! $python_only; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO=sudo
     $SUDO apt-get update -qq || die "apt-get update failed"
+    # slapd: install without creating a database or starting it (the tests make their own, on loopback)
+    echo "slapd slapd/no_configuration boolean true" | $SUDO debconf-set-selections
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" \
       || die "apt-get install ${missing[*]} failed"
     # Debian starts daemons on install; the tests run their own instances.
-    for svc in slurmctld slurmd munge redis-server slurmdbd mariadb; do
+    for svc in slurmctld slurmd munge redis-server slurmdbd mariadb slapd sssd; do
       $SUDO systemctl stop "$svc" >/dev/null 2>&1 || $SUDO service "$svc" stop >/dev/null 2>&1 || true
     done
   fi

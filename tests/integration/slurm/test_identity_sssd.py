@@ -1,0 +1,190 @@
+"""The tenant directory as rendered, against a real slapd and a real sssd (issue 20).
+
+The sample inventory (every default feature on) is rendered by the real renderer, with the fleet's
+``gpufleet_identity`` pointed at the test's slapd: its URI (``ldaps://127.0.0.1:<port>``) and CA are
+what the test's inventory says, not substitutions. From the rendered tree, not from text written
+here, the test takes each tenant's ``sssd.conf`` (slurm values ``sssd.conf``), the CA (the
+``slurm-identity-ca`` ConfigMap of the tenant's objects) and the paths the login pods mount them at
+(the loginset's ``volumeMounts``). The bind Secret's content is what the tenant role writes
+(``gpufleet.core.sssd_bind_snippet``, i.e. ``render.sssd.bind_snippet``); the password exists only
+in this test's memory and the slapd entry.
+
+slapd refuses anonymous reads, so every lookup below also proves the bind snippet is read. Two
+tenants: ``llm-pretrain`` (login group ``llm-pretrain``: alice, bob) and ``research`` (``research``:
+dave). A user of the other tenant neither resolves nor passes the access filter (PAM account check
+through pam_sss); alice's SSH key comes back from ``sss_ssh_authorizedkeys``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+
+import pytest
+import yaml
+from directory import Group, Slapd, SystemSssd, User, require_identity_tools
+
+from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd as rs
+
+pytestmark = pytest.mark.slurm
+
+ALICE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZ1bGx5LXJlbmRlcmVkLWtleS1mb3ItYWxpY2UtdGVzdA alice@lab"
+USERS = [
+    User("alice", 20001, ["llm-pretrain", "pretrain-gpu"], ALICE_KEY),
+    User("bob", 20002, ["llm-pretrain"]),
+    User("dave", 20004, ["research"]),
+]
+GROUPS = [
+    Group("llm-pretrain", 30001, ["alice", "bob"]),
+    Group("pretrain-gpu", 30002, ["alice"]),
+    Group("research", 30003, ["dave"]),
+]
+
+
+def render_identity(root, slapd: Slapd, edit_tenants=None, edit_pools=None) -> dict[str, dict]:
+    """Render the sample fleet with its directory at ``slapd``; per tenant the files SSSD reads."""
+    import render_fixtures as fx  # tests/lib
+
+    inv = fx.make_inventory(root)
+
+    def point(d):
+        i = d["gpufleet_identity"]
+        i.update(uris=[slapd.uri], tls_ca=slapd.ca_pem)
+        i["bind"]["dn"] = "cn=sssd-reader,ou=services,dc=example,dc=org"
+
+    fx.edit_vars(inv, "identity.yml", point)
+    if edit_tenants:
+        fx.edit_vars(inv, "tenants.yml", edit_tenants)
+    if edit_pools:
+        fx.edit_vars(inv, "pools.yml", edit_pools)
+    out = root / "gitops"
+    fx.render_to(inv, out)
+    tenants = {}
+    for t in ("llm-pretrain", "research"):
+        base = out / "clusters" / "gpu-east" / "tenants" / t
+        values = yaml.safe_load((base / "slurm" / "values.yaml").read_text())
+        objects = [o for o in yaml.safe_load_all((base / "objects" / "objects.yaml").read_text()) if o]
+        tenants[t] = {
+            "values": values,
+            "objects": objects,
+            "script": next(
+                o
+                for o in yaml.safe_load_all((base / "accounting" / "accounts.yaml").read_text())
+                if o["kind"] == "ConfigMap"
+            )["data"]["accounts.sh"],
+        }
+    return tenants
+
+
+def sssd_files(tenant: dict, password: str | None) -> dict[str, str]:
+    """Path -> content of what a login pod of the tenant has: everything from the rendered values."""
+    values = tenant["values"]
+    login = values["loginsets"]["main"]
+    vols = {v["name"]: v for v in login["podSpec"]["volumes"]}
+    files = {"/etc/sssd/sssd.conf": values["sssd"]["conf"]}
+    domain = next(
+        line.split("=", 1)[1].strip() for line in values["sssd"]["conf"].splitlines() if line.startswith("domains")
+    )
+    for m in login["login"]["volumeMounts"]:
+        vol = vols[m["name"]]
+        if "projected" in vol and password is not None:  # the bind Secret, as the tenant role writes it
+            assert vol["projected"]["defaultMode"] == 0o600
+            files[m["mountPath"]] = rs.bind_snippet(domain, password)
+        elif "configMap" in vol and vol["configMap"]["name"] == rs.CA_CONFIGMAP:
+            cm = next(
+                o for o in tenant["objects"] if o["kind"] == "ConfigMap" and o["metadata"]["name"] == rs.CA_CONFIGMAP
+            )
+            for key, text in cm["data"].items():
+                files[f"{m['mountPath']}/{key}"] = text
+    return files
+
+
+def sh(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=60, check=False)
+
+
+def wait_resolves(name: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    import time
+
+    end = time.monotonic() + timeout
+    while True:
+        r = sh("getent", "passwd", name)
+        if r.returncode == 0 or time.monotonic() > end:
+            return r
+        time.sleep(0.5)
+
+
+def pam_account(name: str) -> str:
+    r = sh("sssctl", "user-checks", "-a", "acct", "-s", "gpufleet-identity-test", name)
+    return r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def directory(tmp_path_factory):
+    require_identity_tools()
+    password = secrets.token_urlsafe(18)
+    slapd = Slapd(tmp_path_factory.mktemp("slapd"), USERS, GROUPS, reader_password=password)
+    try:
+        slapd.start()
+        yield slapd, password
+    finally:
+        slapd.stop()
+
+
+def test_rendered_sssd_resolves_tenant_users_only(directory, tmp_path):
+    slapd, password = directory
+    # the directory itself: nothing for anonymous clients, everything for the bind account
+    assert "uid=alice" not in slapd.search("(uid=alice)").stdout
+    found = slapd.search("(uid=alice)", "memberOf", bind=("cn=sssd-reader,ou=services,dc=example,dc=org", password))
+    assert found.returncode == 0 and "memberOf: cn=pretrain-gpu,ou=groups,dc=example,dc=org" in found.stdout, found
+
+    tenants = render_identity(tmp_path / "render", slapd)
+    conf = tenants["llm-pretrain"]["values"]["sssd"]["conf"]
+    assert f"ldap_uri = {slapd.uri}\n" in conf and "ldap_default_authtok =" not in conf
+    assert password not in yaml.safe_dump(tenants)  # the password is nowhere in the rendered tree
+
+    node = SystemSssd(tmp_path / "pretrain", sssd_files(tenants["llm-pretrain"], password))
+    try:
+        node.start()
+        alice = wait_resolves("alice")
+        assert alice.stdout.strip() == "alice:*:20001:30001:alice:/home/alice:/bin/sh", (alice, node.log()[-3000:])
+        ident = sh("id", "alice").stdout
+        assert "uid=20001(alice)" in ident and "30002(pretrain-gpu)" in ident and "30001(llm-pretrain)" in ident, ident
+        assert sh("getent", "passwd", "bob").returncode == 0
+        # the other tenant's user: not in this tenant's login group, so unknown here and refused
+        assert sh("getent", "passwd", "dave").returncode == 2
+        assert sh("id", "dave").returncode != 0
+        assert "pam_acct_mgmt: Success" in pam_account("alice"), pam_account("alice")
+        assert "pam_acct_mgmt: Success" not in pam_account("dave")
+        keys = sh("sss_ssh_authorizedkeys", "alice")
+        assert keys.returncode == 0 and keys.stdout.strip() == ALICE_KEY, keys
+        assert sh("sss_ssh_authorizedkeys", "dave").stdout.strip() == ""
+    finally:
+        node.stop()
+    assert node.restored(), "nsswitch.conf, /etc/sssd or /var/lib/sss not restored"
+    assert sh("getent", "passwd", "alice").returncode == 2  # NSS is back as it was
+
+    # the research tenant's configuration, same directory: dave in, alice out
+    node = SystemSssd(tmp_path / "research", sssd_files(tenants["research"], password))
+    try:
+        node.start()
+        assert wait_resolves("dave").stdout.startswith("dave:*:20004:30003:"), node.log()[-3000:]
+        assert sh("getent", "passwd", "alice").returncode == 2
+        assert "pam_acct_mgmt: Success" in pam_account("dave")
+        assert "pam_acct_mgmt: Success" not in pam_account("alice")
+    finally:
+        node.stop()
+    assert node.restored()
+
+
+def test_without_the_bind_secret_nothing_resolves(directory, tmp_path):
+    """The rendered sssd.conf alone (no bind snippet: the Secret not written) cannot read the directory."""
+    slapd, _password = directory
+    tenants = render_identity(tmp_path / "render", slapd)
+    node = SystemSssd(tmp_path / "node", sssd_files(tenants["llm-pretrain"], None))
+    try:
+        node.start()
+        assert wait_resolves("alice", timeout=8).returncode == 2
+    finally:
+        node.stop()
+    assert node.restored()
