@@ -29,6 +29,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
+from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd as rs
+
 SUFFIX = "dc=example,dc=org"
 ADMIN = f"cn=admin,{SUFFIX}"
 READER = f"cn=sssd-reader,ou=services,{SUFFIX}"
@@ -398,3 +402,94 @@ class SystemSssd:
 
     def restored(self) -> bool:
         return _snapshot(SAVED) == self.before
+
+
+# ---------------------------------------------------------------------- the tests' directory and rendering
+
+ALICE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZ1bGx5LXJlbmRlcmVkLWtleS1mb3ItYWxpY2UtdGVzdA alice@lab"
+USERS = [
+    User("alice", 20001, ["llm-pretrain", "pretrain-gpu"], ALICE_KEY),
+    User("bob", 20002, ["llm-pretrain"]),
+    User("dave", 20004, ["research"]),
+]
+GROUPS = [
+    Group("llm-pretrain", 30001, ["alice", "bob"]),
+    Group("pretrain-gpu", 30002, ["alice"]),
+    Group("research", 30003, ["dave"]),
+]
+
+
+def render_identity(root, slapd: Slapd, edit_tenants=None, edit_pools=None) -> dict[str, dict]:
+    """Render the sample fleet with its directory at ``slapd``; per tenant the files SSSD reads."""
+    import render_fixtures as fx  # tests/lib
+
+    inv = fx.make_inventory(root)
+
+    def point(d):
+        i = d["gpufleet_identity"]
+        i.update(uris=[slapd.uri], tls_ca=slapd.ca_pem)
+        i["bind"]["dn"] = "cn=sssd-reader,ou=services,dc=example,dc=org"
+
+    fx.edit_vars(inv, "identity.yml", point)
+    if edit_tenants:
+        fx.edit_vars(inv, "tenants.yml", edit_tenants)
+    if edit_pools:
+        fx.edit_vars(inv, "pools.yml", edit_pools)
+    out = root / "gitops"
+    fx.render_to(inv, out)
+    tenants = {}
+    for t in ("llm-pretrain", "research"):
+        base = out / "clusters" / "gpu-east" / "tenants" / t
+        values = yaml.safe_load((base / "slurm" / "values.yaml").read_text())
+        objects = [o for o in yaml.safe_load_all((base / "objects" / "objects.yaml").read_text()) if o]
+        tenants[t] = {
+            "values": values,
+            "objects": objects,
+            "script": next(
+                o
+                for o in yaml.safe_load_all((base / "accounting" / "accounts.yaml").read_text())
+                if o["kind"] == "ConfigMap"
+            )["data"]["accounts.sh"],
+        }
+    return tenants
+
+
+def sssd_files(tenant: dict, password: str | None) -> dict[str, str]:
+    """Path -> content of what a login pod of the tenant has: everything from the rendered values."""
+    values = tenant["values"]
+    login = values["loginsets"]["main"]
+    vols = {v["name"]: v for v in login["podSpec"]["volumes"]}
+    files = {"/etc/sssd/sssd.conf": values["sssd"]["conf"]}
+    domain = next(
+        line.split("=", 1)[1].strip() for line in values["sssd"]["conf"].splitlines() if line.startswith("domains")
+    )
+    for m in login["login"]["volumeMounts"]:
+        vol = vols[m["name"]]
+        if "projected" in vol and password is not None:  # the bind Secret, as the tenant role writes it
+            assert vol["projected"]["defaultMode"] == 0o600
+            files[m["mountPath"]] = rs.bind_snippet(domain, password)
+        elif "configMap" in vol and vol["configMap"]["name"] == rs.CA_CONFIGMAP:
+            cm = next(
+                o for o in tenant["objects"] if o["kind"] == "ConfigMap" and o["metadata"]["name"] == rs.CA_CONFIGMAP
+            )
+            for key, text in cm["data"].items():
+                files[f"{m['mountPath']}/{key}"] = text
+    return files
+
+
+def sh(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=60, check=False)
+
+
+def wait_resolves(name: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    end = time.monotonic() + timeout
+    while True:
+        r = sh("getent", "passwd", name)
+        if r.returncode == 0 or time.monotonic() > end:
+            return r
+        time.sleep(0.5)
+
+
+def pam_account(name: str) -> str:
+    r = sh("sssctl", "user-checks", "-a", "acct", "-s", "gpufleet-identity-test", name)
+    return r.stdout + r.stderr
