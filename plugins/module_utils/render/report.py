@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting
+from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.health import CONDITION, REASON_PREFIX, TAINT_KEY
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
@@ -135,7 +135,13 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
                     " apply step through the vCluster's kubeconfig)"
                     for s in accounting.secrets(t.accounting)
                 ]
+            if t.identity is not None and t.identity.bind_dn:
+                inside.append(
+                    f"`{SLURM_NAMESPACE}/{t.identity.bind_secret}` (key `bind.conf`, directory bind password,"
+                    " written by the apply step through the vCluster's kubeconfig)"
+                )
             lines += accounting.report_lines(t)
+            lines += sssd.report_lines(t.identity)
             lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")
         lines += observability_lines(cluster, t, bool(slurm))
         lines.append(
