@@ -133,7 +133,7 @@ def vc_kubeconfig_secret(kube: LocalControlPlane, tenant: str) -> dict:
 
 
 def run_tenant_role(
-    kube: LocalControlPlane, work: Path, tenant: str, timeout: int, slurm_ns: str
+    kube: LocalControlPlane, work: Path, tenant: str, timeout: int, slurm_ns: str, extra: dict | None = None
 ) -> subprocess.CompletedProcess:
     helpers = shared_test_helpers()
     playbook_bin = Path(sys.executable).parent / "ansible-playbook"
@@ -158,6 +158,7 @@ def run_tenant_role(
                                 "tenant_kubeconfig": str(kube.kubeconfig),
                                 "tenant_vcluster_wait_timeout": timeout,
                                 "tenant_vcluster_wait_delay": 1,
+                                **(extra or {}),
                             },
                         }
                     ],
@@ -393,3 +394,39 @@ def test_rendered_storage_class_is_the_default_and_named_everywhere(kube_cluster
         assert (
             load(files, f"{C}/tenants/{t}/slurm/values.yaml")["controller"]["persistence"]["storageClassName"] == name
         )
+
+
+def test_tenant_role_writes_the_directory_bind_secret_inside_the_vcluster(kube_cluster, tmp_path) -> None:
+    """identity (issue 20): the bind password becomes the SSSD snippet Secret the slurm values mount,
+    inside the vCluster only; rerun unchanged; a new password rewrites it; never logged."""
+    tenant, slurm_ns = "dirbind", "slurm-dirbind"
+    kube_cluster.create_namespace("argocd")
+    kube_cluster.create_namespace(f"vc-{tenant}")
+    apply(kube_cluster, [vc_kubeconfig_secret(kube_cluster, tenant)])
+    ident = {"domain": "example.org", "bind_dn": "cn=sssd,dc=example,dc=org", "bind_secret": "slurm-identity-bind"}
+    pw = "s3cret pass-" + tenant
+
+    def role(password: str) -> subprocess.CompletedProcess:
+        return run_tenant_role(
+            kube_cluster, tmp_path, tenant, timeout=60, slurm_ns=slurm_ns,
+            extra={"tenant_identity": ident, "tenant_identity_bind_password": password},
+        )  # fmt: skip
+
+    first = role(pw)
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
+    assert pw not in first.stdout + first.stderr
+    found = secrets(kube_cluster, slurm_ns)
+    snippet = base64.b64decode(found["slurm-identity-bind"]["data"]["bind.conf"]).decode()
+    assert snippet == f"[domain/example.org]\nldap_default_authtok = {pw}\n"
+    assert secrets(kube_cluster, f"vc-{tenant}") == {}, "nothing on the host"
+    again = role(pw)
+    assert again.returncode == 0 and stats(again)["changed"] == 0, again.stdout[-3000:]
+    kept = role("")  # the Secret exists: no password needed, nothing changes
+    assert kept.returncode == 0 and stats(kept)["changed"] == 0, kept.stdout[-3000:]
+    rotated = role(pw + "-2")
+    assert rotated.returncode == 0 and stats(rotated)["changed"] == 1, rotated.stdout[-3000:]
+    now = base64.b64decode(secrets(kube_cluster, slurm_ns)["slurm-identity-bind"]["data"]["bind.conf"]).decode()
+    assert now.endswith(f"= {pw}-2\n")
+    kube_cluster.kubectl("delete", "secret", "slurm-identity-bind", "-n", slurm_ns)
+    missing = role("")
+    assert missing.returncode != 0 and "tenant_identity_bind_password" in missing.stdout, missing.stdout[-3000:]
