@@ -35,6 +35,8 @@ pytestmark = pytest.mark.slurm
 SLURM_VARIANTS = ["sample", *sorted(k for k in VALID if k.startswith(("max-time", "partition", "allow-unmatched")))]
 
 
+NO_DIRECTORY_GROUP = r"error: _get_group_members: Could not find configured group "
+
 def _value(v: object) -> str:
     return ",".join(map(str, v)) if isinstance(v, list) else str(v)
 
@@ -85,7 +87,8 @@ def test_rendered_slurm_config_loads(variant: str, tmp_path: Path, slurm_cluster
     assert bodies, "no Slurm tenant rendered"
     for tenant, (body, topology, max_times) in sorted(bodies.items()):
         c = slurm_cluster(body, topology=topology, nodes=[])
-        assert c.ctld_problems() == [], f"{tenant}:\n{body}"
+        # AllowGroups names directory groups (identity, issue 20) that this host does not have
+        assert c.ctld_problems(allow=[NO_DIRECTORY_GROUP]) == [], f"{tenant}:\n{body}"
         shown = {}
         for line in c.scontrol("show", "partition", "-o").splitlines():
             f = dict(re.findall(r"(\w+)=(\S+)", line))
