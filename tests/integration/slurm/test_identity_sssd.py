@@ -62,6 +62,13 @@ def test_rendered_sssd_resolves_tenant_users_only(directory, tmp_path):
     assert f"ldap_uri = {slapd.uri}\n" in conf and "ldap_default_authtok =" not in conf
     assert password not in yaml.safe_dump(tenants)  # the password is nowhere in the rendered tree
 
+    # the rendered access filter, asked of the directory itself: it selects alice, not dave
+    access = next(ln.split(" = ", 1)[1] for ln in conf.splitlines() if ln.startswith("ldap_access_filter = "))
+    reader = ("cn=sssd-reader,ou=services,dc=example,dc=org", password)
+    assert "uid: alice" in slapd.search(f"(&(uid=alice){access})", "uid", bind=reader).stdout
+    assert slapd.search(f"(&(uid=dave){access})", "uid", bind=reader).stdout.strip() == ""
+    assert "uid: dave" in slapd.search("(uid=dave)", "uid", bind=reader).stdout  # dave exists, the filter drops him
+
     node = SystemSssd(tmp_path / "pretrain", sssd_files(tenants["llm-pretrain"], password))
     try:
         node.start()

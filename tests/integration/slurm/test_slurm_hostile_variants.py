@@ -37,6 +37,7 @@ SLURM_VARIANTS = ["sample", *sorted(k for k in VALID if k.startswith(("max-time"
 
 NO_DIRECTORY_GROUP = r"error: _get_group_members: Could not find configured group "
 
+
 def _value(v: object) -> str:
     return ",".join(map(str, v)) if isinstance(v, list) else str(v)
 
