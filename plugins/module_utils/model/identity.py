@@ -10,7 +10,7 @@ any key under its own ``identity`` (``identity: false`` turns it off: the chart'
       search_base: dc=example,dc=org
       user_search_base: ou=people,dc=example,dc=org
       group_search_base: ou=groups,dc=example,dc=org
-      tls_ca: identity/ca.pem                     # PEM file in the inventory (default: system CAs)
+      tls_ca: "-----BEGIN CERTIFICATE-----\n..."    # the directory CA, PEM text (default: system CAs)
       bind: {dn: "cn=sssd,ou=services,dc=example,dc=org", secret: slurm-identity-bind}
     gpufleet_tenants:
       - name: llm-pretrain
