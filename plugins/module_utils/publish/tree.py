@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
+from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.moves import node_moves, pool_counts
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
     PublishError,
     commit_and_push,
@@ -32,7 +34,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.request import open_fleet_pull_request
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
-from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import node_moves, pool_counts
 
 
 @dataclass
@@ -112,7 +113,7 @@ def publish_tree(
     if inv.is_file():
         inv = inv.parent
     fleet = load_fleet(inv)
-    out = Path(gitops_dir) if gitops_dir else render_tree.default_out(fleet)
+    out = Path(gitops_dir) if gitops_dir else default_out(fleet)
     git = open_repo(inv)
     inv_rel, out_rel = _rel(inv, git.root), _rel(out, git.root)
     paths = [inv_rel, out_rel]

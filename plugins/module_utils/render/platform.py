@@ -31,7 +31,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.values import
     translated_name,
     vcluster_namespace,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, chart
 
 DCGM_JOB_MAPPING_DIR = "/var/lib/dcgm-exporter/job-mapping"
 NFS_DRIVER = "nfs.csi.k8s.io"
@@ -384,8 +384,6 @@ def platform_project(fleet: Fleet, cluster: Cluster, tenant_servers: list[str]) 
 
 
 def _all_charts(fleet: Fleet) -> list[dict[str, str]]:
-    from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
-
     return [chart(k, fleet.versions) for k in sorted(CHARTS)]
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
@@ -50,6 +51,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.values import
     vcluster_namespace,
     vcluster_server,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
 SLURM_KEY_SECRET = {"name": "slurm-auth-slurm", "key": "slurm.key"}
@@ -237,8 +239,6 @@ HOST_READ_SYNCERS = ("secrets", "configMaps")
 
 def check_vcluster_values(tenant: str, values: dict[str, Any]) -> None:
     """Fail closed when the (inventory-merged) vCluster values would let the vCluster read host Secrets."""
-    from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-
     from_host = ((values.get("sync") or {}).get("fromHost") or {}) if isinstance(values.get("sync"), dict) else {}
     for kind in HOST_READ_SYNCERS:
         spec = from_host.get(kind) if isinstance(from_host, dict) else None
@@ -266,8 +266,6 @@ def _topology_conf(cluster: Cluster, sub: Any) -> tuple[str, str] | None:
     tenant's Slurm nodes), rendered as the slurm_topology module renders it."""
     if sub is None:
         return None
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
-
     plugin = cluster.topology.plugin
     if plugin not in tr.TOPOLOGY_FILE or not (sub.blocks if plugin == "block" else sub.node_group):
         return None
@@ -278,8 +276,6 @@ def topology_annotations(sub: Any, plugin: str) -> dict[str, str]:
     """Node annotation ``topology.slinky.slurm.net/spec`` values (the apply step sets them)."""
     if sub is None:
         return {}
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
-
     return tr.slinky_spec_for(sub, plugin)
 
 

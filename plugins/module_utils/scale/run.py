@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.files import replace
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet, validate
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path as lock_path_of
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
@@ -38,6 +39,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
     preflight,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.request import open_fleet_pull_request
+from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.inventory_edit import (
@@ -176,14 +178,14 @@ def _locate(inv: Path, fleet: Fleet, gitops_dir: str | os.PathLike[str] | None) 
             f"{inv} is not inside a Git work tree, so where its GitOps tree is cannot be known: "
             "pass gitops_dir (or run from a clone of the fleet repository)"
         )
-    out = Path(gitops_dir) if gitops_dir else render_tree.default_out(fleet)
+    out = Path(gitops_dir) if gitops_dir else default_out(fleet)
     return out, work_root or out.resolve().parent
 
 
 def _refuse_stale(fleet: Fleet, out: Path, root: Path, out_rel: str, cache: Path | None) -> None:
     """A stale ``gitops/`` or pool lock is refused, so the change reviewed is the scale change alone."""
     # the tree known current for these exact inputs needs no render before the change
-    if render_tree.cached_current(out, render_tree.input_digest(fleet)) is not None:
+    if render_cache.cached_current(out, render_cache.input_digest(fleet)) is not None:
         return
     stale = _stale(render_tree.render_fleet(fleet, cache), out, root)
     if stale:
@@ -259,7 +261,7 @@ def plan_scale(
     out_rel = _rel(out, root)
 
     # parsed snapshots (nodes, fabric) are cached outside the repository, as the renderer does
-    cache = render_tree.cache_dir(out)
+    cache = render_cache.cache_dir(out)
     if edit.changed:
         _refuse_stale(fleet, out, root, out_rel, cache)
     try:
