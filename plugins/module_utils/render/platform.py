@@ -3,7 +3,8 @@ Operator, csi-driver-nfs and the static Slurm-home PVs.
 
 Each returns ``{relative path: object}`` (values files and manifests) plus the child Applications.
 Values are gpufleet's settings deep-merged with the inventory's ``components.<name>.values``.
-Pitfalls handled here (reference gitops-stack.md):
+Pitfalls handled here (upstream sources: the Cilium Helm reference for ``hubble.tls.auto`` and
+``cni.exclusive``, the NVIDIA GPU Operator chart values for ``daemonsets.tolerations``):
 
 * Cilium: ``hubble.tls.auto.method: cronJob`` (the chart default ``helm`` mints new certs on every
   render, so Argo CD would never be in sync); ``cni.exclusive`` from the inventory (set it false

@@ -7,7 +7,8 @@ platform project; the tenant's Slurm cluster app is in the tenant's own project,
 tenant may do: deploy into its vCluster only, no quota/policy objects, no host destination (so no
 cluster-scoped kinds on the host).
 
-Pitfalls handled (reference slurm-on-k8s.md 1.7, gitops-stack.md 2):
+Pitfalls handled (upstream: the Slinky ``slurm`` chart values and Helm's ``lookup``, which returns
+nothing under ``helm template`` as Argo CD renders charts):
 
 * ``slurmKey``/``jwtKey``: ``create: false`` + ``secretRef`` (the chart's ``lookup`` does not run
   under Argo CD: each render would mint a new key). The Secrets are provisioned out of Git.
