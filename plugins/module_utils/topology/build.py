@@ -105,27 +105,9 @@ def build_topology(
     fabrics = ents.add_roots(tiers.tier, sw_all, hosts.host_leaves)
 
     names = name_entities(fabric, ents.members, ents.tier, ents.removed)
-    switches: dict[str, TreeSwitch] = {}
-    for eid, nm in enumerate(names):
-        if eid in ents.removed:
-            continue
-        parent = ents.parent[eid]
-        switches[nm] = TreeSwitch(
-            nm,
-            ents.tier[eid],
-            list(ents.members[eid]),
-            sorted((names[c] for c in ents.children[eid]), key=natural_key),
-            [],
-            names[parent] if parent is not None else None,
-            sorted((sw_all[m].name for m in ents.members[eid]), key=natural_key),
-        )
-    node_group: dict[str, str] = {}
-    for node, g in units.host_group.items():
-        gname = names[group_entity[g]]
-        node_group[node] = gname
-        switches[gname].nodes.append(node)
-    for sw in switches.values():
-        sw.nodes.sort(key=natural_key)
+    switches, node_group = _tree_switches(
+        ents, names, sw_all, {n: names[group_entity[g]] for n, g in units.host_group.items()}
+    )
     roots = sorted((n for n, sw in switches.items() if sw.parent is None), key=natural_key)
     leaf_groups = _depth_first(switches, roots)
     order = [n for _group, ns in leaf_groups for n in ns]
@@ -167,6 +149,31 @@ def build_topology(
         topo = topo.subset(nodes)
     topo.health["ok"] = healthy(topo.health)
     return topo
+
+
+def _tree_switches(
+    ents: _Entities, names: list[str], sw_all: dict, node_group: dict[str, str]
+) -> tuple[dict[str, TreeSwitch], dict[str, str]]:
+    """The named tree switches of the entities (removed ones left out), nodes under their leaf group."""
+    switches: dict[str, TreeSwitch] = {}
+    for eid, nm in enumerate(names):
+        if eid in ents.removed:
+            continue
+        parent = ents.parent[eid]
+        switches[nm] = TreeSwitch(
+            nm,
+            ents.tier[eid],
+            list(ents.members[eid]),
+            sorted((names[c] for c in ents.children[eid]), key=natural_key),
+            [],
+            names[parent] if parent is not None else None,
+            sorted((sw_all[m].name for m in ents.members[eid]), key=natural_key),
+        )
+    for node, gname in node_group.items():
+        switches[gname].nodes.append(node)
+    for sw in switches.values():
+        sw.nodes.sort(key=natural_key)
+    return switches, node_group
 
 
 @dataclass
