@@ -223,6 +223,15 @@ def _changed_files(
     return before, now, old_assignment, new_assignment
 
 
+def _slurm_pools(fleet: Fleet, new_fleet: Fleet, cluster: str) -> dict[str, tuple[str, str]]:
+    """Slurm pool -> (tenant/partition, tenant/NodeSet), before and after the change."""
+    return {
+        p.name: (f"{p.tenant}/{p.slurm.partition}", f"{p.tenant}/{p.name}")
+        for p in (*fleet.cluster_pools(cluster), *new_fleet.cluster_pools(cluster))
+        if p.kind == "slurm" and p.slurm is not None
+    }
+
+
 def plan_scale(
     inventory: str | os.PathLike[str],
     pool: str,
@@ -251,13 +260,8 @@ def plan_scale(
     if publish:
         git = open_repo(inv)
         root = git.root
-        pre = preflight(
-            git,
-            remote or fleet.gitops.remote,
-            base or fleet.gitops.revision,
-            [_rel(inv, root), _rel(out, root)],
-            allow_branch=branch,
-        )
+        paths = [_rel(inv, root), _rel(out, root)]
+        pre = preflight(git, remote or fleet.gitops.remote, base or fleet.gitops.revision, paths, allow_branch=branch)
     out_rel = _rel(out, root)
 
     # parsed snapshots (nodes, fabric) are cached outside the repository, as the renderer does
@@ -291,11 +295,7 @@ def plan_scale(
         files_after=files_after,
         inventory_file=inv_file_rel,
         inventory_line=edit.line,
-        slurm_pools={
-            p.name: (f"{p.tenant}/{p.slurm.partition}", f"{p.tenant}/{p.name}")
-            for p in (*fleet.cluster_pools(cluster), *new_fleet.cluster_pools(cluster))
-            if p.kind == "slurm" and p.slurm is not None
-        },
+        slurm_pools=_slurm_pools(fleet, new_fleet, cluster),
         lock_file=_rel(lock, root),
     )
     result = ScaleResult(
@@ -338,8 +338,16 @@ def publish_scale(
     if not open_pr:
         return
     opened = open_fleet_pull_request(
-        change.fleet, branch, pre.base, f"Scale {plan.pool} to {edit.size} {edit.unit}", plan.markdown(),
-        remote=pre.remote, commit=push.commit, token=token, forge_api_url=forge_api_url, error=ScaleError,
+        change.fleet,
+        branch,
+        pre.base,
+        f"Scale {plan.pool} to {edit.size} {edit.unit}",
+        plan.markdown(),
+        remote=pre.remote,
+        commit=push.commit,
+        token=token,
+        forge_api_url=forge_api_url,
+        error=ScaleError,
     )
     result.pull_request = opened.request.as_dict()
     result.changed = result.changed or opened.request.created
