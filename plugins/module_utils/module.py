@@ -8,7 +8,7 @@ skeleton"): the core stays importable and testable without Ansible, and the modu
   module's task: a :class:`GpufleetError` or an ``OSError`` becomes ``fail_json`` with its message,
   ``warnings`` in the result become Ansible warnings.
 - The option specs several modules share are defined once here, next to their doc fragments in
-  ``plugins/doc_fragments/`` (``inventory``, ``gitops``, ``kube``, ``publish``).
+  ``plugins/doc_fragments/`` (``common.inventory``, ``common.gitops``, ``common.kube``, ``publish``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,17 @@ def gitops_spec(aliases: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
     return {"gitops_dir": spec}
 
 
+def fabric_spec() -> dict[str, dict[str, Any]]:
+    """Where slurm_topology and fabric_facts read the fabric besides ibnetdiscover, and which nodes."""
+    return {
+        "fabric": {"type": "path"},
+        "nodes_snapshot": {"type": "path"},
+        "nodes": {"type": "list", "elements": "str"},
+        "node_map": {"type": "dict"},
+        "exclude": {"type": "list", "elements": "str"},
+    }
+
+
 def kube_spec() -> dict[str, dict[str, Any]]:
     """``kubeconfig`` and ``context`` (doc fragment ``gpufleet.core.kube``), for ``kubeclient.api_client``."""
     return {"kubeconfig": {"type": "path"}, "context": {"type": "str"}}
@@ -60,6 +71,17 @@ def publish_spec() -> dict[str, dict[str, Any]]:
         "forge_api_url": {"type": "str"},
         "forge_token": {"type": "str", "no_log": True},
         "open_pull_request": {"type": "bool", "default": True},
+    }
+
+
+def publish_args(params: dict[str, Any]) -> dict[str, Any]:
+    """The publish options as the core's keyword arguments (``publish.request.open_fleet_pull_request``)."""
+    return {
+        "remote": params["remote"],
+        "base": params["base"],
+        "token": params["forge_token"],
+        "forge_api_url": params["forge_api_url"],
+        "open_pr": params["open_pull_request"],
     }
 
 

@@ -27,7 +27,7 @@ author:
 requirements:
   - kubernetes (Python client)
 extends_documentation_fragment:
-  - gpufleet.core.kube
+  - gpufleet.core.common.kube
 options:
   namespace:
     description: Namespace the Applications live in (where Argo CD runs).

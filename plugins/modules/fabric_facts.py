@@ -109,21 +109,17 @@ dest:
   type: str
 """
 
-from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule
+from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule, fabric_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import run_fabric_facts
 
 ARGUMENT_SPEC = {
     "src": {"type": "path"},
-    "fabric": {"type": "path"},
-    "nodes_snapshot": {"type": "path"},
+    **fabric_spec(),
     "discover": {"type": "bool", "default": True},
     "ibnetdiscover_path": {"type": "str", "default": "ibnetdiscover"},
     "ports": {"type": "bool", "default": False},
     "hcas": {"type": "list", "elements": "str", "default": []},
     "extra_args": {"type": "list", "elements": "str", "default": []},
-    "nodes": {"type": "list", "elements": "str"},
-    "node_map": {"type": "dict"},
-    "exclude": {"type": "list", "elements": "str"},
     "dest": {"type": "path"},
 }
 

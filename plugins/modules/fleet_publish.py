@@ -28,8 +28,8 @@ requirements:
   - PyYAML
   - git (command line) on the controller
 extends_documentation_fragment:
-  - gpufleet.core.gitops
-  - gpufleet.core.inventory
+  - gpufleet.core.common.gitops
+  - gpufleet.core.common.inventory
   - gpufleet.core.publish
 options:
   branch:
@@ -108,17 +108,13 @@ from ansible_collections.gpufleet.core.plugins.module_utils.module import (
     GpufleetModule,
     gitops_spec,
     inventory_spec,
+    publish_args,
     publish_spec,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.tree import publish_tree
 
-ARGUMENT_SPEC = {
-    **inventory_spec(),
-    **gitops_spec(),
-    "branch": {"type": "str"},
-    "title": {"type": "str"},
-    **publish_spec(),
-}
+OPTIONS = {"branch": {"type": "str"}, "title": {"type": "str"}}
+ARGUMENT_SPEC = {**inventory_spec(), **gitops_spec(), **OPTIONS, **publish_spec()}
 
 
 def publish(module: GpufleetModule) -> dict:
@@ -128,12 +124,8 @@ def publish(module: GpufleetModule) -> dict:
         gitops_dir=p["gitops_dir"],
         branch=p["branch"],
         title=p["title"],
-        remote=p["remote"],
-        base=p["base"],
-        token=p["forge_token"],
-        forge_api_url=p["forge_api_url"],
-        open_pr=p["open_pull_request"],
         check=module.check_mode,
+        **publish_args(p),
     )
     return res.as_dict()
 

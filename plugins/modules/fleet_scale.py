@@ -35,8 +35,8 @@ requirements:
   - ruamel.yaml
   - git (command line) on the controller when O(publish=true)
 extends_documentation_fragment:
-  - gpufleet.core.gitops
-  - gpufleet.core.inventory
+  - gpufleet.core.common.gitops
+  - gpufleet.core.common.inventory
   - gpufleet.core.publish
 options:
   pool:
@@ -150,6 +150,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.module import (
     GpufleetModule,
     gitops_spec,
     inventory_spec,
+    publish_args,
     publish_spec,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.run import scale
@@ -175,11 +176,7 @@ def scale_pool(module: GpufleetModule) -> dict:
         check=module.check_mode,
         publish=p["publish"],
         gitops_dir=p["gitops_dir"],
-        remote=p["remote"],
-        base=p["base"],
-        token=p["forge_token"],
-        forge_api_url=p["forge_api_url"],
-        open_pr=p["open_pull_request"],
+        **publish_args(p),
     )
     out = res.as_dict()
     if module.diff_mode:

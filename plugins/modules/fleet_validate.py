@@ -22,7 +22,7 @@ requirements:
   - jsonschema
   - PyYAML
 extends_documentation_fragment:
-  - gpufleet.core.inventory
+  - gpufleet.core.common.inventory
 attributes:
   check_mode:
     support: full

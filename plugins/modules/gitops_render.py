@@ -27,8 +27,8 @@ requirements:
   - jsonschema
   - PyYAML
 extends_documentation_fragment:
-  - gpufleet.core.gitops
-  - gpufleet.core.inventory
+  - gpufleet.core.common.gitops
+  - gpufleet.core.common.inventory
 options:
   gitops_dir:
     aliases: [dest]

@@ -24,7 +24,7 @@ author:
 requirements:
   - kubernetes (Python client)
 extends_documentation_fragment:
-  - gpufleet.core.kube
+  - gpufleet.core.common.kube
 options:
   operation:
     description: What to do.

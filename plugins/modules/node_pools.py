@@ -34,7 +34,7 @@ requirements:
   - PyYAML
   - jsonschema
 extends_documentation_fragment:
-  - gpufleet.core.kube
+  - gpufleet.core.common.kube
 options:
   inventory_dir:
     aliases: [inventory]

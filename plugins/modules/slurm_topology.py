@@ -153,18 +153,14 @@ slinky_spec:
   type: dict
 """
 
-from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule
+from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule, fabric_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import run_slurm_topology
 
 ARGUMENT_SPEC = {
     "ibnetdiscover": {"type": "list", "elements": "path"},
-    "fabric": {"type": "path"},
-    "nodes_snapshot": {"type": "path"},
+    **fabric_spec(),
     "fabric_kind": {"type": "str", "default": "auto", "choices": ["auto", "ibnetdiscover", "ibnetdiscover-ports"]},
     "format": {"type": "str", "default": "tree", "choices": ["tree", "block", "yaml"]},
-    "nodes": {"type": "list", "elements": "str"},
-    "node_map": {"type": "dict"},
-    "exclude": {"type": "list", "elements": "str"},
     "block_sizes": {"type": "list", "elements": "int"},
     "topologies": {"type": "list", "elements": "dict"},
     "use_cliques": {"type": "bool", "default": True},

@@ -14,6 +14,12 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 
 
+def inventory_root(inventory: str | os.PathLike[str]) -> Path:
+    """The inventory folder, also when its ``hosts.yml`` is given."""
+    inv = Path(inventory)
+    return inv.parent if inv.is_file() else inv
+
+
 def default_out(fleet: Fleet) -> Path:
     """``gitops.path`` under the Git work tree holding the inventory (else the current directory)."""
     d = fleet.inventory_dir.resolve()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
-from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out
+from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out, inventory_root
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.moves import node_moves, pool_counts
@@ -109,9 +109,7 @@ def publish_tree(
     open_pr: bool = True,
     check: bool = False,
 ) -> TreePublish:
-    inv = Path(inventory)
-    if inv.is_file():
-        inv = inv.parent
+    inv = inventory_root(inventory)
     fleet = load_fleet(inv)
     out = Path(gitops_dir) if gitops_dir else default_out(fleet)
     git = open_repo(inv)

@@ -27,7 +27,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.files import replace
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
-from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out
+from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out, inventory_root
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet, validate
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path as lock_path_of
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
@@ -245,9 +245,7 @@ def plan_scale(
     check: bool = False,
 ) -> ScaleChange:
     """Steps 1-5: load, preflight, plan the edit, render before/after, build the plan. Writes nothing."""
-    inv = Path(inventory)
-    if inv.is_file():
-        inv = inv.parent
+    inv = inventory_root(inventory)
     fleet = load_fleet(inv)
     if pool not in fleet.pools:
         raise ScaleError(f"unknown pool {pool!r} (known: {', '.join(sorted(fleet.pools))})")
