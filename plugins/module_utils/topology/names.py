@@ -129,7 +129,6 @@ def exclude_matcher(exclude: Iterable[str] | str | None) -> Callable[[str], bool
     return lambda s: bool(s) and rx.match(s) is not None
 
 
-
 def common_prefix_name(names: list[str]) -> str | None:
     if len(names) < 2:
         return None
