@@ -62,9 +62,11 @@ def main() -> int:
     use_checkout()
     from render_fixtures import make_big_inventory
 
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import load_nodes
     from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
     from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
     from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import read_lock
+    from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as rc
     from ansible_collections.gpufleet.core.plugins.module_utils.render import inputs as ri
     from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as rt
 
@@ -104,7 +106,7 @@ def main() -> int:
                 )
             )
 
-        cache = rt.cache_dir(out)
+        cache = rc.cache_dir(out)
         pools = inv / "group_vars" / "all" / "pools.yml"
 
         def scale(n: int) -> None:  # shrink the n-th Slurm pool of 56 nodes by 8 nodes
@@ -158,12 +160,12 @@ def main() -> int:
         print()
         fleet_t, fleet = timed(load_fleet, inv)
         c = fleet.clusters["gpu-east"]
-        nodes_t, nodes = timed(ri.load_nodes, c.nodes_snapshot)
+        nodes_t, nodes = timed(load_nodes, c.nodes_snapshot)
         topo_t, topo = timed(ri.load_topology, c, nodes)
         lock = read_lock(c.snapshot_dir / "pools.lock.yaml", c.name)
         assign_t, _ = timed(assign, fleet, c.name, nodes, dict(topo.node_group) if topo else {}, lock)
         render_t, result = timed(rt.render_fleet, fleet)
-        digest_t, _ = timed(rt.input_digest, fleet)
+        digest_t, _ = timed(rc.input_digest, fleet)
         print("stage | seconds")
         print("---|---")
         for label, t in (

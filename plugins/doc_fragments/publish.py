@@ -5,7 +5,10 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """Options of the modules that push a branch and open a pull/merge request."""
+    """Options of the modules that push a branch and open a pull/merge request.
+
+    The argument spec is in plugins/module_utils/module.py.
+    """
 
     DOCUMENTATION = r"""
 options:

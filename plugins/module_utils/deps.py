@@ -46,3 +46,8 @@ class _Missing:
 def missing(module: str, package: str) -> Any:
     """A stand-in for ``module`` whose every use raises :class:`MissingLibraryError`."""
     return _Missing(module, package)
+
+
+def available(module: Any) -> bool:
+    """Whether ``module`` is the library itself and not the :func:`missing` stand-in."""
+    return not isinstance(module, _Missing)

@@ -122,19 +122,8 @@ summary:
     labels: {argocd.argoproj.io/secret-type: cluster, gpufleet.io/tenant: research}
 """
 
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-
-try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.argocd.cluster_secret import cluster_secret, describe
-except ImportError:
-    cluster_secret = describe = None
-    IMPORT_ERROR = traceback.format_exc()
-else:
-    IMPORT_ERROR = None
+from ansible_collections.gpufleet.core.plugins.module_utils.argocd.cluster_secret import cluster_secret, describe
+from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule
 
 ARGUMENT_SPEC = {
     "vcluster_secret_data": {"type": "dict", "required": True, "no_log": True},
@@ -150,17 +139,14 @@ ARGUMENT_SPEC = {
 }
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    if cluster_secret is None:
-        module.fail_json(msg=missing_required_lib("PyYAML"), exception=IMPORT_ERROR)
+def build(module: GpufleetModule) -> dict:
     params = dict(module.params)
-    data = params.pop("vcluster_secret_data")
-    try:
-        secret = cluster_secret(data, **params)
-    except GpufleetError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, secret=secret, summary=describe(secret))
+    secret = cluster_secret(params.pop("vcluster_secret_data"), **params)
+    return {"changed": False, "secret": secret, "summary": describe(secret)}
+
+
+def main() -> None:
+    GpufleetModule(ARGUMENT_SPEC, requirements=("yaml",)).run(build)
 
 
 if __name__ == "__main__":

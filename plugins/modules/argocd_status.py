@@ -26,6 +26,8 @@ author:
   - gpufleet maintainers (@gpufleet)
 requirements:
   - kubernetes (Python client)
+extends_documentation_fragment:
+  - gpufleet.core.common.kube
 options:
   namespace:
     description: Namespace the Applications live in (where Argo CD runs).
@@ -61,14 +63,6 @@ options:
         app with its state and reason. With C(false), the state is only reported.
     type: bool
     default: true
-  kubeconfig:
-    description:
-      - Path to the kubeconfig of the cluster Argo CD runs in.
-      - Without it and O(context), the client's default (C(KUBECONFIG), C(~/.kube/config)) or the in-cluster config.
-    type: path
-  context:
-    description: Kubeconfig context to use; default the current one.
-    type: str
 attributes:
   check_mode:
     support: full
@@ -161,20 +155,8 @@ waited:
   type: float
 """
 
-import importlib.util
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.argocd import kube, status, watch
-except ImportError:
-    kube = status = watch = None
-    IMPORT_ERROR = traceback.format_exc()
-else:
-    IMPORT_ERROR = None
-
-K8S_ERROR = None if importlib.util.find_spec("kubernetes") else "No module named 'kubernetes'"
+from ansible_collections.gpufleet.core.plugins.module_utils.argocd import kube, status, watch
+from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule, kube_spec
 
 ARGUMENT_SPEC = {
     "namespace": {"type": "str", "default": "argocd"},
@@ -185,8 +167,7 @@ ARGUMENT_SPEC = {
     "wait_timeout": {"type": "int", "default": 600},
     "wait_interval": {"type": "float", "default": 5},
     "fail_on_not_ready": {"type": "bool", "default": True},
-    "kubeconfig": {"type": "path"},
-    "context": {"type": "str"},
+    **kube_spec(),
 }
 
 
@@ -199,7 +180,10 @@ def fetcher(params):
     return lambda: status.select(kube.list_applications(api, ns, selector), params["names"] or (), ns)
 
 
-def run(module, params):
+def report(module: GpufleetModule) -> dict:
+    params = module.params
+    if params["wait_timeout"] < 0 or params["wait_interval"] <= 0:
+        module.fail_json(msg="wait_timeout must be >= 0 and wait_interval > 0")
     fetch = fetcher(params)
     if params["wait"]:
         res = watch.wait_ready(fetch, timeout=params["wait_timeout"], interval=params["wait_interval"])
@@ -228,22 +212,13 @@ def run(module, params):
     return result
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=ARGUMENT_SPEC,
-        supports_check_mode=True,
+def main() -> None:
+    module = GpufleetModule(
+        ARGUMENT_SPEC,
+        requirements=("kubernetes",),
         mutually_exclusive=[("root", "names"), ("root", "label_selector")],
     )
-    if status is None:
-        module.fail_json(msg="cannot import the gpufleet core", exception=IMPORT_ERROR)
-    if K8S_ERROR is not None:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_ERROR)
-    if module.params["wait_timeout"] < 0 or module.params["wait_interval"] <= 0:
-        module.fail_json(msg="wait_timeout must be >= 0 and wait_interval > 0")
-    try:
-        module.exit_json(**run(module, module.params))
-    except status.StatusError as exc:
-        module.fail_json(msg=str(exc))
+    module.run(report)
 
 
 if __name__ == "__main__":

@@ -109,55 +109,52 @@ dest:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule, fabric_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import run_fabric_facts
 
+ARGUMENT_SPEC = {
+    "src": {"type": "path"},
+    **fabric_spec(),
+    "discover": {"type": "bool", "default": True},
+    "ibnetdiscover_path": {"type": "str", "default": "ibnetdiscover"},
+    "ports": {"type": "bool", "default": False},
+    "hcas": {"type": "list", "elements": "str", "default": []},
+    "extra_args": {"type": "list", "elements": "str", "default": []},
+    "dest": {"type": "path"},
+}
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "src": {"type": "path"},
-            "fabric": {"type": "path"},
-            "nodes_snapshot": {"type": "path"},
-            "discover": {"type": "bool", "default": True},
-            "ibnetdiscover_path": {"type": "str", "default": "ibnetdiscover"},
-            "ports": {"type": "bool", "default": False},
-            "hcas": {"type": "list", "elements": "str", "default": []},
-            "extra_args": {"type": "list", "elements": "str", "default": []},
-            "nodes": {"type": "list", "elements": "str"},
-            "node_map": {"type": "dict"},
-            "exclude": {"type": "list", "elements": "str"},
-            "dest": {"type": "path"},
-        },
-        mutually_exclusive=[("src", "fabric")],
-        supports_check_mode=True,
-    )
+
+def discover(module: GpufleetModule, p: dict) -> str:
+    """Run ibnetdiscover once per HCA port (once on the default port without hcas); the outputs joined."""
+    binary = module.get_bin_path(p["ibnetdiscover_path"], required=True)
+    outputs = []
+    for hca in p["hcas"] or [None]:
+        where = []
+        if hca:
+            dev, _sep, port = hca.partition(":")
+            where = ["-C", dev, *(["-P", port] if port else [])]
+        cmd = [binary, *(["-p"] if p["ports"] else []), *where, *p["extra_args"]]
+        rc, out, err = module.run_command(cmd)
+        if rc != 0:
+            module.fail_json(msg=f"{' '.join(cmd)} failed (rc={rc}): {err.strip()}", rc=rc)
+        outputs.append(out if out.endswith("\n") or not out else out + "\n")
+    return "".join(outputs)
+
+
+def facts(module: GpufleetModule) -> dict:
     p = dict(module.params)
     text = None
     if p["src"]:
         p["ibnetdiscover"] = [p["src"]]
     elif not p["fabric"] and p["discover"]:
-        binary = module.get_bin_path(p["ibnetdiscover_path"], required=True)
-        outputs = []
-        for hca in p["hcas"] or [None]:
-            where = []
-            if hca:
-                dev, _sep, port = hca.partition(":")
-                where = ["-C", dev, *(["-P", port] if port else [])]
-            cmd = [binary, *(["-p"] if p["ports"] else []), *where, *p["extra_args"]]
-            rc, out, err = module.run_command(cmd)
-            if rc != 0:
-                module.fail_json(msg=f"{' '.join(cmd)} failed (rc={rc}): {err.strip()}", rc=rc)
-            outputs.append(out if out.endswith("\n") or not out else out + "\n")
-        text = "".join(outputs)
+        text = discover(module, p)
         p["fabric_kind"] = "ibnetdiscover-ports" if p["ports"] else "ibnetdiscover"
-    try:
-        result = run_fabric_facts(p, text, check_mode=module.check_mode, diff_mode=module._diff)
-    except FabricError as e:
-        module.fail_json(msg=str(e))
-    module.exit_json(**result)
+    return run_fabric_facts(p, text, check_mode=module.check_mode, diff_mode=module.diff_mode)
+
+
+def main() -> None:
+    # no requirements: PyYAML, only for YAML inputs, fails on use with MissingLibraryError (deps.py)
+    GpufleetModule(ARGUMENT_SPEC, mutually_exclusive=[("src", "fabric")]).run(facts)
 
 
 if __name__ == "__main__":

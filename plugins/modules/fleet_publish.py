@@ -28,17 +28,10 @@ requirements:
   - PyYAML
   - git (command line) on the controller
 extends_documentation_fragment:
+  - gpufleet.core.common.gitops
+  - gpufleet.core.common.inventory
   - gpufleet.core.publish
 options:
-  inventory_dir:
-    description: The inventory directory (the folder holding C(hosts.yml) and C(group_vars/)), or its C(hosts.yml).
-    type: path
-    required: true
-  gitops_dir:
-    description:
-      - Root of the GitOps tree. Default is C(gpufleet_fleet.gitops.path) under the Git work tree that
-        holds the inventory.
-    type: path
   branch:
     description: Branch to publish on. Default is C(gpufleet/render-<hash>).
     type: str
@@ -111,50 +104,34 @@ messages:
   elements: str
 """
 
-import traceback
+from ansible_collections.gpufleet.core.plugins.module_utils.module import (
+    GpufleetModule,
+    gitops_spec,
+    inventory_spec,
+    publish_args,
+    publish_spec,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.tree import publish_tree
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.publish.spec import publish_argument_spec
-
-try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.publish.tree import publish_tree
-except ImportError:
-    publish_tree = None
-    IMPORT_ERROR = traceback.format_exc()
-else:
-    IMPORT_ERROR = None
+OPTIONS = {"branch": {"type": "str"}, "title": {"type": "str"}}
+ARGUMENT_SPEC = {**inventory_spec(), **gitops_spec(), **OPTIONS, **publish_spec()}
 
 
-def main():
-    spec = {
-        "inventory_dir": {"type": "path", "required": True},
-        "gitops_dir": {"type": "path"},
-        "branch": {"type": "str"},
-        "title": {"type": "str"},
-        **publish_argument_spec(),
-    }
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    if publish_tree is None:
-        module.fail_json(msg=missing_required_lib("jsonschema and PyYAML"), exception=IMPORT_ERROR)
+def publish(module: GpufleetModule) -> dict:
     p = module.params
-    try:
-        res = publish_tree(
-            p["inventory_dir"],
-            gitops_dir=p["gitops_dir"],
-            branch=p["branch"],
-            title=p["title"],
-            remote=p["remote"],
-            base=p["base"],
-            token=p["forge_token"],
-            forge_api_url=p["forge_api_url"],
-            open_pr=p["open_pull_request"],
-            check=module.check_mode,
-        )
-    except (GpufleetError, OSError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**res.as_dict())
+    res = publish_tree(
+        p["inventory_dir"],
+        gitops_dir=p["gitops_dir"],
+        branch=p["branch"],
+        title=p["title"],
+        check=module.check_mode,
+        **publish_args(p),
+    )
+    return res.as_dict()
+
+
+def main() -> None:
+    GpufleetModule(ARGUMENT_SPEC, requirements=("yaml", "jsonschema")).run(publish)
 
 
 if __name__ == "__main__":

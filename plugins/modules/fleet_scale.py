@@ -35,13 +35,10 @@ requirements:
   - ruamel.yaml
   - git (command line) on the controller when O(publish=true)
 extends_documentation_fragment:
+  - gpufleet.core.common.gitops
+  - gpufleet.core.common.inventory
   - gpufleet.core.publish
 options:
-  inventory_dir:
-    description:
-      - The inventory directory (the folder holding C(hosts.yml) and C(group_vars/)), or its C(hosts.yml).
-    type: path
-    required: true
   pool:
     description: Name of the pool to scale (as in C(gpufleet_pools)).
     type: str
@@ -58,11 +55,6 @@ options:
         pool's size key too (C(nodes:) <-> C(gpus:)).
     type: str
     choices: [nodes, gpus]
-  gitops_dir:
-    description:
-      - Root of the GitOps tree. Default is C(gpufleet_fleet.gitops.path) under the Git work tree that
-        holds the inventory.
-    type: path
   publish:
     description: Commit on a branch, push and open the pull/merge request.
     type: bool
@@ -154,57 +146,46 @@ messages:
   elements: str
 """
 
-import traceback
+from ansible_collections.gpufleet.core.plugins.module_utils.module import (
+    GpufleetModule,
+    gitops_spec,
+    inventory_spec,
+    publish_args,
+    publish_spec,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.run import scale
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.publish.spec import publish_argument_spec
-
-try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.scale.run import scale
-except ImportError:
-    scale = None
-    IMPORT_ERROR = traceback.format_exc()
-else:
-    IMPORT_ERROR = None
+ARGUMENT_SPEC = {
+    **inventory_spec(),
+    "pool": {"type": "str", "required": True},
+    "size": {"type": "int", "required": True},
+    "size_unit": {"type": "str", "choices": ["nodes", "gpus"]},
+    **gitops_spec(),
+    "publish": {"type": "bool", "default": False},
+    **publish_spec(),
+}
 
 
-def main():
-    spec = {
-        "inventory_dir": {"type": "path", "required": True},
-        "pool": {"type": "str", "required": True},
-        "size": {"type": "int", "required": True},
-        "size_unit": {"type": "str", "choices": ["nodes", "gpus"]},
-        "gitops_dir": {"type": "path"},
-        "publish": {"type": "bool", "default": False},
-        **publish_argument_spec(),
-    }
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    if scale is None:
-        module.fail_json(msg=missing_required_lib("jsonschema, PyYAML and ruamel.yaml"), exception=IMPORT_ERROR)
+def scale_pool(module: GpufleetModule) -> dict:
     p = module.params
-    try:
-        res = scale(
-            p["inventory_dir"],
-            p["pool"],
-            p["size"],
-            p["size_unit"],
-            check=module.check_mode,
-            publish=p["publish"],
-            gitops_dir=p["gitops_dir"],
-            remote=p["remote"],
-            base=p["base"],
-            token=p["forge_token"],
-            forge_api_url=p["forge_api_url"],
-            open_pr=p["open_pull_request"],
-        )
-    except (GpufleetError, OSError) as exc:
-        module.fail_json(msg=str(exc))
+    res = scale(
+        p["inventory_dir"],
+        p["pool"],
+        p["size"],
+        p["size_unit"],
+        check=module.check_mode,
+        publish=p["publish"],
+        gitops_dir=p["gitops_dir"],
+        **publish_args(p),
+    )
     out = res.as_dict()
-    if module._diff:
+    if module.diff_mode:
         out["diff"] = res.diffs()
-    module.exit_json(**out)
+    return out
+
+
+def main() -> None:
+    GpufleetModule(ARGUMENT_SPEC, requirements=("yaml", "jsonschema", "ruamel.yaml")).run(scale_pool)
 
 
 if __name__ == "__main__":

@@ -21,13 +21,8 @@ author:
 requirements:
   - jsonschema
   - PyYAML
-options:
-  inventory_dir:
-    description:
-      - The inventory directory (the folder holding C(hosts.yml) and C(group_vars/)), or its
-        C(hosts.yml) file.
-    type: path
-    required: true
+extends_documentation_fragment:
+  - gpufleet.core.common.inventory
 attributes:
   check_mode:
     support: full
@@ -68,31 +63,18 @@ fleet:
     summary: {clusters: 1, tenants: 3, pools: 6}
 """
 
-import traceback
+from ansible_collections.gpufleet.core.plugins.module_utils.model.facts import fleet_facts
+from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule, inventory_spec
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-
-try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.model.facts import fleet_facts
-except ImportError:
-    fleet_facts = None
-    IMPORT_ERROR = traceback.format_exc()
-else:
-    IMPORT_ERROR = None
+ARGUMENT_SPEC = inventory_spec()
 
 
-def main():
-    spec = {"inventory_dir": {"type": "path", "required": True}}
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    if fleet_facts is None:
-        module.fail_json(msg=missing_required_lib("jsonschema and PyYAML"), exception=IMPORT_ERROR)
-    try:
-        fleet = fleet_facts(module.params["inventory_dir"])
-    except GpufleetError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, fleet=fleet)
+def validate(module: GpufleetModule) -> dict:
+    return {"changed": False, "fleet": fleet_facts(module.params["inventory_dir"])}
+
+
+def main() -> None:
+    GpufleetModule(ARGUMENT_SPEC, requirements=("yaml", "jsonschema")).run(validate)
 
 
 if __name__ == "__main__":

@@ -26,16 +26,14 @@ author:
 requirements:
   - jsonschema
   - PyYAML
+extends_documentation_fragment:
+  - gpufleet.core.common.gitops
+  - gpufleet.core.common.inventory
 options:
-  inventory_dir:
-    description:
-      - The inventory directory (the folder holding C(hosts.yml) and C(group_vars/)), or its C(hosts.yml).
-    type: path
-    required: true
   gitops_dir:
     aliases: [dest]
     description:
-      - Root of the GitOps tree to write.
+      - Root of the GitOps tree to write (the directory holding C(clusters/)).
       - Default is C(gpufleet_fleet.gitops.path) under the Git work tree that holds the inventory.
     type: path
 attributes:
@@ -107,34 +105,21 @@ summary:
   sample: {gpu-east: {nodes: 66, tenants: 3, pools: {pretrain: 32, system: 2}}}
 """
 
-import traceback
+from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule, gitops_spec, inventory_spec
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import run
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-
-try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import run
-except ImportError:
-    run = None
-    IMPORT_ERROR = traceback.format_exc()
-else:
-    IMPORT_ERROR = None
+ARGUMENT_SPEC = {**inventory_spec(), **gitops_spec(aliases=["dest"])}
 
 
-def main():
-    spec = {"inventory_dir": {"type": "path", "required": True}, "gitops_dir": {"type": "path", "aliases": ["dest"]}}
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    if run is None:
-        module.fail_json(msg=missing_required_lib("jsonschema and PyYAML"), exception=IMPORT_ERROR)
-    try:
-        result = run(module.params["inventory_dir"], module.params["gitops_dir"], module.check_mode, module._diff)
-    except (GpufleetError, OSError) as exc:
-        module.fail_json(msg=str(exc))
-    for cluster in result.get("summary", {}).values():
-        for warning in cluster.get("warnings", []):
-            module.warn(warning)
-    module.exit_json(**result)
+def render(module: GpufleetModule) -> dict:
+    p = module.params
+    result = run(p["inventory_dir"], p["gitops_dir"], module.check_mode, module.diff_mode)
+    result["warnings"] = [w for cluster in result.get("summary", {}).values() for w in cluster.get("warnings", [])]
+    return result
+
+
+def main() -> None:
+    GpufleetModule(ARGUMENT_SPEC, requirements=("yaml", "jsonschema")).run(render)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ author:
   - gpufleet maintainers (@gpufleet)
 requirements:
   - kubernetes (Python client)
+extends_documentation_fragment:
+  - gpufleet.core.common.kube
 options:
   operation:
     description: What to do.
@@ -38,12 +40,6 @@ options:
     description:
       - Why the nodes are quarantined (1-200 characters, letters, digits, space and C(-_.,:;()/=)).
       - Required with O(operation=quarantine).
-    type: str
-  kubeconfig:
-    description: Kubeconfig file of the host cluster; in-cluster or default config when omitted.
-    type: path
-  context:
-    description: Kubeconfig context.
     type: str
 attributes:
   check_mode:
@@ -93,52 +89,38 @@ quarantined:
   sample: [gpu-h100-017]
 """
 
-import importlib.util
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-
-try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools.apply import core_api
-except ImportError:
-    quarantine = None
-    IMPORT_ERROR = traceback.format_exc()
-else:
-    IMPORT_ERROR = None
-
-K8S_ERROR = None if importlib.util.find_spec("kubernetes") else "No module named 'kubernetes'"
+from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
+from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule, kube_spec
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.apply import core_api
 
 ARGUMENT_SPEC = {
     "operation": {"type": "str", "choices": ["list", "quarantine", "resume"], "default": "list"},
     "nodes": {"type": "list", "elements": "str", "default": []},
     "reason": {"type": "str"},
-    "kubeconfig": {"type": "path"},
-    "context": {"type": "str"},
+    **kube_spec(),
 }
 
 
-def run(module, params):
-    api = core_api(params["kubeconfig"], params["context"])
+def health(module: GpufleetModule) -> dict:
+    params = module.params
     op = params["operation"]
+    if op != "list" and not params["nodes"]:
+        module.fail_json(msg=f"operation={op} needs nodes")
+    reason = params["reason"] or ""
+    if op == "quarantine":
+        quarantine.check_reason(reason)
+    api = core_api(params["kubeconfig"], params["context"])
     if op == "list":
         nodes = [h.as_dict() for h in quarantine.list_health(api)]
         return {"changed": False, "nodes": nodes, "quarantined": [n["node"] for n in nodes if n["quarantined"]]}
-    if not params["nodes"]:
-        module.fail_json(msg=f"operation={op} needs nodes")
-    reason = params["reason"] or ""
     state = {"quarantine": "quarantined", "resume": "resumed"}[op]
-    if state == "quarantined":
-        quarantine.check_reason(reason)
     results = [quarantine.apply(api, n, state, reason, check=module.check_mode) for n in sorted(set(params["nodes"]))]
     out = {
         "changed": any(r["changed"] for r in results),
         "nodes": [r["after"] for r in results],
         "quarantined": [r["node"] for r in results if r["after"]["quarantined"]],
     }
-    if module._diff:
+    if module.diff_mode:
         out["diff"] = [
             {"before_header": r["node"], "after_header": r["node"], "before": r["before"], "after": r["after"]}
             for r in results
@@ -147,20 +129,13 @@ def run(module, params):
     return out
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=ARGUMENT_SPEC,
-        supports_check_mode=True,
+def main() -> None:
+    module = GpufleetModule(
+        ARGUMENT_SPEC,
+        requirements=("kubernetes",),
         required_if=[("operation", "quarantine", ("reason",))],
     )
-    if quarantine is None:
-        module.fail_json(msg=missing_required_lib("PyYAML and jsonschema"), exception=IMPORT_ERROR)
-    if K8S_ERROR is not None:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_ERROR)
-    try:
-        module.exit_json(**run(module, module.params))
-    except GpufleetError as exc:
-        module.fail_json(msg=str(exc))
+    module.run(health)
 
 
 if __name__ == "__main__":

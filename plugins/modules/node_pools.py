@@ -33,6 +33,8 @@ requirements:
   - kubernetes (Python client)
   - PyYAML
   - jsonschema
+extends_documentation_fragment:
+  - gpufleet.core.common.kube
 options:
   inventory_dir:
     aliases: [inventory]
@@ -57,14 +59,6 @@ options:
         the inventory (where the renderer writes by default). With O(assignment), annotations are
         managed only when this and O(cluster) are given.
     type: path
-  kubeconfig:
-    description:
-      - Path to a kubeconfig file.
-      - Without it and O(context), the client's default (C(KUBECONFIG), C(~/.kube/config)) or the in-cluster config.
-    type: path
-  context:
-    description: Kubeconfig context to use.
-    type: str
 attributes:
   check_mode:
     support: full
@@ -152,34 +146,25 @@ annotations:
     msg: "node annotations not managed: gitops_dir /repo/gitops does not exist (render first)"
 """
 
-import importlib.util
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-
-try:
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply as pool_apply
-except ImportError:
-    pool_apply = None
-    IMPORT_ERROR = traceback.format_exc()
-else:
-    IMPORT_ERROR = None
-
-K8S_ERROR = None if importlib.util.find_spec("kubernetes") else "No module named 'kubernetes'"
+from ansible_collections.gpufleet.core.plugins.module_utils.module import (
+    GpufleetModule,
+    gitops_spec,
+    inventory_spec,
+    kube_spec,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply as pool_apply
 
 ARGUMENT_SPEC = {
-    "inventory_dir": {"type": "path", "aliases": ["inventory"]},
+    **inventory_spec(required=False, aliases=["inventory"]),
     "cluster": {"type": "str"},
     "assignment": {"type": "dict"},
-    "gitops_dir": {"type": "path"},
-    "kubeconfig": {"type": "path"},
-    "context": {"type": "str"},
+    **gitops_spec(),
+    **kube_spec(),
 }
 
 
-def run(module, params):
+def fence(module: GpufleetModule) -> dict:
+    params = module.params
     result = {"changed": False, "changes": [], "missing": [], "nodes": 0}
     gitops_dir = params["gitops_dir"]
     if params["assignment"] is not None:
@@ -202,29 +187,22 @@ def run(module, params):
     result["nodes"] = len(nodes)
     result["changed"] = bool(changes)
     result["changes"] = [{"node": c.node, "pool": c.pool, "before": c.before, "after": c.after} for c in changes]
-    if module._diff:
+    if module.diff_mode:
         result["diff"] = [
             {"before_header": c.node, "after_header": c.node, "before": c.before, "after": c.after} for c in changes
         ]
     return result
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=ARGUMENT_SPEC,
-        supports_check_mode=True,
+def main() -> None:
+    module = GpufleetModule(
+        ARGUMENT_SPEC,
+        requirements=("kubernetes", "yaml", "jsonschema"),
         mutually_exclusive=[("inventory_dir", "assignment")],
         required_one_of=[("inventory_dir", "assignment")],
         required_by={"inventory_dir": "cluster"},
     )
-    if pool_apply is None:
-        module.fail_json(msg=missing_required_lib("PyYAML and jsonschema"), exception=IMPORT_ERROR)
-    if K8S_ERROR is not None:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_ERROR)
-    try:
-        module.exit_json(**run(module, module.params))
-    except GpufleetError as exc:
-        module.fail_json(msg=str(exc))
+    module.run(fence)
 
 
 if __name__ == "__main__":

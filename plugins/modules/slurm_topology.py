@@ -153,46 +153,37 @@ slinky_spec:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule, fabric_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import run_slurm_topology
+
+ARGUMENT_SPEC = {
+    "ibnetdiscover": {"type": "list", "elements": "path"},
+    **fabric_spec(),
+    "fabric_kind": {"type": "str", "default": "auto", "choices": ["auto", "ibnetdiscover", "ibnetdiscover-ports"]},
+    "format": {"type": "str", "default": "tree", "choices": ["tree", "block", "yaml"]},
+    "block_sizes": {"type": "list", "elements": "int"},
+    "topologies": {"type": "list", "elements": "dict"},
+    "use_cliques": {"type": "bool", "default": True},
+    "slinky_tree_name": {"type": "str", "default": "default"},
+    "strict": {"type": "bool", "default": False},
+    "dest": {"type": "path"},
+    "mode": {"type": "str", "default": "0644"},
+}
+
+
+def topology(module: GpufleetModule) -> dict:
+    return run_slurm_topology(module.params, check_mode=module.check_mode, diff_mode=module.diff_mode)
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "ibnetdiscover": {"type": "list", "elements": "path"},
-            "fabric": {"type": "path"},
-            "nodes_snapshot": {"type": "path"},
-            "fabric_kind": {
-                "type": "str",
-                "default": "auto",
-                "choices": ["auto", "ibnetdiscover", "ibnetdiscover-ports"],
-            },
-            "format": {"type": "str", "default": "tree", "choices": ["tree", "block", "yaml"]},
-            "nodes": {"type": "list", "elements": "str"},
-            "node_map": {"type": "dict"},
-            "exclude": {"type": "list", "elements": "str"},
-            "block_sizes": {"type": "list", "elements": "int"},
-            "topologies": {"type": "list", "elements": "dict"},
-            "use_cliques": {"type": "bool", "default": True},
-            "slinky_tree_name": {"type": "str", "default": "default"},
-            "strict": {"type": "bool", "default": False},
-            "dest": {"type": "path"},
-            "mode": {"type": "str", "default": "0644"},
-        },
+    # no requirements: a tree or block topology from ibnetdiscover output needs no library; PyYAML,
+    # for YAML inputs and topology.yaml, fails on use with MissingLibraryError (deps.py)
+    module = GpufleetModule(
+        ARGUMENT_SPEC,
         required_one_of=[("ibnetdiscover", "fabric", "nodes_snapshot")],
         mutually_exclusive=[("ibnetdiscover", "fabric")],
-        supports_check_mode=True,
     )
-    try:
-        result = run_slurm_topology(module.params, check_mode=module.check_mode, diff_mode=module._diff)
-    except FabricError as e:
-        module.fail_json(msg=str(e))
-    for w in result.pop("warnings", []):
-        module.warn(w)
-    module.exit_json(**result)
+    module.run(topology)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ vCluster writes ``vc-<name>`` in its namespace with the keys ``config`` (a kubec
 ``.data`` are base64, and the PEM keys hold base64 PEM, which is what Argo CD's
 ``tlsClientConfig.caData/certData/keyData`` expect. Argo CD wants a Secret labelled
 ``argocd.argoproj.io/secret-type: cluster`` with ``name``, ``server``, ``config`` (JSON) and
-optionally ``project`` (reference gitops-stack.md 1.6, 2.3).
+optionally ``project`` (Argo CD, Declarative Setup, "Clusters":
+https://argo-cd.readthedocs.io/en/stable/operator-manual/declarative-setup/#clusters; vCluster,
+``exportKubeConfig``: https://www.vcluster.com/docs/vcluster/configure/vcluster-yaml/export-kube-config).
 
 Pure functions on plain dicts. Error messages name the key that is missing, never a credential.
 """

@@ -5,14 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.argocd.status import GROUP, PLURAL, VERSION, StatusError
-from ansible_collections.gpufleet.core.plugins.module_utils.kubeclient import api_client
+from ansible_collections.gpufleet.core.plugins.module_utils.kubeclient import custom_objects_api
 
 
 def custom_api(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """A ``CustomObjectsApi`` from a kubeconfig file/context, or in-cluster config when neither is given."""
-    from kubernetes import client
-
-    return client.CustomObjectsApi(api_client(kubeconfig, context, StatusError))
+    return custom_objects_api(kubeconfig, context, StatusError)
 
 
 def list_applications(api: Any, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:

@@ -20,8 +20,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import HOST, Fabric, FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand
+
+try:
+    import yaml
+except ImportError:  # importing works without it; the first use raises a clear error
+    yaml = missing("yaml", "PyYAML")
 
 _DOMAIN_SUFFIX = ("/domain", "gpu.clique")
 
@@ -35,8 +41,6 @@ class _LList(list):
 
 
 def _load(text: str, source: str) -> Any:
-    import yaml
-
     class Loader(yaml.SafeLoader):
         pass
 

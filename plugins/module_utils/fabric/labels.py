@@ -18,9 +18,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import HOST, Fabric, FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import safe_load
+
+try:
+    import yaml
+except ImportError:  # importing works without it; the first use raises a clear error
+    yaml = missing("yaml", "PyYAML")
 
 _TOPOGRAPH = re.compile(r"^fabric\.topograph\.run/tier-(\d+)$")
 _NEBIUS = re.compile(r"^topology\.nebius\.com/tier-(\d+)$")
@@ -97,8 +105,6 @@ def _items(doc: Any, source: str) -> list[dict]:
 
 
 def parse_nodes_text(text: str, source: str = "<text>") -> Fabric:
-    import yaml
-
     try:
         doc = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
     except json.JSONDecodeError as e:
@@ -149,12 +155,6 @@ def domains_from_nodes(doc: Any, source: str = "<nodes>") -> dict[str, str]:
 
 def load_nodes(path_or_text: str) -> Any:
     """Read a Node list file (YAML or JSON) into Python objects."""
-    from pathlib import Path
-
-    import yaml
-
-    from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import safe_load
-
     p = Path(path_or_text)
     source = str(p) if "\n" not in path_or_text and p.is_file() else "<text>"
     text = p.read_text(encoding="utf-8") if source != "<text>" else path_or_text

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.render.health import CONDITION, TAINT_EFFECT, TAINT_KEY
 
 REASON_ANNOTATION = "gpufleet.io/gpu-unhealthy-reason"
 CONDITION_REASON = "GpufleetHealth"
@@ -67,13 +66,16 @@ def check_reason(reason: str) -> str:
 def node_health(node: dict[str, Any]) -> NodeHealth:
     meta = node.get("metadata") or {}
     taints = (node.get("spec") or {}).get("taints") or []
-    conds = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == CONDITION]
+    conds = [
+        c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == fence.QUARANTINE_CONDITION
+    ]
     labels = meta.get("labels") or {}
     cond = conds[0] if conds else None
     reason = (meta.get("annotations") or {}).get(REASON_ANNOTATION) or (cond or {}).get("message") or ""
     return NodeHealth(
         node=meta.get("name", ""),
-        quarantined=any(t.get("key") == TAINT_KEY for t in taints) or bool(cond and cond.get("status") == "True"),
+        quarantined=any(t.get("key") == fence.QUARANTINE_TAINT_KEY for t in taints)
+        or bool(cond and cond.get("status") == "True"),
         reason=reason,
         pool=labels.get(fence.POOL_KEY),
         tenant=labels.get(fence.TENANT_KEY),
@@ -88,18 +90,23 @@ def plan(node: dict[str, Any], state: str, reason: str = "") -> dict[str, Any] |
     taints = list((node.get("spec") or {}).get("taints") or [])
     annotations = meta.get("annotations") or {}
     h = node_health(node)
-    has_taint = any(t.get("key") == TAINT_KEY for t in taints)
+    has_taint = any(t.get("key") == fence.QUARANTINE_TAINT_KEY for t in taints)
     out: dict[str, Any] = {}
     if state == "quarantined":
         check_reason(reason)
         if not has_taint or annotations.get(REASON_ANNOTATION) != reason:
-            kept = [t for t in taints if t.get("key") != TAINT_KEY]
+            kept = [t for t in taints if t.get("key") != fence.QUARANTINE_TAINT_KEY]
             out["spec"] = {
                 "metadata": {
                     "resourceVersion": meta.get("resourceVersion"),
                     "annotations": {REASON_ANNOTATION: reason},
                 },
-                "spec": {"taints": [*kept, {"key": TAINT_KEY, "value": "true", "effect": TAINT_EFFECT}]},
+                "spec": {
+                    "taints": [
+                        *kept,
+                        {"key": fence.QUARANTINE_TAINT_KEY, "value": "true", "effect": fence.QUARANTINE_TAINT_EFFECT},
+                    ]
+                },
             }
         if h.condition != "True" or h.reason != reason:
             out["status"] = _condition("True", reason)
@@ -107,7 +114,7 @@ def plan(node: dict[str, Any], state: str, reason: str = "") -> dict[str, Any] |
         if has_taint or REASON_ANNOTATION in annotations:
             out["spec"] = {
                 "metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": {REASON_ANNOTATION: None}},
-                "spec": {"taints": [t for t in taints if t.get("key") != TAINT_KEY] or None},
+                "spec": {"taints": [t for t in taints if t.get("key") != fence.QUARANTINE_TAINT_KEY] or None},
             }
         if h.condition == "True":
             out["status"] = _condition("False", "GPU health restored (gpufleet resume)")
@@ -117,14 +124,12 @@ def plan(node: dict[str, Any], state: str, reason: str = "") -> dict[str, Any] |
 
 
 def _condition(status: str, message: str) -> dict[str, Any]:
-    from datetime import datetime
-
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "status": {
             "conditions": [
                 {
-                    "type": CONDITION,
+                    "type": fence.QUARANTINE_CONDITION,
                     "status": status,
                     "reason": CONDITION_REASON,
                     "message": message,

@@ -28,8 +28,9 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.kubeclient import api_client
+from ansible_collections.gpufleet.core.plugins.module_utils.kubeclient import core_v1_api
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, read_lock
@@ -199,8 +200,6 @@ def mapping_from_fleet(fleet: Fleet, cluster: str) -> tuple[dict[str, Pool], Pat
 
 def default_gitops_dir(fleet: Fleet) -> Path:
     """Where the renderer writes by default: ``gitops.path`` in the Git work tree of the inventory."""
-    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import default_out
-
     return default_out(fleet)
 
 
@@ -258,9 +257,7 @@ def annotations_from_gitops(
 
 def core_api(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """A ``CoreV1Api`` from a kubeconfig file/context, or in-cluster config when neither is given."""
-    from kubernetes import client
-
-    return client.CoreV1Api(api_client(kubeconfig, context, ApplyError))
+    return core_v1_api(kubeconfig, context, ApplyError)
 
 
 def list_nodes(api: Any) -> list[dict[str, Any]]:

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
+from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out, inventory_root
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.moves import node_moves, pool_counts
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
     PublishError,
     commit_and_push,
@@ -32,7 +34,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.request import open_fleet_pull_request
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
-from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import node_moves, pool_counts
 
 
 @dataclass
@@ -108,11 +109,9 @@ def publish_tree(
     open_pr: bool = True,
     check: bool = False,
 ) -> TreePublish:
-    inv = Path(inventory)
-    if inv.is_file():
-        inv = inv.parent
+    inv = inventory_root(inventory)
     fleet = load_fleet(inv)
-    out = Path(gitops_dir) if gitops_dir else render_tree.default_out(fleet)
+    out = Path(gitops_dir) if gitops_dir else default_out(fleet)
     git = open_repo(inv)
     inv_rel, out_rel = _rel(inv, git.root), _rel(out, git.root)
     paths = [inv_rel, out_rel]
@@ -135,28 +134,8 @@ def publish_tree(
             f"{out_rel} is not what rendering {inv_rel} gives ({', '.join(listed[:10]) or '.gpufleet-manifest'}"
             f"{', ...' if len(listed) > 10 else ''}); render first (playbooks/render.yml), then publish"
         )
-    status = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
-    entries = [e for e in status.split("\0") if e]
-    files: list[tuple[str, str]] = []
-    skip = False
-    for e in entries:
-        if skip:
-            skip = False
-            continue
-        code, name = e[:2], e[3:]
-        skip = code[0] in "RC"
-        letter = "A" if code == "??" else (code[0] if code[0] != " " else code[1])
-        files.append((letter, name))
-    result.files = sorted(files, key=lambda x: x[1])
-    for lock in sorted(rendered.locks):
-        rel = _rel(lock, git.root)
-        if not any(name == rel for _s, name in result.files):
-            continue
-        old = git.run("show", f"HEAD:{rel}", check=False) if git.ok("cat-file", "-e", f"HEAD:{rel}") else None
-        new = lock.read_text(encoding="utf-8") if lock.is_file() else None
-        a, b = parse_lock(old, f"HEAD:{rel}"), parse_lock(new, str(lock))
-        result.moves[rel] = [(m.node, m.from_pool, m.to_pool) for m in node_moves(a, b)]
-        result.counts[rel] = pool_counts(a, b)
+    result.files = _changed_files(git, paths)
+    _lock_moves(git, rendered.locks, result)
     if not result.files:
         result.messages.append("nothing to publish: the inventory and the rendered tree are committed already")
         if not (branch and pre.branch == branch):  # re-run on the branch: still push and open the request
@@ -175,9 +154,44 @@ def publish_tree(
     result.commit, result.pushed = push.commit, push.pushed
     if open_pr:
         opened = open_fleet_pull_request(
-            fleet, result.branch, pre.base, title, result.markdown(),
-            remote=pre.remote, token=token, forge_api_url=forge_api_url,
+            fleet,
+            result.branch,
+            pre.base,
+            title,
+            result.markdown(),
+            remote=pre.remote,
+            token=token,
+            forge_api_url=forge_api_url,
         )
         result.pull_request = opened.request.as_dict()
         result.messages.append(opened.message)
     return result
+
+
+def _changed_files(git: Any, paths: list[str]) -> list[tuple[str, str]]:
+    """(status letter A/M/D/R, path) of every change under ``paths``, by path (``git status -z``)."""
+    status = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+    files: list[tuple[str, str]] = []
+    skip = False
+    for e in (e for e in status.split("\0") if e):
+        if skip:
+            skip = False
+            continue
+        code, name = e[:2], e[3:]
+        skip = code[0] in "RC"
+        letter = "A" if code == "??" else (code[0] if code[0] != " " else code[1])
+        files.append((letter, name))
+    return sorted(files, key=lambda x: x[1])
+
+
+def _lock_moves(git: Any, locks: Any, result: TreePublish) -> None:
+    """Per changed pool lock, the node moves and pool counts against HEAD (into ``result``)."""
+    for lock in sorted(locks):
+        rel = _rel(lock, git.root)
+        if not any(name == rel for _s, name in result.files):
+            continue
+        old = git.run("show", f"HEAD:{rel}", check=False) if git.ok("cat-file", "-e", f"HEAD:{rel}") else None
+        new = lock.read_text(encoding="utf-8") if lock.is_file() else None
+        a, b = parse_lock(old, f"HEAD:{rel}"), parse_lock(new, str(lock))
+        result.moves[rel] = [(m.node, m.from_pool, m.to_pool) for m in node_moves(a, b)]
+        result.counts[rel] = pool_counts(a, b)

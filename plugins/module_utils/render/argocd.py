@@ -1,10 +1,12 @@
 """Argo CD objects: Applications (multi-source ``$values``), AppProjects, the root app-of-apps and
 the ``argoproj.io/Application`` health check that makes sync waves across child apps hold.
 
-Facts used (reference gitops-stack.md section 1): ``$values`` is the repository root and only valid
-at the start of a path; a ``ref`` source has no ``chart``; child-app waves need the custom health
-check in ``argocd-cm`` (removed upstream in 1.8, still needed in 3.5); AppProjects deny every
-cluster-scoped kind unless whitelisted.
+Facts used, from the Argo CD documentation: ``$values`` is the repository root and only valid at the
+start of a path, and a ``ref`` source has no ``chart`` (user guide, "Multiple Sources for an
+Application"); child-app waves need the ``argoproj.io/Application`` health check in ``argocd-cm``,
+built in until 1.7 and removed in 1.8 (operator manual, "Upgrading 1.7 -> 1.8" and "Resource Health",
+"Argo CD App"); an AppProject denies every cluster-scoped kind not in ``clusterResourceWhitelist``
+(user guide, "Projects").
 """
 
 from __future__ import annotations

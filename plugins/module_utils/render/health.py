@@ -22,10 +22,12 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant, TenantHealth
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import (
+    QUARANTINE_CONDITION,
+    QUARANTINE_TAINT_EFFECT,
+    QUARANTINE_TAINT_KEY,
+)
 
-TAINT_KEY = "gpufleet.io/gpu-unhealthy"
-TAINT_EFFECT = "NoSchedule"
-CONDITION = "GpuUnhealthy"
 REASON_PREFIX = "gpufleet-health"
 HEALTH_CONFIGMAP = "gpufleet-health"
 HEALTH_VOLUME = "gpufleet-health"
@@ -133,11 +135,11 @@ def add_to_nodeset(ns: dict[str, Any]) -> None:
 
 def operator_fragment() -> dict[str, Any]:
     """slurm-operator values: a ``GpuUnhealthy`` Node condition drains the Slurm node."""
-    return {"propagatedNodeConditions": [CONDITION]}
+    return {"propagatedNodeConditions": [QUARANTINE_CONDITION]}
 
 
 def taint() -> dict[str, str]:
-    return {"key": TAINT_KEY, "effect": TAINT_EFFECT}
+    return {"key": QUARANTINE_TAINT_KEY, "effect": QUARANTINE_TAINT_EFFECT}
 
 
 def tolerates(toleration: dict[str, Any], t: dict[str, str] | None = None) -> bool:

@@ -7,10 +7,6 @@ small interface (:class:`ClusterInputs`) and not on each module's signature.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +14,16 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool
-from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo, load_nodes
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import (
+    assign,
+    node_resources,
+    render_pool_table,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME, read_lock, render_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import topology_guard
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import load as topology_load
 
 
 class RenderInputError(GpufleetError):
@@ -56,8 +60,6 @@ class ClusterInputs:
         return int(self.pool_resources(pool)["nvidia.com/gpu"])
 
     def pool_resources(self, pool: str) -> dict[str, int | str]:
-        from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import node_resources
-
         by_name = self.by_name
         return node_resources(by_name[n] for n in self.members.get(pool, []) if n in by_name)
 
@@ -74,8 +76,6 @@ def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
     fab = cluster.fabric
     if fab.source == "none":
         return None
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology.load import load_topology as load
-
     ibnetdiscover = fabric_file = None
     if fab.source != "labels":
         if fab.path is None or not fab.path.is_file():
@@ -86,7 +86,7 @@ def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
             fabric_file = fab.path
         else:
             ibnetdiscover = fab.path
-    return load(
+    return topology_load.load_topology(
         ibnetdiscover=ibnetdiscover,
         fabric=fabric_file,
         nodes_snapshot=cluster.nodes_snapshot,
@@ -97,195 +97,18 @@ def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
     )
 
 
-# ------------------------------------------------------------------ parse cache
-#
-# Parsing a 10,000-node snapshot (YAML) and a 55 MB ibnetdiscover dump takes most of a render, and
-# snapshots change far less often than the inventory. Parsed results are kept as JSON in a cache
-# directory (render_tree.cache_dir, outside the repository), keyed by the sha256 of the input bytes,
-# the settings that shape the result and the parsing code; a miss or an unreadable entry parses again.
-
-_CODE_DIR = Path(__file__).resolve().parent.parent  # plugins/module_utils
-_PARSE_CODE = (
-    "model/nodes.py",
-    "fabric/model.py",
-    "fabric/load.py",
-    "fabric/ibnetdiscover.py",
-    "fabric/labels.py",
-    "fabric/file.py",
-    "topology/build.py",
-    "topology/load.py",
-    "render/inputs.py",
-)
-
-
-def _key(*parts: bytes | str) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        b = part.encode() if isinstance(part, str) else part
-        h.update(len(b).to_bytes(8, "big"))
-        h.update(b)
-    return h.hexdigest()[:40]
-
-
-def code_files() -> dict[str, bytes] | None:
-    """name -> source of every module_utils file, from disk or from the zip the module was loaded
-    from (Ansible's AnsiballZ payload); None when neither can be read (then caches are off)."""
-    if _CODE_DIR.is_dir():
-        found = {f.relative_to(_CODE_DIR).as_posix(): f.read_bytes() for f in sorted(_CODE_DIR.rglob("*.py"))}
-        if found:
-            return found
-    loader = globals().get("__loader__")
-    archive, prefix = getattr(loader, "archive", None), getattr(loader, "prefix", None)
-    if not archive or prefix is None:
-        return None
-    prefix = prefix.rstrip("/").rpartition("/")[0] + "/"  # this file's package -> module_utils/
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            names = sorted(n for n in zf.namelist() if n.startswith(prefix) and n.endswith(".py"))
-            found = {n[len(prefix) :]: zf.read(n) for n in names}
-    except (OSError, zipfile.BadZipFile):
-        return None
-    return found or None
-
-
-def _code() -> bytes | None:
-    files = code_files()
-    if files is None:
-        return None
-    return b"".join(files.get(f, b"") for f in _PARSE_CODE)
-
-
-def _cache_get(cache: Path | None, name: str) -> Any:
-    if cache is None:
-        return None
-    try:
-        return json.loads((cache / name).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _cache_put(cache: Path | None, name: str, data: Any, prefix: str) -> None:
-    if cache is None:
-        return
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        for old in cache.glob(f"{prefix}-*.json"):
-            old.unlink()
-        tmp = cache / f".{name}.tmp"
-        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, cache / name)
-    except OSError:
-        pass
-
-
-# every NodeInfo field, so a field added later cannot silently drop out of cached renders
-_NODE_FIELDS = tuple(f.name for f in dataclasses.fields(NodeInfo))
-
-
-def _nodes_to_json(nodes: tuple[NodeInfo, ...]) -> list:
-    return [[dict(v) if isinstance(v, Mapping) else v for v in (getattr(n, f) for f in _NODE_FIELDS)] for n in nodes]
-
-
-def _nodes_from_json(data: list) -> tuple[NodeInfo, ...]:
-    return tuple(NodeInfo(*row) for row in data)  # rows hold _NODE_FIELDS in field order
-
-
-def _topo_to_json(t: Any) -> dict:
-    return {
-        "switches": [
-            [s.name, s.tier, s.members, s.children, s.nodes, s.parent, s.member_names] for s in t.switches.values()
-        ],
-        "roots": t.roots,
-        "leaf_groups": t.leaf_groups,
-        "node_group": t.node_group,
-        "blocks": t.blocks,
-        "block_domains": t.block_domains,
-        "block_source": t.block_source,
-        "health": t.health,
-        "order": t.order,
-        "source": t.source,
-    }
-
-
-def _topo_from_json(d: dict) -> Any:
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, TreeSwitch
-
-    sws = {s[0]: TreeSwitch(s[0], s[1], s[2], s[3], s[4], s[5], s[6]) for s in d["switches"]}
-    return Topology(
-        sws,
-        d["roots"],
-        [(x[0], x[1]) for x in d["leaf_groups"]],
-        d["node_group"],
-        [(x[0], x[1]) for x in d["blocks"]],
-        d["block_domains"],
-        d["block_source"],
-        d["health"],
-        d["order"],
-        d["source"],
-    )
-
-
-def cached_nodes(cluster: Cluster, cache: Path | None) -> tuple[NodeInfo, ...]:
-    code = _code()
-    if code is None:
-        return load_nodes(cluster.nodes_snapshot)
-    name = f"nodes-{_key(cluster.nodes_snapshot.read_bytes(), code)}.json"
-    hit = _cache_get(cache, name)
-    if isinstance(hit, list):
-        try:
-            return _nodes_from_json(hit)
-        except (TypeError, ValueError):
-            pass
-    nodes = load_nodes(cluster.nodes_snapshot)
-    _cache_put(cache, name, _nodes_to_json(nodes), "nodes")
-    return nodes
-
-
-def cached_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...], cache: Path | None) -> Any | None:
-    fab = cluster.fabric
-    if fab.source == "none":
-        return None
-    src = cluster.nodes_snapshot if fab.source == "labels" else fab.path
-    if src is None or not src.is_file():
-        return load_topology(cluster, nodes)  # raises the clear error
-    settings = json.dumps(
-        [fab.source, fab.node_name_map, list(fab.exclude_hosts), list(fab.exclude_switches), [n.name for n in nodes]],
-        sort_keys=True,
-    )
-    code = _code()
-    if code is None:
-        return load_topology(cluster, nodes)
-    snapshot = cluster.nodes_snapshot.read_bytes() if src != cluster.nodes_snapshot else b""  # NVLink domains
-    name = f"topology-{_key(src.read_bytes(), snapshot, settings, code)}.json"
-    hit = _cache_get(cache, name)
-    if isinstance(hit, dict):
-        try:
-            return _topo_from_json(hit)
-        except (KeyError, TypeError, ValueError):
-            pass
-    topo = load_topology(cluster, nodes)
-    if topo is not None:
-        _cache_put(cache, name, _topo_to_json(topo), "topology")
-    return topo
-
-
 def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) -> ClusterInputs:
     """Nodes, topology and pool assignment of one cluster, from its snapshots.
 
     ``cache``: a directory for parsed snapshots (see above); None parses every time.
     """
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign, render_pool_table
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME, read_lock, render_lock
-
     if not cluster.nodes_snapshot.is_file():
         raise RenderInputError(
             f"{cluster.nodes_snapshot}: nodes snapshot of cluster {cluster.name!r} not found (run discover first)"
         )
     ccache = cache / cluster.name if cache is not None else None
-    nodes = cached_nodes(cluster, ccache)
-    topo = cached_topology(cluster, nodes, ccache)
+    nodes = render_cache.cached_nodes(cluster, ccache)
+    topo = render_cache.cached_topology(cluster, nodes, ccache, load_topology)
     lock_path = cluster.snapshot_dir / LOCK_NAME
     previous = read_lock(lock_path, cluster.name)
     node_group = dict(topo.node_group) if topo is not None else {}

@@ -3,7 +3,8 @@ Operator, csi-driver-nfs and the static Slurm-home PVs.
 
 Each returns ``{relative path: object}`` (values files and manifests) plus the child Applications.
 Values are gpufleet's settings deep-merged with the inventory's ``components.<name>.values``.
-Pitfalls handled here (reference gitops-stack.md):
+Pitfalls handled here (upstream sources: the Cilium Helm reference for ``hubble.tls.auto`` and
+``cni.exclusive``, the NVIDIA GPU Operator chart values for ``daemonsets.tolerations``):
 
 * Cilium: ``hubble.tls.auto.method: cronJob`` (the chart default ``helm`` mints new certs on every
   render, so Argo CD would never be in sync); ``cni.exclusive`` from the inventory (set it false
@@ -31,7 +32,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.values import
     translated_name,
     vcluster_namespace,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, chart
 
 DCGM_JOB_MAPPING_DIR = "/var/lib/dcgm-exporter/job-mapping"
 NFS_DRIVER = "nfs.csi.k8s.io"
@@ -384,8 +385,6 @@ def platform_project(fleet: Fleet, cluster: Cluster, tenant_servers: list[str]) 
 
 
 def _all_charts(fleet: Fleet) -> list[dict[str, str]]:
-    from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
-
     return [chart(k, fleet.versions) for k in sorted(CHARTS)]
 
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import (
+    QUARANTINE_CONDITION,
+    QUARANTINE_TAINT_KEY,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.render.health import CONDITION, REASON_PREFIX, TAINT_KEY
+from ansible_collections.gpufleet.core.plugins.module_utils.render.health import REASON_PREFIX
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     SLURM_HOME_PVC,
@@ -56,11 +60,12 @@ def observability_lines(cluster: Cluster, t: Tenant, slurm: bool) -> list[str]:
             out.append(
                 f"- GPU health: HealthCheckProgram every {h.interval}s on {h.node_state} nodes, checks "
                 f"{', '.join(h.checks)} (dcgmi diag -r {h.dcgm_diag_level} on idle nodes); a failure drains the "
-                f"node with reason `{REASON_PREFIX}: ...`; Node condition `{CONDITION}` drains too."
+                f"node with reason `{REASON_PREFIX}: ...`; Node condition `{QUARANTINE_CONDITION}` drains too."
             )
         else:
             out.append("- GPU health: off (no HealthCheckProgram).")
-    out.append(f"- Quarantine taint `{TAINT_KEY}:NoSchedule` is tolerated by none of the tenant's workloads.")
+    taint = f"{QUARANTINE_TAINT_KEY}:NoSchedule"
+    out.append(f"- Quarantine taint `{taint}` is tolerated by none of the tenant's workloads.")
     return out
 
 

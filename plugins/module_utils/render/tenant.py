@@ -7,7 +7,8 @@ platform project; the tenant's Slurm cluster app is in the tenant's own project,
 tenant may do: deploy into its vCluster only, no quota/policy objects, no host destination (so no
 cluster-scoped kinds on the host).
 
-Pitfalls handled (reference slurm-on-k8s.md 1.7, gitops-stack.md 2):
+Pitfalls handled (upstream: the Slinky ``slurm`` chart values and Helm's ``lookup``, which returns
+nothing under ``helm template`` as Argo CD renders charts):
 
 * ``slurmKey``/``jwtKey``: ``create: false`` + ``secretRef`` (the chart's ``lookup`` does not run
   under Argo CD: each render would mint a new key). The Secrets are provisioned out of Git.
@@ -28,6 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
@@ -50,6 +52,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.values import
     vcluster_namespace,
     vcluster_server,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
 SLURM_KEY_SECRET = {"name": "slurm-auth-slurm", "key": "slurm.key"}
@@ -239,8 +242,6 @@ HOST_READ_SYNCERS = ("secrets", "configMaps")
 
 def check_vcluster_values(tenant: str, values: dict[str, Any]) -> None:
     """Fail closed when the (inventory-merged) vCluster values would let the vCluster read host Secrets."""
-    from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-
     from_host = ((values.get("sync") or {}).get("fromHost") or {}) if isinstance(values.get("sync"), dict) else {}
     for kind in HOST_READ_SYNCERS:
         spec = from_host.get(kind) if isinstance(from_host, dict) else None
@@ -268,8 +269,6 @@ def _topology_conf(cluster: Cluster, sub: Any) -> tuple[str, str] | None:
     tenant's Slurm nodes), rendered as the slurm_topology module renders it."""
     if sub is None:
         return None
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
-
     plugin = cluster.topology.plugin
     if plugin not in tr.TOPOLOGY_FILE or not (sub.blocks if plugin == "block" else sub.node_group):
         return None
@@ -280,8 +279,6 @@ def topology_annotations(sub: Any, plugin: str) -> dict[str, str]:
     """Node annotation ``topology.slinky.slurm.net/spec`` values (the apply step sets them)."""
     if sub is None:
         return {}
-    from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
-
     return tr.slinky_spec_for(sub, plugin)
 
 

@@ -28,10 +28,7 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,10 +36,11 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.files import replace_file
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import vars_files
+from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import identity
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
@@ -195,30 +193,6 @@ def render_inventory(inventory: str | os.PathLike[str]) -> RenderResult:
     return render_fleet(load_fleet(inventory))
 
 
-def default_out(fleet: Fleet) -> Path:
-    """``gitops.path`` under the Git work tree holding the inventory (else the current directory)."""
-    d = fleet.inventory_dir.resolve()
-    root = next((cand for cand in (d, *d.parents) if (cand / ".git").exists()), Path.cwd())
-    return confined(root, fleet.gitops.path, "gpufleet_fleet.gitops.path")
-
-
-def confined(root: Path, rel: str, key: str) -> Path:
-    """``root/rel`` when ``rel`` is relative, has no ``..`` and no part of it is a symbolic link
-    (the schema already refuses ``..`` and absolute paths; this holds for any caller)."""
-    parts = Path(rel).parts
-    if not parts or Path(rel).is_absolute() or any(p in ("..", ".") for p in parts):
-        raise GpufleetError(f"{key}: {rel!r} must be a path inside the repository (relative, no '..')")
-    cur = root
-    for part in parts:
-        cur = cur / part
-        if cur.is_symlink():
-            raise GpufleetError(
-                f"{key}: {cur} is a symbolic link (to {os.readlink(cur)!r}); the renderer writes only into"
-                " real directories of the repository"
-            )
-    return cur
-
-
 def _write_lock(path: Path, data: bytes) -> bool:
     if path.is_symlink():
         raise GpufleetError(f"{path}: the pool lock is a symbolic link; the renderer never writes through links")
@@ -251,103 +225,6 @@ def _text(data: bytes | None) -> str:
         return "<binary>\n"
 
 
-# ------------------------------------------------------------------ no-change fast path
-#
-# A render is a pure function of its inputs (inventory vars, snapshots, pool locks) and of this
-# code. The digest of all of them is kept in a cache directory outside the repository (cache_dir).
-# When the digest is unchanged and every owned file still has the bytes the manifest records, the
-# tree is current: nothing is parsed, rendered or written.
-
-
-def input_digest(fleet: Fleet) -> str | None:
-    """Digest of everything a render reads (inputs and the module_utils code, from disk or from the
-    AnsiballZ zip), or None when the code cannot be read: then there is no fast path."""
-    import yaml
-
-    from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import code_files
-
-    code = code_files()
-    if not code:
-        return None
-
-    h = hashlib.sha256(b"gpufleet-render-1\0")
-    h.update(f"{sys.version_info[0]}.{sys.version_info[1]} yaml {yaml.__version__}\0".encode())
-
-    def add(tag: str, path: Path | None) -> None:
-        h.update(tag.encode() + b"\0")
-        if path is not None and path.is_file():
-            data = path.read_bytes()
-            h.update(len(data).to_bytes(8, "big"))
-            h.update(data)
-        else:
-            h.update(b"<missing>")
-
-    for name, data in sorted(code.items()):
-        h.update(f"code/{name}\0".encode())
-        h.update(len(data).to_bytes(8, "big"))
-        h.update(data)
-    inv = fleet.inventory_dir
-    for f in vars_files(inv):
-        add(f"vars/{f.relative_to(inv).as_posix()}", f)
-    for name in sorted(fleet.clusters):
-        c = fleet.clusters[name]
-        add(f"{name}/nodes", c.nodes_snapshot)
-        add(f"{name}/fabric", c.fabric.path)
-        add(f"{name}/lock", c.snapshot_dir / LOCK_NAME)
-    return h.hexdigest()
-
-
-def cache_dir(out: Path) -> Path:
-    """The render cache of tree ``out``: ``$GPUFLEET_CACHE_DIR`` or ``$XDG_CACHE_HOME/gpufleet`` (default
-    ``~/.cache/gpufleet``), then ``render/<sha256 of the tree's absolute path>``; never in the tree
-    or the repository."""
-    base = os.environ.get("GPUFLEET_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "gpufleet"
-    )
-    key = hashlib.sha256(str(out.absolute()).encode("utf-8")).hexdigest()[:24]
-    return Path(base) / "render" / key
-
-
-def _cache_path(out: Path) -> Path:
-    return cache_dir(out) / "state.json"
-
-
-def cached_current(out: Path, digest: str | None) -> int | None:
-    """Number of owned files when ``out`` is known current for ``digest``; None to render."""
-    if digest is None:
-        return None
-    try:
-        cache = json.loads(_cache_path(out).read_text(encoding="utf-8"))
-        manifest = (out / tree_writer.MANIFEST).read_bytes()
-    except (OSError, ValueError):
-        return None
-    if cache.get("inputs") != digest or cache.get("manifest") != hashlib.sha256(manifest).hexdigest():
-        return None
-    owned = tree_writer.read_manifest(out)
-    for rel, sha in owned.items():
-        try:
-            if hashlib.sha256((out / rel).read_bytes()).hexdigest() != sha:
-                return None
-        except OSError:
-            return None
-    return len(owned)
-
-
-def record_cache(out: Path, digest: str | None) -> None:
-    """Remember that ``out`` is current for ``digest`` (best effort: a cache, never required)."""
-    if digest is None:
-        return
-    try:
-        manifest = (out / tree_writer.MANIFEST).read_bytes()
-        path = _cache_path(out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"inputs": digest, "manifest": hashlib.sha256(manifest).hexdigest()}) + "\n")
-        os.replace(tmp, path)
-    except OSError:
-        pass
-
-
 def render_and_write(
     inventory: str | os.PathLike[str],
     dest: str | os.PathLike[str] | None = None,
@@ -357,14 +234,14 @@ def render_and_write(
     """Load, render (unless the tree is known current) and write or plan. One call for the fleet."""
     fleet = fleet or load_fleet(inventory)
     out = Path(dest) if dest else default_out(fleet)
-    digest = input_digest(fleet)
-    current = cached_current(out, digest)
+    digest = render_cache.input_digest(fleet)
+    current = render_cache.cached_current(out, digest)
     if current is not None:
         return fleet, out, None, WriteReport(plan=tree_writer.Plan(out=out, unchanged=current))
-    result = render_fleet(fleet, cache_dir(out) if digest is not None else None)
+    result = render_fleet(fleet, render_cache.cache_dir(out) if digest is not None else None)
     report = plan_render(result, out) if check else write_render(result, out)
     if not report.changed or (not check and not report.locks_changed):
-        record_cache(out, digest)
+        render_cache.record_cache(out, digest)
     return fleet, out, result, report
 
 

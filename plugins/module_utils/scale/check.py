@@ -25,10 +25,11 @@ from pathlib import Path
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, read_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.moves import node_moves, pool_counts
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
-from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import node_moves, pool_counts
 
 try:
     import yaml
@@ -149,7 +150,7 @@ def check_scale_change(
         inv_path = (Path(repo) / inv).resolve() if not Path(inv).is_absolute() else Path(inv)
         rel = inv_path.relative_to(root).as_posix()
         result = render_tree.render_inventory(inv_path)
-        out = Path(gitops_dir) if gitops_dir else render_tree.default_out(result.fleet)
+        out = Path(gitops_dir) if gitops_dir else default_out(result.fleet)
         stale = render_tree.plan_render(result, out)
         if stale.changed:
             p = stale.plan

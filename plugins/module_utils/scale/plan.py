@@ -25,6 +25,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.moves import Move, node_moves, pool_counts
 
 try:
     import yaml
@@ -37,13 +38,6 @@ _SLURM_LINE = re.compile(r"^\s*(PartitionName|NodeSet)=(\S+)(.*)$", re.MULTILINE
 _MAX_FIELDS = 6  # field changes listed per object in the Markdown table
 _PARSED = (".yaml", ".yml", ".json", ".conf")  # files searched for partitions, NodeSets, topology
 _NOT_PARSED = (LOCK_NAME,)  # node -> pool only: the moves come from it, not objects
-
-
-@dataclass(frozen=True, order=True)
-class Move:
-    node: str
-    from_pool: str | None
-    to_pool: str | None
 
 
 @dataclass(frozen=True, order=True)
@@ -143,33 +137,6 @@ def _change_dict(c: ObjectChange) -> dict[str, Any]:
         "file": c.file,
         "change": c.change,
         "fields": [{"key": k, "before": o, "after": n} for k, o, n in c.fields],
-    }
-
-
-# ---------------------------------------------------------------------------------------- moves
-
-
-def node_moves(old: Mapping[str, str | None], new: Mapping[str, str | None]) -> list[Move]:
-    """Nodes whose pool differs between two assignments (a node only on one side moves from/to None)."""
-    return sorted(
-        Move(node, old.get(node), new.get(node)) for node in set(old) | set(new) if old.get(node) != new.get(node)
-    )
-
-
-def pool_counts(old: Mapping[str, str | None], new: Mapping[str, str | None]) -> dict[str, tuple[int, int]]:
-    """pool -> (nodes before, nodes after), only pools whose count changed."""
-    before: dict[str, int] = {}
-    after: dict[str, int] = {}
-    for p in old.values():
-        if p:
-            before[p] = before.get(p, 0) + 1
-    for p in new.values():
-        if p:
-            after[p] = after.get(p, 0) + 1
-    return {
-        p: (before.get(p, 0), after.get(p, 0))
-        for p in sorted(set(before) | set(after))
-        if before.get(p, 0) != after.get(p, 0)
     }
 
 

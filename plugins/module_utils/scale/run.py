@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.files import replace
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out, inventory_root
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet, validate
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path as lock_path_of
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
@@ -38,6 +39,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import (
     preflight,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.request import open_fleet_pull_request
+from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.inventory_edit import (
@@ -176,14 +178,14 @@ def _locate(inv: Path, fleet: Fleet, gitops_dir: str | os.PathLike[str] | None) 
             f"{inv} is not inside a Git work tree, so where its GitOps tree is cannot be known: "
             "pass gitops_dir (or run from a clone of the fleet repository)"
         )
-    out = Path(gitops_dir) if gitops_dir else render_tree.default_out(fleet)
+    out = Path(gitops_dir) if gitops_dir else default_out(fleet)
     return out, work_root or out.resolve().parent
 
 
 def _refuse_stale(fleet: Fleet, out: Path, root: Path, out_rel: str, cache: Path | None) -> None:
     """A stale ``gitops/`` or pool lock is refused, so the change reviewed is the scale change alone."""
     # the tree known current for these exact inputs needs no render before the change
-    if render_tree.cached_current(out, render_tree.input_digest(fleet)) is not None:
+    if render_cache.cached_current(out, render_cache.input_digest(fleet)) is not None:
         return
     stale = _stale(render_tree.render_fleet(fleet, cache), out, root)
     if stale:
@@ -221,6 +223,15 @@ def _changed_files(
     return before, now, old_assignment, new_assignment
 
 
+def _slurm_pools(fleet: Fleet, new_fleet: Fleet, cluster: str) -> dict[str, tuple[str, str]]:
+    """Slurm pool -> (tenant/partition, tenant/NodeSet), before and after the change."""
+    return {
+        p.name: (f"{p.tenant}/{p.slurm.partition}", f"{p.tenant}/{p.name}")
+        for p in (*fleet.cluster_pools(cluster), *new_fleet.cluster_pools(cluster))
+        if p.kind == "slurm" and p.slurm is not None
+    }
+
+
 def plan_scale(
     inventory: str | os.PathLike[str],
     pool: str,
@@ -234,9 +245,7 @@ def plan_scale(
     check: bool = False,
 ) -> ScaleChange:
     """Steps 1-5: load, preflight, plan the edit, render before/after, build the plan. Writes nothing."""
-    inv = Path(inventory)
-    if inv.is_file():
-        inv = inv.parent
+    inv = inventory_root(inventory)
     fleet = load_fleet(inv)
     if pool not in fleet.pools:
         raise ScaleError(f"unknown pool {pool!r} (known: {', '.join(sorted(fleet.pools))})")
@@ -249,17 +258,12 @@ def plan_scale(
     if publish:
         git = open_repo(inv)
         root = git.root
-        pre = preflight(
-            git,
-            remote or fleet.gitops.remote,
-            base or fleet.gitops.revision,
-            [_rel(inv, root), _rel(out, root)],
-            allow_branch=branch,
-        )
+        paths = [_rel(inv, root), _rel(out, root)]
+        pre = preflight(git, remote or fleet.gitops.remote, base or fleet.gitops.revision, paths, allow_branch=branch)
     out_rel = _rel(out, root)
 
     # parsed snapshots (nodes, fabric) are cached outside the repository, as the renderer does
-    cache = render_tree.cache_dir(out)
+    cache = render_cache.cache_dir(out)
     if edit.changed:
         _refuse_stale(fleet, out, root, out_rel, cache)
     try:
@@ -289,11 +293,7 @@ def plan_scale(
         files_after=files_after,
         inventory_file=inv_file_rel,
         inventory_line=edit.line,
-        slurm_pools={
-            p.name: (f"{p.tenant}/{p.slurm.partition}", f"{p.tenant}/{p.name}")
-            for p in (*fleet.cluster_pools(cluster), *new_fleet.cluster_pools(cluster))
-            if p.kind == "slurm" and p.slurm is not None
-        },
+        slurm_pools=_slurm_pools(fleet, new_fleet, cluster),
         lock_file=_rel(lock, root),
     )
     result = ScaleResult(
@@ -336,8 +336,16 @@ def publish_scale(
     if not open_pr:
         return
     opened = open_fleet_pull_request(
-        change.fleet, branch, pre.base, f"Scale {plan.pool} to {edit.size} {edit.unit}", plan.markdown(),
-        remote=pre.remote, commit=push.commit, token=token, forge_api_url=forge_api_url, error=ScaleError,
+        change.fleet,
+        branch,
+        pre.base,
+        f"Scale {plan.pool} to {edit.size} {edit.unit}",
+        plan.markdown(),
+        remote=pre.remote,
+        commit=push.commit,
+        token=token,
+        forge_api_url=forge_api_url,
+        error=ScaleError,
     )
     result.pull_request = opened.request.as_dict()
     result.changed = result.changed or opened.request.created

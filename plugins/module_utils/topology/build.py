@@ -19,7 +19,6 @@ Algorithm (linear in links; docs/adr/topology.md explains each step):
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,265 +29,24 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import 
     SHARP,
     UNNAMED,
     Fabric,
-    FabricError,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.health import (
+    LIST_CAP,
+    healthy,
+    rail_report,
+    uplink_anomalies,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology, TreeSwitch
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import (
+    MAX_NAME,
+    exclude_matcher,
+    make_node_map,
+    name_entities,
+    natural_key,
+    safe_name,
+)
 
-MAX_NAME = 64
-MAX_DIGIT_TAIL = 18
 MAX_DEPTH = 20
-_LIST_CAP = 50  # longest list kept in one health item
-
-# ---------------------------------------------------------------- names and hostlists
-
-_NAT = re.compile(r"(\d+)")
-
-
-def natural_key(s: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in _NAT.split(s))
-
-
-def hostlist_compress(names: Iterable[str]) -> str:
-    try:
-        return compress(list(names))
-    except ValueError as e:
-        raise FabricError(f"cannot write a hostlist: {e}") from None
-
-
-def hostlist_expand(expr: str) -> list[str]:
-    return expand(expr)
-
-
-def node_list(nodes: str | Iterable[str] | None) -> list[str] | None:
-    """A node list given as a hostlist expression or a list of names/expressions."""
-    if nodes is None:
-        return None
-    items = [nodes] if isinstance(nodes, str) else list(nodes)
-    out: list[str] = []
-    for item in items:
-        try:
-            out.extend(hostlist_expand(str(item)))
-        except ValueError as e:
-            raise FabricError(f"bad node list: {e}", key="nodes") from None
-    return out
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def safe_name(name: str) -> str:
-    """A switch/block name every Slurm version accepts: [A-Za-z0-9_.-], <= 64, short digit tail."""
-    s = _UNSAFE.sub("_", name).strip("_.-") or "sw"
-    if len(s) > MAX_NAME:
-        import hashlib
-
-        h = hashlib.sha1(name.encode()).hexdigest()[:8]
-        s = s[: MAX_NAME - 10].rstrip("_.-") + "_" + h
-    m = re.search(r"\d+$", s)
-    if m and len(m.group(0)) > MAX_DIGIT_TAIL:
-        s = s[: MAX_NAME - 1] + "_"
-    return s
-
-
-def name_problems(name: str) -> list[str]:
-    """Why Slurm (any version since 22.05) would reject a switch or block name."""
-    out = []
-    if not name:
-        out.append("empty name")
-    if len(name) > MAX_NAME:
-        out.append(f"longer than {MAX_NAME} characters (fatal since Slurm 24.05.5)")
-    m = re.search(r"\d+$", name)
-    if m and len(m.group(0)) > MAX_DIGIT_TAIL:
-        out.append(f"trailing digit run of {len(m.group(0))} > {MAX_DIGIT_TAIL} (hostlist overflow, fatal)")
-    if _UNSAFE.search(name):
-        out.append("characters outside [A-Za-z0-9_.-]")
-    return out
-
-
-# ---------------------------------------------------------------- node name mapping
-
-
-def make_node_map(spec: object) -> Callable[[str], str | None]:
-    """Build the host -> node name hook.
-
-    ``None``: identity. A callable: used as is (return None to drop the host). A dict with
-    ``pattern`` and ``replacement`` (and optional ``drop_unmatched``): regex full match and expand.
-    Any other dict: lookup, unknown hosts keep their name, a None/empty value drops the host.
-    """
-    if spec is None:
-        return lambda h: h
-    if callable(spec):
-        return spec  # type: ignore[return-value]
-    if isinstance(spec, Mapping) and "pattern" in spec and "replacement" in spec:
-        try:
-            rx = re.compile(str(spec["pattern"]))
-        except re.error as e:
-            raise FabricError(f"bad node_map pattern: {e}", key="node_map.pattern") from None
-        repl = str(spec["replacement"])
-        drop = bool(spec.get("drop_unmatched", False))
-
-        def by_regex(h: str) -> str | None:
-            m = rx.fullmatch(h)
-            if m is None:
-                return None if drop else h
-            try:
-                return m.expand(repl)
-            except (re.error, IndexError) as e:
-                raise FabricError(f"bad node_map replacement: {e}", key="node_map.replacement") from None
-
-        return by_regex
-    if isinstance(spec, Mapping):
-        table = dict(spec)
-
-        def by_table(h: str) -> str | None:
-            v = table.get(h, h)
-            return str(v) if v else None
-
-        return by_table
-    raise FabricError("node_map must be a dict, a {pattern, replacement} dict or a callable", key="node_map")
-
-
-def _exclude_matcher(exclude: Iterable[str] | str | None) -> Callable[[str], bool]:
-    if not exclude:
-        return lambda s: False
-    pats = [exclude] if isinstance(exclude, str) else list(exclude)
-    rx = re.compile("|".join(f"(?:{fnmatch.translate(str(p))})" for p in pats))
-    return lambda s: bool(s) and rx.match(s) is not None
-
-
-# ---------------------------------------------------------------- result types
-
-
-@dataclass
-class TreeSwitch:
-    name: str
-    tier: int
-    members: list[str] = field(default_factory=list)  # fabric switch ids folded in (empty: synthetic)
-    children: list[str] = field(default_factory=list)  # child switch names (inner switches)
-    nodes: list[str] = field(default_factory=list)  # node names (leaf groups)
-    parent: str | None = None
-    member_names: list[str] = field(default_factory=list)
-
-    @property
-    def is_leaf(self) -> bool:
-        return self.tier == 0
-
-
-def pruned_switches(switches: dict[str, TreeSwitch], groups: dict[str, list[str]]) -> dict[str, TreeSwitch]:
-    """The switches on the way from the leaf groups in ``groups`` (name -> kept nodes) up to their
-    root, in ``switches`` order, with children outside that set dropped and leaf nodes replaced."""
-    live: set[str] = set()
-    for g in groups:
-        cur: str | None = g
-        while cur is not None and cur not in live:
-            live.add(cur)
-            cur = switches[cur].parent
-    return {
-        name: TreeSwitch(
-            name,
-            sw.tier,
-            list(sw.members),
-            [c for c in sw.children if c in live],
-            groups.get(name, []),
-            sw.parent,
-            list(sw.member_names),
-        )
-        for name, sw in switches.items()
-        if name in live
-    }
-
-
-@dataclass
-class Topology:
-    switches: dict[str, TreeSwitch]
-    roots: list[str]
-    leaf_groups: list[tuple[str, list[str]]]
-    node_group: dict[str, str]
-    blocks: list[tuple[str, list[str]]]
-    block_domains: dict[str, str]  # block name -> domain id it came from
-    block_source: str  # "nvlink" | "fabric" | "none"
-    health: dict
-    order: list[str]  # every node, in network-adjacency order
-    source: str = "<fabric>"
-    _index: _Positions | None = field(default=None, init=False, repr=False, compare=False)
-
-    def path(self, node: str) -> list[str]:
-        """Switch names from the root down to the node's leaf group."""
-        out: list[str] = []
-        cur: str | None = self.node_group.get(node)
-        while cur is not None:
-            out.append(cur)
-            cur = self.switches[cur].parent
-        out.reverse()
-        return out
-
-    @property
-    def cliques(self) -> list[tuple[str, list[str]]]:
-        return self.blocks if self.block_source == "nvlink" else []
-
-    def subset(self, nodes: str | Iterable[str] | None, health: bool = True) -> Topology:
-        """The same topology restricted to ``nodes`` (empty groups and switches dropped).
-
-        Costs O(len(nodes)) plus the switches kept, not O(cluster): the positions of every node are
-        indexed once per topology, so per-tenant views of a large cluster stay cheap. ``health=False``
-        leaves the health report empty (comparing against the whole fabric is O(cluster)).
-        """
-        wanted = node_list(nodes)
-        if wanted is None:
-            return self
-        ix = self._positions()
-        keep = set(wanted)
-        groups_d: dict[str, list[str]] = {}
-        blocks_d: dict[str, list[str]] = {}
-        for n in keep:
-            g = self.node_group.get(n)
-            if g is not None:
-                groups_d.setdefault(g, []).append(n)
-            b = ix.block_of.get(n)
-            if b is not None:
-                blocks_d.setdefault(b[0], []).append(n)
-        for ns in groups_d.values():
-            ns.sort(key=ix.in_group.__getitem__)
-        for ns in blocks_d.values():
-            ns.sort(key=lambda n: ix.block_of[n][1])
-        groups = [(g, groups_d[g]) for g in sorted(groups_d, key=ix.group_pos.__getitem__)]
-        blocks = [(b, blocks_d[b]) for b in sorted(blocks_d, key=ix.block_pos.__getitem__)]
-        sws = pruned_switches(self.switches, groups_d)
-        live = set(sws)
-        report: dict = {}
-        if health:
-            report = dict(self.health)
-            fabric_nodes = set(self.node_group)
-            report["nodes_not_in_fabric"] = sorted(keep - fabric_nodes, key=natural_key)
-            report["fabric_not_in_nodes"] = sorted(fabric_nodes - keep, key=natural_key)
-        return Topology(
-            sws,
-            [r for r in self.roots if r in live],
-            groups,
-            {n: g for g, ns in groups for n in ns},
-            blocks,
-            {b: d for b, d in self.block_domains.items() if b in blocks_d},
-            self.block_source,
-            report,
-            sorted((n for n in keep if n in ix.order_pos), key=ix.order_pos.__getitem__),
-            self.source,
-        )
-
-    def _positions(self) -> _Positions:
-        if self._index is None:
-            self._index = _Positions(self)
-        return self._index
-
-
-class _Positions:
-    """Where each node, group and block sits in a :class:`Topology` (built once, for ``subset``)."""
-
-    def __init__(self, topo: Topology):
-        self.group_pos = {g: i for i, (g, _ns) in enumerate(topo.leaf_groups)}
-        self.in_group = {n: i for _g, ns in topo.leaf_groups for i, n in enumerate(ns)}
-        self.block_pos = {b: i for i, (b, _ns) in enumerate(topo.blocks)}
-        self.block_of = {n: (b, i) for b, ns in topo.blocks for i, n in enumerate(ns)}
-        self.order_pos = {n: i for i, n in enumerate(topo.order)}
 
 
 # ---------------------------------------------------------------- union-find
@@ -334,7 +92,7 @@ def build_topology(
     (node -> NVLink clique / accelerator domain, e.g. from :func:`fabric_labels.domains_from_nodes`)
     overrides the domains the fabric input carried.
     """
-    excluded = _exclude_matcher(exclude)
+    excluded = exclude_matcher(exclude)
     sw_all = fabric.switches
     drop_sw = {s.id for s in sw_all.values() if excluded(s.name) or excluded(s.desc)}
     hosts = _collect_hosts(fabric, make_node_map(node_map), excluded, drop_sw)
@@ -346,28 +104,10 @@ def build_topology(
     ents.drop_single_child_tops()
     fabrics = ents.add_roots(tiers.tier, sw_all, hosts.host_leaves)
 
-    names = _name_entities(fabric, ents.members, ents.tier, ents.removed)
-    switches: dict[str, TreeSwitch] = {}
-    for eid, nm in enumerate(names):
-        if eid in ents.removed:
-            continue
-        parent = ents.parent[eid]
-        switches[nm] = TreeSwitch(
-            nm,
-            ents.tier[eid],
-            list(ents.members[eid]),
-            sorted((names[c] for c in ents.children[eid]), key=natural_key),
-            [],
-            names[parent] if parent is not None else None,
-            sorted((sw_all[m].name for m in ents.members[eid]), key=natural_key),
-        )
-    node_group: dict[str, str] = {}
-    for node, g in units.host_group.items():
-        gname = names[group_entity[g]]
-        node_group[node] = gname
-        switches[gname].nodes.append(node)
-    for sw in switches.values():
-        sw.nodes.sort(key=natural_key)
+    names = name_entities(fabric, ents.members, ents.tier, ents.removed)
+    switches, node_group = _tree_switches(
+        ents, names, sw_all, {n: names[group_entity[g]] for n, g in units.host_group.items()}
+    )
     roots = sorted((n for n, sw in switches.items() if sw.parent is None), key=natural_key)
     leaf_groups = _depth_first(switches, roots)
     order = [n for _group, ns in leaf_groups for n in ns]
@@ -385,19 +125,19 @@ def build_topology(
             "fabrics": fabrics,
             "blocks": len(blocks),
         },
-        **_rail_report(units, hosts.host_leaves, sw_all),
-        "unnamed_hcas": sorted(hosts.unnamed, key=lambda d: d["guid"])[:_LIST_CAP],
+        **rail_report(units.host_group, units.group_leaves, units.group_of_leaf, hosts.host_leaves, sw_all),
+        "unnamed_hcas": sorted(hosts.unnamed, key=lambda d: d["guid"])[:LIST_CAP],
         "unnamed_hcas_count": len(hosts.unnamed),
         "sharp_nodes": hosts.sharp,
-        "uplink_anomalies": _uplink_anomalies(sw_all, tiers.tier),
+        "uplink_anomalies": uplink_anomalies(sw_all, tiers.tier),
         "asymmetric_switches": asymmetric,
-        "isolated_switches": tiers.isolated[:_LIST_CAP],
-        "dangling_switches": tiers.dangling[:_LIST_CAP],
+        "isolated_switches": tiers.isolated[:LIST_CAP],
+        "dangling_switches": tiers.dangling[:LIST_CAP],
         "excluded": {
             "hcas": hosts.excluded_hcas,
-            "switches": sorted((sw_all[s].name for s in drop_sw), key=natural_key)[:_LIST_CAP],
+            "switches": sorted((sw_all[s].name for s in drop_sw), key=natural_key)[:LIST_CAP],
         },
-        "unmapped_hosts": sorted(set(hosts.unmapped), key=natural_key)[:_LIST_CAP],
+        "unmapped_hosts": sorted(set(hosts.unmapped), key=natural_key)[:LIST_CAP],
         "synthetic_roots": sorted(names[e] for e in ents.synthetic),
         "nodes_not_in_fabric": [],
         "fabric_not_in_nodes": [],
@@ -407,8 +147,33 @@ def build_topology(
     )
     if nodes is not None:
         topo = topo.subset(nodes)
-    topo.health["ok"] = _healthy(topo.health)
+    topo.health["ok"] = healthy(topo.health)
     return topo
+
+
+def _tree_switches(
+    ents: _Entities, names: list[str], sw_all: dict, node_group: dict[str, str]
+) -> tuple[dict[str, TreeSwitch], dict[str, str]]:
+    """The named tree switches of the entities (removed ones left out), nodes under their leaf group."""
+    switches: dict[str, TreeSwitch] = {}
+    for eid, nm in enumerate(names):
+        if eid in ents.removed:
+            continue
+        parent = ents.parent[eid]
+        switches[nm] = TreeSwitch(
+            nm,
+            ents.tier[eid],
+            list(ents.members[eid]),
+            sorted((names[c] for c in ents.children[eid]), key=natural_key),
+            [],
+            names[parent] if parent is not None else None,
+            sorted((sw_all[m].name for m in ents.members[eid]), key=natural_key),
+        )
+    for node, gname in node_group.items():
+        switches[gname].nodes.append(node)
+    for sw in switches.values():
+        sw.nodes.sort(key=natural_key)
+    return switches, node_group
 
 
 @dataclass
@@ -505,34 +270,6 @@ def _fold_leaves(host_leaves: dict[str, list[str]], sw_all: dict) -> _Units:
             group_of_leaf[leaf] = target
             group_leaves[target].append(leaf)
     return _Units(leaf_hosts, group_leaves, group_of_leaf, host_group)
-
-
-def _rail_report(units: _Units, host_leaves: dict[str, list[str]], sw_all: dict) -> dict:
-    """Hosts missing rails of their unit, and hosts cabled into another unit."""
-    missing: list[dict] = []
-    outside: list[dict] = []
-    for node, g in units.host_group.items():
-        expected = units.group_leaves[g]
-        have = set(host_leaves[node])
-        if len(expected) > 1 and not set(expected) <= have:
-            missing.append(
-                {
-                    "node": node,
-                    "rails": len(have & set(expected)),
-                    "expected": len(expected),
-                    "missing_leaves": sorted((sw_all[s].name for s in expected if s not in have), key=natural_key),
-                }
-            )
-        foreign = sorted(sw_all[s].name for s in host_leaves[node] if units.group_of_leaf[s] != g)
-        if foreign:
-            outside.append({"node": node, "foreign_leaves": foreign})
-    missing.sort(key=lambda d: natural_key(d["node"]))
-    outside.sort(key=lambda d: natural_key(d["node"]))
-    return {
-        "hosts_missing_rails": missing[:_LIST_CAP],
-        "hosts_missing_rails_count": len(missing),
-        "hosts_outside_unit": outside[:_LIST_CAP],
-    }
 
 
 @dataclass
@@ -636,7 +373,7 @@ class _Entities:
                     union |= kids[s]
                 self.add(members, t, sorted(union))
                 for s in members:
-                    if kids[s] != union and len(asymmetric) < _LIST_CAP:
+                    if kids[s] != union and len(asymmetric) < LIST_CAP:
                         asymmetric.append(
                             {"switch": sw_all[s].name, "tier": t, "missing_children": len(union - kids[s])}
                         )
@@ -690,112 +427,6 @@ def _depth_first(switches: dict[str, TreeSwitch], roots: list[str]) -> list[tupl
         else:
             stack.extend(reversed(sw.children))
     return leaf_groups
-
-
-def _healthy(h: dict) -> bool:
-    return not (
-        h["hosts_missing_rails_count"]
-        or h["unnamed_hcas_count"]
-        or h["uplink_anomalies"]
-        or h["asymmetric_switches"]
-        or h["hosts_outside_unit"]
-        or h["nodes_not_in_fabric"]
-        or h["summary"]["roots"] > h["summary"]["fabrics"]
-    )
-
-
-def _uplink_anomalies(sw_all: dict, tier: dict[str, int]) -> list[dict]:
-    """Switches with fewer cables up (or down) than most switches of their tier."""
-    up: dict[int, dict[str, int]] = {}
-    down: dict[int, dict[str, int]] = {}
-    for s, t in tier.items():
-        u = d = 0
-        for p, n in sw_all[s].peers.items():
-            pt = tier.get(p)
-            if pt is None:
-                continue
-            if pt > t:
-                u += n
-            elif pt < t:
-                d += n
-        up.setdefault(t, {})[s] = u
-        if t > 0:
-            down.setdefault(t, {})[s] = d
-    out: list[dict] = []
-    for direction, table in (("up", up), ("down", down)):
-        for t in sorted(table):
-            counts = table[t]
-            freq: dict[int, int] = {}
-            for v in counts.values():
-                freq[v] = freq.get(v, 0) + 1
-            mode, support = max(freq.items(), key=lambda kv: (kv[1], kv[0]))
-            if (direction == "up" and mode == 0) or support < 2 or support * 2 <= len(counts):
-                continue
-            for s in sorted(counts, key=lambda x: natural_key(sw_all[x].name)):
-                if counts[s] < mode and len(out) < _LIST_CAP:
-                    out.append(
-                        {
-                            "switch": sw_all[s].name,
-                            "tier": t,
-                            "direction": direction,
-                            "links": counts[s],
-                            "expected": mode,
-                        }
-                    )
-    return out
-
-
-def _common_prefix_name(names: list[str]) -> str | None:
-    if len(names) < 2:
-        return None
-    lo, hi = min(names), max(names)
-    i = 0
-    while i < len(lo) and i < len(hi) and lo[i] == hi[i]:
-        i += 1
-    pre = lo[:i]
-    if pre == lo:
-        return None
-    cut = max(pre.rfind("-"), pre.rfind("_"), pre.rfind("."))
-    pre = pre[:cut].rstrip("-_.") if cut > 0 else ""
-    return pre if len(pre) >= 3 else None
-
-
-def _name_entities(fabric: Fabric, members: list[list[str]], tiers: list[int], skip: set[int]) -> list[str]:
-    sw_all = fabric.switches
-    proposals: list[str] = []
-    fallback: list[str] = []
-    for mem in members:
-        if not mem:
-            proposals.append("root")
-            fallback.append("root")
-            continue
-        mnames = sorted((sw_all[m].name for m in mem), key=natural_key)
-        first = safe_name(mnames[0])
-        pre = _common_prefix_name(mnames)
-        proposals.append(safe_name(pre) if pre else first)
-        fallback.append(first)
-    count: dict[str, int] = {}
-    for i, p in enumerate(proposals):
-        if i not in skip:
-            count[p] = count.get(p, 0) + 1
-    chosen = [p if count.get(p, 0) == 1 else fallback[i] for i, p in enumerate(proposals)]
-    # synthetic roots: "root", or "root-<first child>" when several fabrics need one
-    used: set[str] = set()
-    order = sorted(
-        (e for e in range(len(members)) if e not in skip), key=lambda e: (tiers[e], natural_key(chosen[e]), e)
-    )
-    final = [""] * len(members)
-    for eid in order:
-        base = chosen[eid]
-        nm = base
-        k = 2
-        while nm in used:
-            suffix = f"_{k}"
-            nm = safe_name(base[: MAX_NAME - len(suffix)] + suffix)
-            k += 1
-        used.add(nm)
-        final[eid] = nm
-    return final
 
 
 _CLIQUE = re.compile(r"^([0-9a-fA-F]{8})-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.(\d{1,10})$")

@@ -20,7 +20,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError, merge_into
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology
 
 
 def _as_list(v: Any) -> list:

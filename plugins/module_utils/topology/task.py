@@ -13,8 +13,9 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.files import as_text, replace_file
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import Topology, node_list
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.load import load_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import node_list
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     render,
     slinky_spec_for,

@@ -175,7 +175,7 @@ def register_tenants(bed: ArgoBed) -> subprocess.CompletedProcess[str]:
                             "vars": {
                                 "tenant_name": "{{ item }}",
                                 "tenant_cluster": CLUSTER,
-                                "tenant_kubeconfig": str(bed.host.kubeconfig),
+                                "cluster_access_kubeconfig": str(bed.host.kubeconfig),
                                 "tenant_secret_retries": 1,
                                 "tenant_secret_delay": 1,
                             },

@@ -285,7 +285,7 @@ def run_role(argo: dict, role_vars: dict, *flags: str, ok: bool = True) -> list[
     task = {
         "name": "status of the app tree",
         "ansible.builtin.include_role": {"name": "gpufleet.core.argocd", "tasks_from": "status"},
-        "vars": {"argocd_namespace": NS, "argocd_kubeconfig": str(argo["kube"].kubeconfig), **role_vars},
+        "vars": {"argocd_namespace": NS, "cluster_access_kubeconfig": str(argo["kube"].kubeconfig), **role_vars},
     }
     play = play.with_name(f"role-{abs(hash(json.dumps(role_vars, sort_keys=True)))}.yml")
     play.write_text(yaml.safe_dump([{"name": "status", "hosts": "localhost", "gather_facts": False, "tasks": [task]}]))

@@ -155,7 +155,7 @@ def run_tenant_role(
                                 "tenant_cluster": "kwok",
                                 "tenant_slurm": True,
                                 "tenant_slurm_namespace": slurm_ns,
-                                "tenant_kubeconfig": str(kube.kubeconfig),
+                                "cluster_access_kubeconfig": str(kube.kubeconfig),
                                 "tenant_vcluster_wait_timeout": timeout,
                                 "tenant_vcluster_wait_delay": 1,
                                 **(extra or {}),

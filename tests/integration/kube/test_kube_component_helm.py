@@ -75,13 +75,13 @@ def bed(kube_cluster: LocalControlPlane, tmp_path_factory) -> dict:
 
 def play(bed: dict, argocd_cm: Path | None = None, gpu_values: Path | None = None) -> Path:
     local = {"chart_ref": str(bed["chart"]), "chart_repo_url": "", "version": CHART_VERSION}
-    access = {"kubeconfig": str(bed["kube"].kubeconfig), "wait": False}
+    access = {"cluster_access_kubeconfig": str(bed["kube"].kubeconfig), "cluster_access_wait": False}
 
     def role(name: str, extra: dict) -> dict:
         return {
             "name": f"install {name}",
             "ansible.builtin.include_role": {"name": f"gpufleet.core.{name}"},
-            "vars": {f"{name}_install_method": "helm", **{f"{name}_{k}": v for k, v in access.items()}, **extra},
+            "vars": {f"{name}_install_method": "helm", **access, **extra},
         }
 
     ns = {k: v[0] for k, v in RELEASES.items()}
@@ -263,7 +263,7 @@ def test_site_apply_installs_helm_components_with_the_values_it_rendered(bed, tm
             f"{c}_chart": local
             for c in ("cilium", "gpu_operator", "shared_storage", "slurm_operator", "slurm_operator_crds", "argocd")
         },
-        **{f"{c}_wait": False for c in ("cilium", "gpu_operator", "shared_storage", "slurm_operator", "argocd")},
+        "cluster_access_wait": False,
         **{
             f"{c}_namespace": f"hs-{c.replace('_', '-')}"
             for c in ("cilium", "gpu_operator", "shared_storage", "slurm_operator", "argocd")

@@ -20,7 +20,10 @@ from ansible_collections.gpufleet.core.plugins.module_utils.health import quaran
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.apply import core_api
-from ansible_collections.gpufleet.core.plugins.module_utils.render.health import CONDITION, TAINT_KEY
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import (
+    QUARANTINE_CONDITION,
+    QUARANTINE_TAINT_KEY,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 pytestmark = pytest.mark.kube
@@ -64,9 +67,9 @@ def test_quarantine_taint_keeps_tenant_pod_off_and_resume_lets_it_in(kube_cluste
         assert r["changed"] and r["after"]["quarantined"], r
         assert not quarantine.apply(api, n, "quarantined", "XID 79 gpu3 fallen off the bus")["changed"]
     node = kube_cluster.get_json("node", NODES[0])
-    assert {"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"} in node["spec"]["taints"]
+    assert {"key": QUARANTINE_TAINT_KEY, "value": "true", "effect": "NoSchedule"} in node["spec"]["taints"]
     assert any(t["key"] == fence.POOL_KEY for t in node["spec"]["taints"])  # the pool fence is kept
-    cond = next(c for c in node["status"]["conditions"] if c["type"] == CONDITION)
+    cond = next(c for c in node["status"]["conditions"] if c["type"] == QUARANTINE_CONDITION)
     assert (cond["status"], cond["message"]) == ("True", "XID 79 gpu3 fallen off the bus")
     listed = {h.node: h for h in quarantine.list_health(api)}
     assert listed[NODES[0]].quarantined and listed[NODES[0]].pool == POOL and listed[NODES[0]].tenant == "research"
@@ -112,7 +115,7 @@ def test_quarantine_taint_keeps_tenant_pod_off_and_resume_lets_it_in(kube_cluste
     placed = kube_cluster.wait_pod_phase(ns, "slurmd-like", "Running", timeout=90)
     assert placed["spec"]["nodeName"] == NODES[1]
     node = kube_cluster.get_json("node", NODES[1])
-    assert all(t["key"] != TAINT_KEY for t in node["spec"]["taints"])
+    assert all(t["key"] != QUARANTINE_TAINT_KEY for t in node["spec"]["taints"])
     assert any(t["key"] == fence.POOL_KEY for t in node["spec"]["taints"])
     assert quarantine.REASON_ANNOTATION not in node["metadata"].get("annotations", {})
     assert not quarantine.apply(api, NODES[1], "resumed")["changed"]

@@ -18,7 +18,7 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.apply import core_api
-from ansible_collections.gpufleet.core.plugins.module_utils.render.health import TAINT_KEY
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import QUARANTINE_TAINT_KEY
 
 pytestmark = pytest.mark.kube
 
@@ -68,7 +68,7 @@ def test_health_lists_and_resume_returns_a_quarantined_node(kube_cluster):
     assert rc == 0, out
     assert changed == 1, out
     taints = kube_cluster.get_json("node", NODE)["spec"].get("taints") or []
-    assert all(t["key"] != TAINT_KEY for t in taints)
+    assert all(t["key"] != QUARANTINE_TAINT_KEY for t in taints)
     rc, out, changed = playbook("resume.yml", kc, "-e", f"node={NODE}")
     assert (rc, changed) == (0, 0), out
 

@@ -1,4 +1,4 @@
-"""Guarded imports: every module_utils file imports without PyYAML, jsonschema and ruamel.yaml (as
+"""Guarded imports: every module_utils file imports without PyYAML, jsonschema, ruamel.yaml and kubernetes (as
 ansible-test's import test and a bare managed host need), and using one raises a clear error."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ CHILD = r"""
 import importlib, json, pathlib, sys
 class Block:  # the libraries are installed here; hide them as a host without them would
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("yaml", "jsonschema", "ruamel", "_ruamel_yaml"):
+        if name.split(".")[0] in ("yaml", "jsonschema", "ruamel", "_ruamel_yaml", "kubernetes"):
             raise ImportError("blocked " + name)
 sys.meta_path.insert(0, Block())
 sys.path.insert(0, sys.argv[1])

@@ -16,6 +16,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelE
 from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import TenantHealth
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import health, monitoring
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
@@ -125,7 +126,7 @@ def test_slurm_values_carry_metrics_mapping_and_health(sample_files):
     cm = next(o for o in objs if o and o["metadata"]["name"] == health.HEALTH_CONFIGMAP)
     assert cm["metadata"]["namespace"] == "slurm"
     op = yaml.safe_load(sample_files[f"{T}/research/slurm-operator/values.yaml"])
-    assert op["propagatedNodeConditions"] == [health.CONDITION]
+    assert op["propagatedNodeConditions"] == [fence.QUARANTINE_CONDITION]
 
 
 def test_options_off_render_nothing_of_it(inv):
@@ -223,8 +224,8 @@ def test_no_rendered_toleration_tolerates_the_quarantine_taint(sample_files):
     assert not [t for t in found if health.tolerates(t)], "a rendered toleration tolerates the GPU-health taint"
     # the check can fail
     assert health.tolerates({"operator": "Exists"})
-    assert health.tolerates({"key": health.TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"})
-    assert not health.tolerates({"key": health.TAINT_KEY, "operator": "Exists", "effect": "NoExecute"})
+    assert health.tolerates({"key": fence.QUARANTINE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"})
+    assert not health.tolerates({"key": fence.QUARANTINE_TAINT_KEY, "operator": "Exists", "effect": "NoExecute"})
 
 
 def test_quarantine_plan_is_idempotent_and_keeps_pool_taints():
@@ -233,14 +234,14 @@ def test_quarantine_plan_is_idempotent_and_keeps_pool_taints():
     p = quarantine.plan(node, "quarantined", "XID 79")
     assert p["spec"]["spec"]["taints"] == [
         pool_taint,
-        {"key": health.TAINT_KEY, "value": "true", "effect": "NoSchedule"},
+        {"key": fence.QUARANTINE_TAINT_KEY, "value": "true", "effect": "NoSchedule"},
     ]
     assert p["spec"]["metadata"]["resourceVersion"] == "7"
     assert p["status"]["status"]["conditions"][0]["status"] == "True"
     done = {
         "metadata": {"name": "n1", "annotations": {quarantine.REASON_ANNOTATION: "XID 79"}},
         "spec": {"taints": p["spec"]["spec"]["taints"]},
-        "status": {"conditions": [{"type": health.CONDITION, "status": "True", "message": "XID 79"}]},
+        "status": {"conditions": [{"type": fence.QUARANTINE_CONDITION, "status": "True", "message": "XID 79"}]},
     }
     assert quarantine.plan(done, "quarantined", "XID 79") is None
     r = quarantine.plan(done, "resumed")

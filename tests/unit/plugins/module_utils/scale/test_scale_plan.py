@@ -11,19 +11,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.moves import Move, node_moves, pool_counts
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.inventory_edit import (
     ScaleError,
     plan_size_edit,
     pools_file,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
-    Move,
-    build_plan,
-    file_changes,
-    node_moves,
-    pool_counts,
-    render_markdown,
-)
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import build_plan, file_changes, render_markdown
 
 REPO = Path(__file__).resolve().parents[5]
 SAMPLE = REPO / "inventories" / "sample"

@@ -10,7 +10,8 @@ from gpufleet_testlib import fabric_gen
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import domains_from_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology, hostlist_expand
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import hostlist_expand
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     infer_block_sizes,
     kueue_node_labels,

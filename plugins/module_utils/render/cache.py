@@ -1,0 +1,302 @@
+"""The render cache: parsed snapshots and the no-change fast path, outside the repository.
+
+Both live under :func:`cache_dir` (``$GPUFLEET_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpufleet``) and
+are only ever an optimisation: a miss, an unreadable entry or code that cannot be read means
+parse and render again, with the same bytes as a result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import vars_files
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo, load_nodes
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
+from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology, TreeSwitch
+
+try:
+    import yaml
+except ImportError:  # importing works without it; the first use raises a clear error
+    yaml = missing("yaml", "PyYAML")
+
+
+# ------------------------------------------------------------------ parse cache
+#
+# Parsing a 10,000-node snapshot (YAML) and a 55 MB ibnetdiscover dump takes most of a render, and
+# snapshots change far less often than the inventory. Parsed results are kept as JSON in a cache
+# directory (cache_dir below, outside the repository), keyed by the sha256 of the input bytes,
+# the settings that shape the result and the parsing code; a miss or an unreadable entry parses again.
+
+_CODE_DIR = Path(__file__).resolve().parent.parent  # plugins/module_utils
+_PARSE_CODE = (
+    "model/nodes.py",
+    "fabric/model.py",
+    "fabric/load.py",
+    "fabric/ibnetdiscover.py",
+    "fabric/labels.py",
+    "fabric/file.py",
+    "topology/build.py",
+    "topology/health.py",
+    "topology/model.py",
+    "topology/names.py",
+    "topology/load.py",
+    "render/inputs.py",
+    "render/cache.py",
+)
+
+
+def _key(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        b = part.encode() if isinstance(part, str) else part
+        h.update(len(b).to_bytes(8, "big"))
+        h.update(b)
+    return h.hexdigest()[:40]
+
+
+def code_files() -> dict[str, bytes] | None:
+    """name -> source of every module_utils file, from disk or from the zip the module was loaded
+    from (Ansible's AnsiballZ payload); None when neither can be read (then caches are off)."""
+    if _CODE_DIR.is_dir():
+        found = {f.relative_to(_CODE_DIR).as_posix(): f.read_bytes() for f in sorted(_CODE_DIR.rglob("*.py"))}
+        if found:
+            return found
+    loader = globals().get("__loader__")
+    archive, prefix = getattr(loader, "archive", None), getattr(loader, "prefix", None)
+    if not archive or prefix is None:
+        return None
+    prefix = prefix.rstrip("/").rpartition("/")[0] + "/"  # this file's package -> module_utils/
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            names = sorted(n for n in zf.namelist() if n.startswith(prefix) and n.endswith(".py"))
+            found = {n[len(prefix) :]: zf.read(n) for n in names}
+    except (OSError, zipfile.BadZipFile):
+        return None
+    return found or None
+
+
+def _code() -> bytes | None:
+    files = code_files()
+    if files is None:
+        return None
+    return b"".join(files.get(f, b"") for f in _PARSE_CODE)
+
+
+def _cache_get(cache: Path | None, name: str) -> Any:
+    if cache is None:
+        return None
+    try:
+        return json.loads((cache / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _cache_put(cache: Path | None, name: str, data: Any, prefix: str) -> None:
+    if cache is None:
+        return
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        for old in cache.glob(f"{prefix}-*.json"):
+            old.unlink()
+        tmp = cache / f".{name}.tmp"
+        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, cache / name)
+    except OSError:
+        pass
+
+
+# every NodeInfo field, so a field added later cannot silently drop out of cached renders
+_NODE_FIELDS = tuple(f.name for f in dataclasses.fields(NodeInfo))
+
+
+def _nodes_to_json(nodes: tuple[NodeInfo, ...]) -> list:
+    return [[dict(v) if isinstance(v, Mapping) else v for v in (getattr(n, f) for f in _NODE_FIELDS)] for n in nodes]
+
+
+def _nodes_from_json(data: list) -> tuple[NodeInfo, ...]:
+    return tuple(NodeInfo(*row) for row in data)  # rows hold _NODE_FIELDS in field order
+
+
+def _topo_to_json(t: Any) -> dict:
+    return {
+        "switches": [
+            [s.name, s.tier, s.members, s.children, s.nodes, s.parent, s.member_names] for s in t.switches.values()
+        ],
+        "roots": t.roots,
+        "leaf_groups": t.leaf_groups,
+        "node_group": t.node_group,
+        "blocks": t.blocks,
+        "block_domains": t.block_domains,
+        "block_source": t.block_source,
+        "health": t.health,
+        "order": t.order,
+        "source": t.source,
+    }
+
+
+def _topo_from_json(d: dict) -> Any:
+    sws = {s[0]: TreeSwitch(s[0], s[1], s[2], s[3], s[4], s[5], s[6]) for s in d["switches"]}
+    return Topology(
+        sws,
+        d["roots"],
+        [(x[0], x[1]) for x in d["leaf_groups"]],
+        d["node_group"],
+        [(x[0], x[1]) for x in d["blocks"]],
+        d["block_domains"],
+        d["block_source"],
+        d["health"],
+        d["order"],
+        d["source"],
+    )
+
+
+def cached_nodes(cluster: Cluster, cache: Path | None) -> tuple[NodeInfo, ...]:
+    """The cluster's nodes snapshot, parsed once per snapshot bytes."""
+    code = _code()
+    if code is None:
+        return load_nodes(cluster.nodes_snapshot)
+    name = f"nodes-{_key(cluster.nodes_snapshot.read_bytes(), code)}.json"
+    hit = _cache_get(cache, name)
+    if isinstance(hit, list):
+        try:
+            return _nodes_from_json(hit)
+        except (TypeError, ValueError):
+            pass
+    nodes = load_nodes(cluster.nodes_snapshot)
+    _cache_put(cache, name, _nodes_to_json(nodes), "nodes")
+    return nodes
+
+
+def cached_topology(
+    cluster: Cluster, nodes: tuple[NodeInfo, ...], cache: Path | None, load_topology: Callable[..., Any]
+) -> Any | None:
+    """``load_topology(cluster, nodes)`` (render/inputs.py), parsed once per fabric snapshot and settings."""
+    fab = cluster.fabric
+    if fab.source == "none":
+        return None
+    src = cluster.nodes_snapshot if fab.source == "labels" else fab.path
+    if src is None or not src.is_file():
+        return load_topology(cluster, nodes)  # raises the clear error
+    settings = json.dumps(
+        [fab.source, fab.node_name_map, list(fab.exclude_hosts), list(fab.exclude_switches), [n.name for n in nodes]],
+        sort_keys=True,
+    )
+    code = _code()
+    if code is None:
+        return load_topology(cluster, nodes)
+    snapshot = cluster.nodes_snapshot.read_bytes() if src != cluster.nodes_snapshot else b""  # NVLink domains
+    name = f"topology-{_key(src.read_bytes(), snapshot, settings, code)}.json"
+    hit = _cache_get(cache, name)
+    if isinstance(hit, dict):
+        try:
+            return _topo_from_json(hit)
+        except (KeyError, TypeError, ValueError):
+            pass
+    topo = load_topology(cluster, nodes)
+    if topo is not None:
+        _cache_put(cache, name, _topo_to_json(topo), "topology")
+    return topo
+
+
+# ------------------------------------------------------------------ no-change fast path
+#
+# A render is a pure function of its inputs (inventory vars, snapshots, pool locks) and of this
+# code. The digest of all of them is kept in a cache directory outside the repository (cache_dir).
+# When the digest is unchanged and every owned file still has the bytes the manifest records, the
+# tree is current: nothing is parsed, rendered or written.
+
+
+def input_digest(fleet: Fleet) -> str | None:
+    """Digest of everything a render reads (inputs and the module_utils code, from disk or from the
+    AnsiballZ zip), or None when the code cannot be read: then there is no fast path."""
+    code = code_files()
+    if not code:
+        return None
+
+    h = hashlib.sha256(b"gpufleet-render-1\0")
+    h.update(f"{sys.version_info[0]}.{sys.version_info[1]} yaml {yaml.__version__}\0".encode())
+
+    def add(tag: str, path: Path | None) -> None:
+        h.update(tag.encode() + b"\0")
+        if path is not None and path.is_file():
+            data = path.read_bytes()
+            h.update(len(data).to_bytes(8, "big"))
+            h.update(data)
+        else:
+            h.update(b"<missing>")
+
+    for name, data in sorted(code.items()):
+        h.update(f"code/{name}\0".encode())
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    inv = fleet.inventory_dir
+    for f in vars_files(inv):
+        add(f"vars/{f.relative_to(inv).as_posix()}", f)
+    for name in sorted(fleet.clusters):
+        c = fleet.clusters[name]
+        add(f"{name}/nodes", c.nodes_snapshot)
+        add(f"{name}/fabric", c.fabric.path)
+        add(f"{name}/lock", c.snapshot_dir / LOCK_NAME)
+    return h.hexdigest()
+
+
+def cache_dir(out: Path) -> Path:
+    """The render cache of tree ``out``: ``$GPUFLEET_CACHE_DIR`` or ``$XDG_CACHE_HOME/gpufleet`` (default
+    ``~/.cache/gpufleet``), then ``render/<sha256 of the tree's absolute path>``; never in the tree
+    or the repository."""
+    base = os.environ.get("GPUFLEET_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "gpufleet"
+    )
+    key = hashlib.sha256(str(out.absolute()).encode("utf-8")).hexdigest()[:24]
+    return Path(base) / "render" / key
+
+
+def _cache_path(out: Path) -> Path:
+    return cache_dir(out) / "state.json"
+
+
+def cached_current(out: Path, digest: str | None) -> int | None:
+    """Number of owned files when ``out`` is known current for ``digest``; None to render."""
+    if digest is None:
+        return None
+    try:
+        cache = json.loads(_cache_path(out).read_text(encoding="utf-8"))
+        manifest = (out / tree_writer.MANIFEST).read_bytes()
+    except (OSError, ValueError):
+        return None
+    if cache.get("inputs") != digest or cache.get("manifest") != hashlib.sha256(manifest).hexdigest():
+        return None
+    owned = tree_writer.read_manifest(out)
+    for rel, sha in owned.items():
+        try:
+            if hashlib.sha256((out / rel).read_bytes()).hexdigest() != sha:
+                return None
+        except OSError:
+            return None
+    return len(owned)
+
+
+def record_cache(out: Path, digest: str | None) -> None:
+    """Remember that ``out`` is current for ``digest`` (best effort: a cache, never required)."""
+    if digest is None:
+        return
+    try:
+        manifest = (out / tree_writer.MANIFEST).read_bytes()
+        path = _cache_path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"inputs": digest, "manifest": hashlib.sha256(manifest).hexdigest()}) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass
