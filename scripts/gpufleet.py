@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """gpufleet command line: render the GitOps tree of an inventory, print the fleet schema.
 
     gpufleet.py render --inventory DIR [--out DIR] [--check]
@@ -15,10 +15,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def _import_path() -> None:
-    """Make ``ansible_collections.gpufleet.core`` importable from this checkout (late: keeps --help fast)."""
+    """Make ``ansible_collections.gpufleet.core`` importable (late: keeps --help fast): from the installed
+    collection this script ships in (``<path>/ansible_collections/gpufleet/core/scripts/``), else from
+    the project checkout."""
+    here = Path(__file__).resolve().parent
+    if here.parent.parent.name == "gpufleet" and here.parent.parent.parent.name == "ansible_collections":
+        root = str(here.parents[3])
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        return
     from checkout_path import use_checkout
 
     use_checkout()
