@@ -92,9 +92,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         f"{args.dest}: fleet repository {opts.fleet!r} with {len(written)} files; tenants: "
         + ", ".join(t.name for t in opts.tenants)
     )
-    print(
-        f"next: cd {args.dest}; git init; see README.md (install, render --inventory inventories/{opts.site})"
-    )
+    print(f"next: cd {args.dest}; git init; see README.md (install, render --inventory inventories/{opts.site})")
     return 0
 
 
@@ -107,6 +105,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"{len(fleet.tenants)} tenant(s), {len(fleet.pools)} pool(s)"
     )
     return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from ansible_collections.gpufleet.core.plugins.module_utils.review.change import render_markdown, review_change
+
+    rv = review_change(".", args.base, args.inventory)
+    text = render_markdown(rv)
+    if args.markdown:
+        Path(args.markdown).write_text(text, encoding="utf-8")
+    sys.stdout.write(text)
+    return 0 if rv.ok else 1
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -146,6 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("validate", help="validate an inventory (every problem, with file, line and key)")
     v.add_argument("--inventory", "-i", required=True, help="inventory directory (or its hosts.yml)")
     v.set_defaults(func=cmd_validate)
+    rv = sub.add_parser(
+        "review",
+        help="the blast radius of a change against a base branch, by owner (Markdown; exit 1 on a policy failure)",
+    )
+    rv.add_argument("--inventory", "-i", required=True, action="append", help="inventory directory (repeatable)")
+    rv.add_argument("--base", required=True, help="base revision, e.g. origin/main (compared at the merge base)")
+    rv.add_argument("--markdown", "-m", help="also write the Markdown to this file (a pull-request comment)")
+    rv.set_defaults(func=cmd_review)
     s = sub.add_parser("schema", help="print the fleet JSON schema (docs/fleet.schema.json)")
     s.set_defaults(func=cmd_schema)
     args = parser.parse_args(argv)

@@ -149,6 +149,13 @@ gpufleet_clusters:
       path: snapshots/{c}/fabric.yaml
     topology:
       plugin: tree
+    # Prometheus and Grafana are the site's (kube-prometheus-stack); gpufleet renders the monitors
+    # (PodMonitors, the dcgm-exporter ServiceMonitor) and the fleet dashboard for them.
+    monitoring:
+      prometheus_operator: true
+      namespace: monitoring
+      labels:
+        release: kube-prometheus-stack
     components:
       cilium: {{}}
       cert_manager: {{}}
