@@ -218,6 +218,12 @@ SCHEMA: dict[str, Any] = {
                                 "default": False,
                                 "description": "render even when fabric hosts match no node (warns, naming them)",
                             },
+                            "allow_topology_problems": {
+                                "type": "boolean",
+                                "default": False,
+                                "description": "render even when the switch tree has dangling switches, switches"
+                                " linked to nothing or several roots (warns, naming them); else an error",
+                            },
                             "exclude_hosts": _HOSTLISTS,
                             "exclude_switches": _HOSTLISTS,
                         },

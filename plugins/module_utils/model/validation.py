@@ -331,6 +331,7 @@ def build_fleet(raw: RawModel) -> Fleet:
                 exclude_hosts=tuple(fab.get("exclude_hosts", ())),
                 exclude_switches=tuple(fab.get("exclude_switches", ())),
                 allow_unmatched_hosts=fab.get("allow_unmatched_hosts", False),
+                allow_topology_problems=fab.get("allow_topology_problems", False),
             ),
             topology=TopologyConfig(plugin=topo.get("plugin", "tree"), block_sizes=tuple(topo.get("block_sizes", ()))),
             components={name: _component(name, comps.get(name)) for name in COMPONENTS},
