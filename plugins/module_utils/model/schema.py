@@ -207,10 +207,12 @@ SCHEMA: dict[str, Any] = {
                             "node_name_map": {
                                 "type": "object",
                                 "additionalProperties": False,
-                                "required": ["pattern", "replace"],
+                                "description": "fabric host name -> Kubernetes Node name (docs/fabric-file.md)",
+                                "required": ["pattern"],
                                 "properties": {
                                     "pattern": g.pattern(g.TEXT, "Python regular expression (full match)"),
-                                    "replace": g.pattern(g.TEXT, "replacement (\\1 for groups)"),
+                                    "replacement": g.pattern(g.TEXT, "its expansion (\\1 for groups)"),
+                                    "replace": g.pattern(g.TEXT, "deprecated: the former name of replacement"),
                                 },
                             },
                             "allow_unmatched_hosts": {

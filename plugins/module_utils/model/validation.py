@@ -209,6 +209,13 @@ def reference_issues(raw: RawModel) -> list[Issue]:
     for ci, c in clusters:
         fab = _dict(c.get("fabric"))
         nmap = _dict(fab.get("node_name_map"))
+        if fab.get("node_name_map") is not None and ("replacement" in nmap) == ("replace" in nmap):
+            issues.append(
+                raw.issue(
+                    ("gpufleet_clusters", ci, "fabric", "node_name_map"),
+                    "needs exactly one of replacement (or its former name, replace)",
+                )
+            )
         if isinstance(nmap.get("pattern"), str):
             try:
                 re.compile(nmap["pattern"])

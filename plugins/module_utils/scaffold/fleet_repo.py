@@ -247,7 +247,7 @@ def _snapshots(opts: Options, inv: str) -> dict[str, str]:
         )
     head = (
         f"# Example Nodes of cluster {c} (made up by `gpufleet.py init`); discovery replaces them with\n"
-        "# `kubectl get nodes -o yaml` (docs/nodes-snapshot.md of gpufleet.core: the labels gpufleet reads).\n"
+        "# `kubectl get nodes -o yaml` (docs/fabric-file.md of gpufleet.core: the labels gpufleet reads).\n"
     )
     return {
         f"{inv}/snapshots/{c}/fabric.yaml": "\n".join(fabric) + "\n",
