@@ -67,5 +67,6 @@ cd "$DEST"
 # copy (no commit needed) makes it list exactly the copied files.
 rm -rf .git
 git init -q .
+echo 'tests/output/' >> .git/info/exclude  # ansible-test's own output (its delegation venv), not content
 git add -A .
 ansible-test sanity --venv --python 3.12 --color no "$@"

@@ -356,6 +356,7 @@ def build_plan(
     inventory_line: int | None = None,
     slurm_pools: Mapping[str, tuple[str, str]] | None = None,
     lock_file: str = "",
+    pool_files: Mapping[str, str] | None = None,
 ) -> ScalePlan:
     """Assemble the plan. ``files_before``/``files_after``: repo-relative path -> bytes (None: absent).
 
@@ -363,6 +364,8 @@ def build_plan(
     ``slurm_pools``: pool -> (partition, NodeSet) labels; a Slurm pool whose members change is listed
     as a partition and a NodeSet change (node count, nodes in and out) even when its rendered
     definition is the same (membership follows the pool label on the Node, not the values file).
+    ``pool_files``: pool -> the file that defines its partition and NodeSet (the tenant's rendered
+    ``slurm/values.yaml``), shown with those changes; ``lock_file`` when a pool has none.
     """
     plan = ScalePlan(
         pool=pool,
@@ -393,8 +396,9 @@ def build_plan(
     for pool_name, (partition, nodeset) in sorted((slurm_pools or {}).items()):
         fields = _membership(pool_name, plan.moves, plan.pool_nodes)
         if fields:
-            plan.partitions.append(ObjectChange(partition, lock_file, "changed", fields))
-            plan.nodesets.append(ObjectChange(nodeset, lock_file, "changed", fields))
+            where = (pool_files or {}).get(pool_name, lock_file)
+            plan.partitions.append(ObjectChange(partition, where, "changed", fields))
+            plan.nodesets.append(ObjectChange(nodeset, where, "changed", fields))
     plan.partitions.sort()
     plan.nodesets.sort()
     plan.topology.sort()
