@@ -172,6 +172,8 @@ def test_platform_shrinking_a_slurm_pool_names_moves_partition_and_drain(repo: P
     assert "Slurm pool `team-a` of tenant `team-a` (partition `team-a`) loses 2 node(s)" in drain
     assert "scontrol update NodeName=gpu[" in drain and 'State=DRAIN Reason="gpufleet: leaving pool team-a"' in drain
     assert "| `inventories/prod/group_vars/all/pools.yml` | platform | changed |" in md
+    picture = md.split("#### The fabric of `gpu-1` after the change")[1].split("```")[1]
+    assert '<br/>spare<br/>moved from team-a"]:::spare' in picture and "moved" in picture.split(":::spare")[1]
 
 
 def test_bad_base_exits_2_without_traceback(repo: Path) -> None:

@@ -30,6 +30,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import comp
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, parse_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import PLATFORM_OWNER, Owner
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import CheckError, _extract, _git
@@ -44,6 +45,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
     node_moves,
     pool_counts,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.picture import mermaid
 
 MAX_ROWS = 200
 
@@ -77,6 +79,7 @@ class Review:
     topology: list[ObjectChange] = field(default_factory=list)
     shared_platform: list[str] = field(default_factory=list)
     drains: list[Drain] = field(default_factory=list)
+    pictures: dict[str, list[str]] = field(default_factory=dict)  # cluster -> Mermaid lines (moves marked)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tenant_pr: str | None = None  # the tenant when only that tenant's files changed
@@ -226,6 +229,15 @@ def review_change(repo: str | Path, base: str, inventories: list[str | Path]) ->
                 continue
             moves = node_moves(old, new)
             rv.moves += [(cluster, m) for m in moves]
+            if moves:
+                topo = cluster_inputs(fleet, fleet.clusters[cluster]).topology
+                if topo is not None:
+                    rv.pictures[cluster] = mermaid(
+                        topo,
+                        new,
+                        {p.name: (p.kind, p.tenant) for p in fleet.cluster_pools(cluster)},
+                        moved={m.node: m.from_pool or "" for m in moves},
+                    )
             for m in moves:
                 rv.move_owners[m.node] = {_pool_owner(base_fleet, m.from_pool), _pool_owner(fleet, m.to_pool)}
             counts = pool_counts(old, new)
@@ -335,6 +347,8 @@ def render_markdown(rv: Review) -> str:
     else:
         lines.append("No node changes pool.")
     lines.append("")
+    for cluster, picture in sorted(rv.pictures.items()):
+        lines += [f"#### The fabric of `{_cell(cluster)}` after the change", "", *picture, ""]
 
     for title, items in (
         ("Slurm partitions", rv.partitions),
