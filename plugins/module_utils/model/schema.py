@@ -199,6 +199,10 @@ SCHEMA: dict[str, Any] = {
                     "context": _TOKEN,
                     "nodes_snapshot": _REL_PATH,
                     "fabric": {
+                        "description": (
+                            "where the cluster's fabric comes from (ibnetdiscover dump, fabric file, Node "
+                            "labels or none), name mapping and exclusions; docs/fabric-file.md"
+                        ),
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
@@ -231,6 +235,10 @@ SCHEMA: dict[str, Any] = {
                         },
                     },
                     "topology": {
+                        "description": (
+                            "the Slurm topology rendered from the fabric: plugin tree (switches), block "
+                            "(NVLink domains or leaf groups), yaml (topology.yaml with both) or flat (none)"
+                        ),
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
@@ -240,6 +248,10 @@ SCHEMA: dict[str, Any] = {
                     },
                     "monitoring": _CLUSTER_MONITORING,
                     "components": {
+                        "description": (
+                            "platform components of the cluster; each one: enabled, install_method (gitops: "
+                            "an Argo CD Application; helm: the apply step), namespace, Helm values"
+                        ),
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
@@ -316,6 +328,10 @@ SCHEMA: dict[str, Any] = {
                         "properties": {"values": _VALUES},
                     },
                     "slurm": {
+                        "description": (
+                            "the tenant's Slurm cluster (Slinky) in its vCluster: login nodes, accounting, "
+                            "extra chart values"
+                        ),
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
@@ -348,6 +364,10 @@ SCHEMA: dict[str, Any] = {
                     "cluster": _NAME,
                     "kind": {"enum": ["slurm", "kubernetes", "system", "spare"]},
                     "size": {
+                        "description": (
+                            "how big the pool is: exactly one of nodes or gpus (whole nodes, rounded up); "
+                            "absent: every node left over (spare)"
+                        ),
                         "type": "object",
                         "additionalProperties": False,
                         "minProperties": 1,
@@ -363,6 +383,7 @@ SCHEMA: dict[str, Any] = {
                     "exclude": _HOSTLISTS,
                     "split_nvlink_domains": {"type": "boolean", "default": False},
                     "slurm": {
+                        "description": "the pool as a Slurm partition and NodeSet of its tenant's Slurm cluster",
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
