@@ -41,6 +41,9 @@ def test_collection_build_is_clean(tmp_path: Path) -> None:
         "meta/execution-environment.yml",
         "meta/runtime.yml",
         "playbooks/site.yml",
+        "playbooks/init.yml",
+        "scaffold/fleet-repo/ansible.cfg",
+        "scaffold/fleet-repo/dot-github/workflows/gpufleet.yml",
     ):
         assert ships in names, ships
     top = {n.split("/", 1)[0] for n in names}
