@@ -43,6 +43,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
     _table,
     file_changes,
     node_moves,
+    object_sections,
     pool_counts,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.picture import mermaid
@@ -350,19 +351,7 @@ def render_markdown(rv: Review) -> str:
     for cluster, picture in sorted(rv.pictures.items()):
         lines += [f"#### The fabric of `{_cell(cluster)}` after the change", "", *picture, ""]
 
-    for title, items in (
-        ("Slurm partitions", rv.partitions),
-        ("Slurm NodeSets", rv.nodesets),
-        ("Topology", rv.topology),
-    ):
-        lines += [f"### {title} ({len(items)})", ""]
-        if items:
-            lines += _table(
-                ["name", "file", "change"], [[_code(c.name), _code(c.file), _cell(c.summary())] for c in items]
-            )
-        else:
-            lines.append("No change.")
-        lines.append("")
+    lines += object_sections(rv.partitions, rv.nodesets, rv.topology)
 
     if rv.drains:
         lines += ["### Drain before merging", ""]

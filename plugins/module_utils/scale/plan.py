@@ -424,6 +424,22 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def object_sections(
+    partitions: list[ObjectChange], nodesets: list[ObjectChange], topology: list[ObjectChange]
+) -> list[str]:
+    """Markdown sections (one table each) of the Slurm partitions, NodeSets and topology files that change."""
+    lines: list[str] = []
+    for title, items in (("Slurm partitions", partitions), ("Slurm NodeSets", nodesets), ("Topology", topology)):
+        lines += [f"### {title} ({len(items)})", ""]
+        if items:
+            rows = [[_code(c.name), _code(c.file), _cell(c.summary())] for c in items]
+            lines += _table(["name", "file", "change"], rows)
+        else:
+            lines.append("No change.")
+        lines.append("")
+    return lines
+
+
 def render_markdown(plan: ScalePlan, max_moves: int = 200) -> str:
     """The plan as Markdown: headline, inventory change, then one table per kind of change."""
     lines = [f"## Scale pool `{plan.pool}` ({plan.cluster}): {plan.size_text(old=True)} → {plan.size_text()}", ""]
@@ -448,18 +464,7 @@ def render_markdown(plan: ScalePlan, max_moves: int = 200) -> str:
         rows = [[_code(p), str(b), str(a), f"{a - b:+d}"] for p, (b, a) in sorted(plan.pool_nodes.items())]
         lines += [*_table(["pool", "before", "after", "change"], rows), ""]
 
-    for title, items in (
-        ("Slurm partitions", plan.partitions),
-        ("Slurm NodeSets", plan.nodesets),
-        ("Topology", plan.topology),
-    ):
-        lines += [f"### {title} ({len(items)})", ""]
-        if items:
-            rows = [[_code(c.name), _code(c.file), _cell(c.summary())] for c in items]
-            lines += _table(["name", "file", "change"], rows)
-        else:
-            lines.append("No change.")
-        lines.append("")
+    lines += object_sections(plan.partitions, plan.nodesets, plan.topology)
 
     lines += [f"### Files ({len(plan.files)})", ""]
     if plan.files:
