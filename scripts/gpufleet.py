@@ -39,7 +39,7 @@ def _import_path() -> None:
 def cmd_render(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
 
-    _, out, result, report = render_and_write(args.inventory, args.out, check=args.check)
+    _fleet, out, result, report = render_and_write(args.inventory, args.out, check=args.check)
     for cluster in (result.summary if result is not None else {}).values():
         for warning in cluster.get("warnings", []):
             print(f"gpufleet: WARNING: {warning}", file=sys.stderr)
@@ -126,7 +126,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gpufleet.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="gpufleet.py", description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("render", help="render the GitOps tree of an inventory")
     r.add_argument("--inventory", "-i", required=True, help="inventory directory (or its hosts.yml)")

@@ -69,8 +69,7 @@ class Options:
 
 def parse_tenant(text: str) -> TenantSpec:
     """``NAME[:KIND[:OWNER]]`` (KIND slurm or kubernetes; OWNER a CODEOWNERS owner, default @<org>/NAME)."""
-    name, _, rest = text.partition(":")
-    kind, _, owner = rest.partition(":")
+    name, kind, owner = [*text.split(":", 2), "", ""][:3]
     return TenantSpec(name, kind or "slurm", owner)
 
 
