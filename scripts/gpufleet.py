@@ -110,7 +110,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_review(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.review.change import render_markdown, review_change
 
-    rv = review_change(".", args.base, args.inventory)
+    rv = review_change(".", args.base, args.inventory, ignore=[args.markdown] if args.markdown else None)
     text = render_markdown(rv)
     if args.markdown:
         Path(args.markdown).write_text(text, encoding="utf-8")

@@ -176,6 +176,14 @@ def test_platform_shrinking_a_slurm_pool_names_moves_partition_and_drain(repo: P
     assert '<br/>spare<br/>moved from team-a"]:::spare' in picture and "moved" in picture.split(":::spare")[1]
 
 
+def test_the_reviews_own_output_is_not_an_input(repo: Path) -> None:
+    args = (*CLI, "review", "--inventory", INV, "--base", "main", "--markdown", "pr-comment.md")  # not git-ignored
+    first = run(repo, *args, check=False)
+    assert first.returncode == 0 and (repo / "pr-comment.md").exists()
+    again = run(repo, *args, check=False)  # now an untracked file in the work tree
+    assert again.returncode == 0 and "pr-comment.md" not in again.stdout and again.stdout == first.stdout
+
+
 def test_bad_base_exits_2_without_traceback(repo: Path) -> None:
     p = run(repo, *CLI, "review", "--inventory", INV, "--base", "no-such-branch", check=False)
     assert p.returncode == 2 and "no-such-branch" in p.stderr and "Traceback" not in p.stderr

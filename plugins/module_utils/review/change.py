@@ -130,7 +130,11 @@ def _pool_owner(fleet: Fleet, pool: str | None) -> Owner:
     return own.tenant(p.tenant) if p is not None and p.tenant else PLATFORM_OWNER
 
 
-def review_change(repo: str | Path, base: str, inventories: list[str | Path]) -> Review:
+def review_change(
+    repo: str | Path, base: str, inventories: list[str | Path], ignore: list[str | Path] | None = None
+) -> Review:
+    """Review the work tree of ``repo`` against the merge base of ``base``; ``ignore``: files that are not
+    part of the change (the review's own Markdown output)."""
     root = Path(_git(Path(repo), "rev-parse", "--show-toplevel").decode().strip())
     try:
         base_commit = _git(root, "merge-base", base, "HEAD").decode().strip()
@@ -138,6 +142,10 @@ def review_change(repo: str | Path, base: str, inventories: list[str | Path]) ->
         base_commit = _git(root, "rev-parse", "--verify", f"{base}^{{commit}}").decode().strip()
     rv = Review(base=base, base_commit=base_commit)
     changed = _changed_paths(root, base_commit)
+    for path in ignore or ():
+        p = Path(path).resolve()
+        if p.is_relative_to(root):
+            changed.pop(p.relative_to(root).as_posix(), None)
     inv_rels: list[str] = []
     gitops_rels: list[str] = []
     renders: list[tuple[str, Fleet, Fleet | None, render_tree.RenderResult, render_tree.RenderResult | None]] = []
