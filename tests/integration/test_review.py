@@ -151,6 +151,20 @@ def test_a_hand_edit_of_another_tenants_rendered_tree_fails(repo: Path) -> None:
     assert "is not the rendered `inventories/prod`: re-render" in p.stdout and "team-b/vcluster/values.yaml" in p.stdout
 
 
+def test_a_platform_change_the_inputs_do_not_explain_fails_a_tenant_pr(repo: Path) -> None:
+    # main's committed tree is not its rendered inventory (as after a gpufleet upgrade): a tenant pull
+    # request that re-renders would carry the platform change to Argo CD under the tenant's approval
+    shared = "gitops/clusters/gpu-1/platform/gpu-operator/values.yaml"
+    run(repo, "git", "checkout", "-q", "main")
+    append(shared, "# rendered by an older gpufleet\n")(repo)
+    run(repo, "git", "commit", "-qam", "old render")
+    run(repo, "git", "checkout", "-q", "-B", "pr")
+    rc, md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"))
+    assert rc == 1, md
+    assert "### Committed changes no input explains (1)" in md and f"| `{shared}` | platform | changed |" in md
+    assert f"- `{shared}` changed in the committed tree though no input of this change alters it" in md
+
+
 def test_not_rerendered_fails(repo: Path) -> None:
     rc, md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 3"), render=False)
     assert rc == 1 and "re-render (`gpufleet.py render --inventory inventories/prod`)" in md

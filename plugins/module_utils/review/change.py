@@ -80,6 +80,7 @@ class Review:
     topology: list[ObjectChange] = field(default_factory=list)
     shared_platform: list[str] = field(default_factory=list)
     drains: list[Drain] = field(default_factory=list)
+    drift: list[FileChange] = field(default_factory=list)  # committed changes the inputs do not explain
     pictures: dict[str, list[str]] = field(default_factory=dict)  # cluster -> Mermaid lines (moves marked)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -231,6 +232,16 @@ def review_change(
             rv.topology += topo
             if PLATFORM_OWNER in owners and own.is_shared_platform_file(path):
                 rv.shared_platform.append(full)
+        # what Argo CD will see is the committed tree: a committed change the inputs do not explain (the
+        # base's tree was not its rendered inputs, e.g. after a gpufleet upgrade) is named too
+        for full in sorted(p for p in changed if p.startswith(gitops_rel + "/")):
+            path = full[len(gitops_rel) + 1 :]
+            if own.is_manifest(path):
+                continue
+            committed = None if changed[full] == "added" else _git(root, "show", f"{base_commit}:{full}")
+            if committed != before.get(path):
+                owners = own.rendered_owners(path, committed, head.files.get(path), names) or {PLATFORM_OWNER}
+                rv.drift.append(FileChange(full, changed[full], tuple(sorted(owners))))
         for cluster in sorted(fleet.clusters):
             new = _assignment(fleet, head, cluster)
             old = _assignment(base_fleet, base_result, cluster) if base_fleet and base_result else {}
@@ -286,6 +297,13 @@ def review_change(
                     f"`{c.path}` {c.change} (owned by {', '.join(str(o) for o in others)}): tenant"
                     f" `{rv.tenant_pr}`'s change reaches outside its rendered scope"
                 )
+        for c in rv.drift:
+            if [o for o in c.owners if o != mine]:
+                rv.problems.append(
+                    f"`{c.path}` {c.change} in the committed tree though no input of this change alters it: the base"
+                    " branch's tree is not its rendered inventory (a gpufleet upgrade?); re-render the base branch"
+                    " in a platform pull request first"
+                )
         for cluster, m in rv.moves:
             rv.problems.append(
                 f"node `{m.node}` ({cluster}) moves from pool `{m.from_pool or '-'}` to `{m.to_pool or '-'}`: a"
@@ -331,6 +349,14 @@ def render_markdown(rv: Review) -> str:
         lines.append("Nothing rendered changes.")
     lines.append("")
 
+    if rv.drift:
+        lines += [f"### Committed changes no input explains ({len(rv.drift)})", ""]
+        lines.append("The base branch's tree was not its rendered inventory (a gpufleet upgrade, a hand edit):")
+        lines.append("")
+        lines += _table(
+            ["file", "owners", "change"], [[_code(c.path), _owners_cell(c.owners), c.change] for c in rv.drift]
+        )
+        lines.append("")
     lines += [f"### Shared platform changes ({len(rv.shared_platform)})", ""]
     if rv.shared_platform:
         lines.append("Rendered platform files every tenant depends on; the platform team reviews these:")

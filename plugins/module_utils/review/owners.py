@@ -142,10 +142,14 @@ def _vclusters_owners(old: bytes | None, new: bytes | None, tenants: set[str]) -
     return owners
 
 
+def is_manifest(rel: str) -> bool:
+    return PurePosixPath(rel).name == MANIFEST
+
+
 def rendered_owners(rel: str, old: bytes | None, new: bytes | None, tenants: Iterable[str]) -> set[Owner]:
     """The owners a change of one rendered file touches (empty for the manifest)."""
     names = set(tenants)
-    if PurePosixPath(rel).name == MANIFEST:
+    if is_manifest(rel):
         return set()
     scope = rendered_scope(rel, names)
     if scope is not None:
