@@ -198,6 +198,20 @@ def test_the_reviews_own_output_is_not_an_input(repo: Path) -> None:
     assert again.returncode == 0 and "pr-comment.md" not in again.stdout and again.stdout == first.stdout
 
 
+def test_a_reshuffle_of_the_pool_lock_fails(repo: Path) -> None:
+    # swap two nodes between the tenants' pools in the lock: the renderer keeps the locked assignment,
+    # the tree is current, but nodes move although no pool size changed
+    lock = repo / INV / "snapshots/gpu-1/pools.lock.yaml"
+    text = lock.read_text()
+    a, b = "gpu003: team-a", "gpu009: team-b"
+    assert a in text and b in text
+    lock.write_text(text.replace(a, "gpu003: team-b").replace(b, "gpu009: team-a"))
+    rc, md, _ = pull_request(repo)
+    assert rc == 1, md
+    assert "cluster `gpu-1`: 2 node(s) change pool but the pool size changes need only 0: a reshuffle" in md
+    assert "| `gpu003` | `gpu-1` | `team-a` | `team-b` |" in md
+
+
 def test_bad_base_exits_2_without_traceback(repo: Path) -> None:
     p = run(repo, *CLI, "review", "--inventory", INV, "--base", "no-such-branch", check=False)
     assert p.returncode == 2 and "no-such-branch" in p.stderr and "Traceback" not in p.stderr

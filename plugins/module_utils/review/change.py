@@ -33,7 +33,12 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import tree a
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import PLATFORM_OWNER, Owner
-from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import CheckError, _extract, _git
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import (
+    CheckError,
+    _cluster_check,
+    _extract,
+    _git,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
     Move,
     ObjectChange,
@@ -183,6 +188,14 @@ def review_change(
                         lp = lock_path(base_result.fleet, c)
                         if lp not in base_result.locks and lp.is_file():
                             base_result.locks[lp] = lp.read_bytes()
+                    # no more nodes move than the pool size changes need (scale.check's rule: no reshuffle)
+                    for c in sorted(set(head.fleet.clusters) & set(base_result.fleet.clusters)):
+                        check = _cluster_check(rel, c, base_result.fleet, head.fleet)
+                        if not check.ok:
+                            rv.problems.append(
+                                f"cluster `{c}`: {check.moved} node(s) change pool but the pool size changes need"
+                                f" only {check.required}: a reshuffle ({'; '.join(check.moves[:10])})"
+                            )
             else:
                 rv.notes.append(f"`{rel}` does not exist at the base: a new inventory")
         inv_rels.append(rel)
