@@ -53,7 +53,7 @@ def fabric_spec() -> dict[str, dict[str, Any]]:
         "fabric": {"type": "path"},
         "nodes_snapshot": {"type": "path"},
         "nodes": {"type": "list", "elements": "str"},
-        "node_map": {"type": "dict"},
+        "node_name_map": {"type": "dict", "aliases": ["node_map"]},
         "exclude": {"type": "list", "elements": "str"},
     }
 

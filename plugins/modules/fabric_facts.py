@@ -62,11 +62,12 @@ options:
     description: The node list to compare the fabric with (names or hostlist expressions).
     type: list
     elements: str
-  node_map:
+  node_name_map:
     description:
       - Host name to node name mapping, a dict, or a dict with keys C(pattern) and C(replacement).
-      - See M(gpufleet.core.slurm_topology).
+      - See M(gpufleet.core.slurm_topology). C(node_map) is the former name of this option, still accepted.
     type: dict
+    aliases: [node_map]
   exclude:
     description: Glob patterns of HCA descriptions, devices or switch names to leave out.
     type: list

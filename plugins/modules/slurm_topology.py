@@ -51,13 +51,15 @@ options:
     description: Restrict the topology to these nodes (names or hostlist expressions).
     type: list
     elements: str
-  node_map:
+  node_name_map:
     description:
       - Turns fabric host names (from HCA descriptions) into Slurm node names. Either a mapping
         from host to node (unlisted hosts keep their name, an empty value drops the host), or a dict
         with keys C(pattern) (a regular expression, full match) and C(replacement) (its expansion
-        template, for example C(slinky-\\1)).
+        template, for example C(slinky-\\1)); the inventory's C(fabric.node_name_map) has the same form.
+      - C(node_map) is the former name of this option, still accepted.
     type: dict
+    aliases: [node_map]
   exclude:
     description: Glob patterns of HCA descriptions (C(stor* mlx5_0)), devices or switch names to leave out.
     type: list
@@ -112,7 +114,7 @@ EXAMPLES = r"""
   gpufleet.core.slurm_topology:
     ibnetdiscover: snapshots/prod/ibnetdiscover.out
     nodes: ["gpu[001-032]"]
-    node_map: {pattern: 'gpu(\d+)', replacement: 'gpu\1'}
+    node_name_map: {pattern: 'gpu(\d+)', replacement: 'gpu\1'}
     dest: /etc/slurm/topology.conf
   notify: scontrol reconfigure
 

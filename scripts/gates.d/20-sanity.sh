@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Gate: ansible-test sanity (Python 3.12, the venv's ansible-core) on the collection as it is in the
-# work tree: tracked files plus untracked files that are not git-ignored. ansible-test needs the
+# Gate: ansible-test sanity (Python 3.12, the venv's ansible-core) on the collection as it ships: the
+# tarball built from the work tree (tracked files plus untracked files that are not git-ignored). ansible-test needs the
 # collection under a *physical* .../ansible_collections/<ns>/<name>/ path (a symlink fails), so the
 # files are copied to .build/sanity/ansible_collections/gpufleet/core first. tests/output/ of the copy
 # is kept between runs (it holds ansible-test's delegation venv); the sanity venvs themselves are
@@ -43,16 +43,23 @@ find "$DEST" -mindepth 1 -maxdepth 1 ! -name tests -exec rm -rf {} +
 if [ -d "$DEST/tests" ]; then
   find "$DEST/tests" -mindepth 1 -maxdepth 1 ! -name output -exec rm -rf {} +
 fi
-# What is tested: the collection as it ships plus its unit tests. Left out: developer tooling that
-# is not collection content and is linted by ruff instead (bench/, scripts/, tools/, .ci/), the
-# pytest integration suites under tests/integration/ (not ansible-test integration targets) and
-# gitops/, the rendered sample tree (data; checked by the render tests and the kube dry-run), and
-# the top-level molecule link to extensions/molecule (a developer convenience, not shipped: galaxy.yml
-# build_ignore; ansible-test allows no symlinks to directories).
+# What is tested is what ships: the collection tarball `ansible-galaxy collection build` makes (galaxy.yml
+# build_ignore decides; the work tree's tracked and untracked, not ignored files are built, so an edit is
+# tested before it is committed), plus the unit tests and the sanity ignore files, which do not ship but
+# belong to the collection's checks. Nothing else of the checkout (bench/, tools/, gitops/, the pytest
+# integration suites) is collection content.
+BUILD="$ROOT/.build/sanity/build"
+rm -rf "$BUILD" && mkdir -p "$BUILD/src"
 git ls-files -z --cached --others --exclude-standard -- . \
-    ':!bench/' ':!scripts/' ':!tools/' ':!.ci/' ':!tests/integration/' ':!gitops/' ':(exclude,literal)molecule' \
+  | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
+  | tar --null -T - -cf - | tar -xf - -C "$BUILD/src"
+ansible-galaxy collection build --output-path "$BUILD" "$BUILD/src" >/dev/null
+tar -xzf "$BUILD"/gpufleet-core-*.tar.gz -C "$DEST" --exclude MANIFEST.json --exclude FILES.json
+cp "$BUILD/src/galaxy.yml" "$DEST/"
+git ls-files -z --cached --others --exclude-standard -- tests/sanity tests/unit tests/lib tests/conftest.py \
   | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
   | tar --null -T - -cf - | tar -xf - -C "$DEST"
+rm -rf "$BUILD"
 
 cd "$DEST"
 # ansible-test lists the collection's files with git when it finds a repository, and the nearest one
@@ -60,5 +67,6 @@ cd "$DEST"
 # copy (no commit needed) makes it list exactly the copied files.
 rm -rf .git
 git init -q .
+echo 'tests/output/' >> .git/info/exclude  # ansible-test's own output (its delegation venv), not content
 git add -A .
 ansible-test sanity --venv --python 3.12 --color no "$@"

@@ -101,6 +101,8 @@ def test_scale_publishes_branch_commit_push_and_pull_request(repos: Repos) -> No
     assert any(t.file.endswith("/topology.conf") for t in plan.topology)
     [part] = plan.partitions
     assert part.name == "llm-pretrain/pretrain" and part.fields[0] == ("nodes", "32", "36")
+    assert part.file == "gitops/clusters/gpu-east/tenants/llm-pretrain/slurm/values.yaml"  # not the pool lock
+    assert res.diffs() and not [d for d in res.diffs() if d["before_header"].endswith(".gpufleet-manifest")]
     assert [n.name for n in plan.nodesets] == ["llm-pretrain/pretrain"]
     # commit message carries the plan summary
     msg = repos.remote_git("log", "-1", "--format=%B", "scale/pretrain-36")

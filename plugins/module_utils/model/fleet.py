@@ -49,6 +49,7 @@ class FabricSource:
     exclude_hosts: tuple[str, ...] = ()
     exclude_switches: tuple[str, ...] = ()
     allow_unmatched_hosts: bool = False  # opt-in: fabric hosts matching no node only warn
+    allow_topology_problems: bool = False  # opt-in: dangling switches, several roots only warn
 
 
 @dataclass(frozen=True)

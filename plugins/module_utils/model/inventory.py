@@ -1,7 +1,8 @@
 """Read the fleet model out of an Ansible inventory directory, remembering where each key came from.
 
 The model lives in ``<inventory>/group_vars/all.yml`` or ``<inventory>/group_vars/all/*.yml``
-(kubespray layout: one topic per file). Only ``gpufleet_*`` variables belong to the model; other
+(kubespray layout: one topic per file); a tenant may have its own file, ``group_vars/all/tenants/<t>.yml``
+(see :mod:`.tenant_files`). Only ``gpufleet_*`` variables belong to the model; other
 variables are left to Ansible. Each value's file and line is kept so that errors can point at them.
 Vault-encrypted files are skipped and inline ``!vault`` values on other variables ignored: secrets
 are not part of the model (a ``!vault`` inside a ``gpufleet_*`` variable is an error). Unlike
@@ -19,6 +20,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
+from ansible_collections.gpufleet.core.plugins.module_utils.model import tenant_files
 
 try:
     import yaml
@@ -273,6 +275,10 @@ def load_inventory(inventory: str | Path) -> RawModel:
             continue
         where: dict[tuple[str | int, ...], tuple[str, int]] = {}
         _record(node, (), str(f), where)
+        file_issues = tenant_files.check_file(inv, f, value, where)  # one file per tenant, nothing else in it
+        if file_issues:
+            issues += file_issues
+            continue
         for key, val in value.items():
             if not str(key).startswith(PREFIX):
                 continue
@@ -300,6 +306,7 @@ def load_inventory(inventory: str | Path) -> RawModel:
                 continue
             raw.data[key] = val
             raw.where.update({p: w for p, w in where.items() if p and p[0] == key})
+    tenant_files.fold_into_list(raw.data, raw.where)
     if issues:
         raise ModelError(issues)
     return raw

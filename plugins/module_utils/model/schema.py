@@ -200,6 +200,10 @@ SCHEMA: dict[str, Any] = {
                     "context": _TOKEN,
                     "nodes_snapshot": _REL_PATH,
                     "fabric": {
+                        "description": (
+                            "where the cluster's fabric comes from (ibnetdiscover dump, fabric file, Node "
+                            "labels or none), name mapping and exclusions; docs/fabric-file.md"
+                        ),
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
@@ -208,10 +212,12 @@ SCHEMA: dict[str, Any] = {
                             "node_name_map": {
                                 "type": "object",
                                 "additionalProperties": False,
-                                "required": ["pattern", "replace"],
+                                "description": "fabric host name -> Kubernetes Node name (docs/fabric-file.md)",
+                                "required": ["pattern"],
                                 "properties": {
                                     "pattern": g.pattern(g.TEXT, "Python regular expression (full match)"),
-                                    "replace": g.pattern(g.TEXT, "replacement (\\1 for groups)"),
+                                    "replacement": g.pattern(g.TEXT, "its expansion (\\1 for groups)"),
+                                    "replace": g.pattern(g.TEXT, "deprecated: the former name of replacement"),
                                 },
                             },
                             "allow_unmatched_hosts": {
@@ -219,11 +225,21 @@ SCHEMA: dict[str, Any] = {
                                 "default": False,
                                 "description": "render even when fabric hosts match no node (warns, naming them)",
                             },
+                            "allow_topology_problems": {
+                                "type": "boolean",
+                                "default": False,
+                                "description": "render even when the switch tree has dangling switches, switches"
+                                " linked to nothing or several roots (warns, naming them); else an error",
+                            },
                             "exclude_hosts": _HOSTLISTS,
                             "exclude_switches": _HOSTLISTS,
                         },
                     },
                     "topology": {
+                        "description": (
+                            "the Slurm topology rendered from the fabric: plugin tree (switches), block "
+                            "(NVLink domains or leaf groups), yaml (topology.yaml with both) or flat (none)"
+                        ),
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
@@ -233,6 +249,10 @@ SCHEMA: dict[str, Any] = {
                     },
                     "monitoring": _CLUSTER_MONITORING,
                     "components": {
+                        "description": (
+                            "platform components of the cluster; each one: enabled, install_method (gitops: "
+                            "an Argo CD Application; helm: the apply step), namespace, Helm values"
+                        ),
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
@@ -309,6 +329,10 @@ SCHEMA: dict[str, Any] = {
                         "properties": {"values": _VALUES},
                     },
                     "slurm": {
+                        "description": (
+                            "the tenant's Slurm cluster (Slinky) in its vCluster: login nodes, accounting, "
+                            "extra chart values"
+                        ),
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
@@ -342,6 +366,10 @@ SCHEMA: dict[str, Any] = {
                     "cluster": _NAME,
                     "kind": {"enum": ["slurm", "kubernetes", "system", "spare"]},
                     "size": {
+                        "description": (
+                            "how big the pool is: exactly one of nodes or gpus (whole nodes, rounded up); "
+                            "absent: every node left over (spare)"
+                        ),
                         "type": "object",
                         "additionalProperties": False,
                         "minProperties": 1,
@@ -357,6 +385,7 @@ SCHEMA: dict[str, Any] = {
                     "exclude": _HOSTLISTS,
                     "split_nvlink_domains": {"type": "boolean", "default": False},
                     "slurm": {
+                        "description": "the pool as a Slurm partition and NodeSet of its tenant's Slurm cluster",
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {

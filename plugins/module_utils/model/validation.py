@@ -209,6 +209,13 @@ def reference_issues(raw: RawModel) -> list[Issue]:
     for ci, c in clusters:
         fab = _dict(c.get("fabric"))
         nmap = _dict(fab.get("node_name_map"))
+        if fab.get("node_name_map") is not None and ("replacement" in nmap) == ("replace" in nmap):
+            issues.append(
+                raw.issue(
+                    ("gpufleet_clusters", ci, "fabric", "node_name_map"),
+                    "needs exactly one of replacement (or its former name, replace)",
+                )
+            )
         if isinstance(nmap.get("pattern"), str):
             try:
                 re.compile(nmap["pattern"])
@@ -338,6 +345,7 @@ def build_fleet(raw: RawModel) -> Fleet:
                 exclude_hosts=tuple(fab.get("exclude_hosts", ())),
                 exclude_switches=tuple(fab.get("exclude_switches", ())),
                 allow_unmatched_hosts=fab.get("allow_unmatched_hosts", False),
+                allow_topology_problems=fab.get("allow_topology_problems", False),
             ),
             topology=TopologyConfig(plugin=topo.get("plugin", "tree"), block_sizes=tuple(topo.get("block_sizes", ()))),
             components={name: _component(name, comps.get(name)) for name in COMPONENTS},

@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant import JWT_KEY_SECRET, SLURM_KEY_SECRET
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace, vcluster_server
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.picture import mermaid
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
 _CHART_OF = {
@@ -92,6 +93,21 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
             f"| {p.name} | {p.kind} | {p.tenant or '-'} | {len(members)} | {inputs.pool_gpus(p.name)} "
             f"| {_hosts(members)} |"
         )
+    if inputs.topology is not None:
+        picture = mermaid(
+            inputs.topology,
+            inputs.pool_of,
+            {p.name: (p.kind, p.tenant) for p in pools},
+        )
+        if picture:
+            lines += [
+                "",
+                "## Fabric",
+                "",
+                f"The switch tree (`topology/{cluster.topology.plugin}`) and the pools on it.",
+                "",
+            ]
+            lines += picture
     lines += ["", "## Tenants", ""]
     tenants = sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name)
     if not tenants:

@@ -10,7 +10,12 @@ with rc=0. Now, for a cluster with a fabric source:
 * fabric hosts that match no node of the nodes snapshot are an error, unless the cluster sets
   ``fabric.allow_unmatched_hosts: true`` (documented opt-in): then a warning names the hosts;
 * nodes of Slurm pools that the fabric does not place are always an error (slurmctld would run
-  with nodes no switch reaches: "switches lack access to N nodes").
+  with nodes no switch reaches: "switches lack access to N nodes");
+* a switch tree with problems is an error: dangling switches (no nodes and at most one other switch:
+  a typo in a fabric file's switch name, a cable to nowhere), switches with no link at all, and more
+  than one root (no switch reaches every node: Slurm's tree plugin cannot span them, jobs asking for
+  ``--switches`` across them never start). ``fabric.allow_topology_problems: true`` (documented
+  opt-in) renders anyway and warns, naming them.
 """
 
 from __future__ import annotations
@@ -98,6 +103,40 @@ def check(fleet: Fleet, cluster: Cluster, topo: Any, slurm_nodes: list[str]) -> 
                 f" {_names(lost)}; re-discover the fabric or fix fabric.node_name_map",
             )
         )
+    problems = tree_problems(topo)
+    if problems:
+        msg = f"{src}: the switch tree has problems: {'; '.join(problems)}"
+        if fab.allow_topology_problems:
+            warnings.append(f"cluster {cluster.name!r}: {msg} (fabric.allow_topology_problems is set)")
+        else:
+            issues.append(
+                _issue(
+                    fleet,
+                    cluster,
+                    ("fabric",),
+                    f"{msg}; fix the fabric (a switch name's typo?) or set fabric.allow_topology_problems: true",
+                )
+            )
     if issues:
         raise ModelError(issues)
     return warnings
+
+
+def tree_problems(topo: Any) -> list[str]:
+    """What is wrong with the switch tree, one line each (empty when it is sound)."""
+    health = topo.health
+    out = []
+    dangling = health.get("dangling_switches") or []
+    if dangling:
+        out.append(
+            f"{len(dangling)} dangling switch(es) with no nodes and at most one other switch ({_names(dangling)})"
+        )
+    isolated = health.get("isolated_switches") or []
+    if isolated:
+        out.append(f"{len(isolated)} switch(es) linked to nothing ({_names(isolated)})")
+    if len(topo.roots) > 1:
+        out.append(
+            f"{len(topo.roots)} roots ({_names(list(topo.roots))}): no switch reaches every node, so Slurm cannot"
+            " place a job across them"
+        )
+    return out

@@ -323,6 +323,7 @@ def build_plan(
     inventory_line: int | None = None,
     slurm_pools: Mapping[str, tuple[str, str]] | None = None,
     lock_file: str = "",
+    pool_files: Mapping[str, str] | None = None,
 ) -> ScalePlan:
     """Assemble the plan. ``files_before``/``files_after``: repo-relative path -> bytes (None: absent).
 
@@ -330,6 +331,8 @@ def build_plan(
     ``slurm_pools``: pool -> (partition, NodeSet) labels; a Slurm pool whose members change is listed
     as a partition and a NodeSet change (node count, nodes in and out) even when its rendered
     definition is the same (membership follows the pool label on the Node, not the values file).
+    ``pool_files``: pool -> the file that defines its partition and NodeSet (the tenant's rendered
+    ``slurm/values.yaml``), shown with those changes; ``lock_file`` when a pool has none.
     """
     plan = ScalePlan(
         pool=pool,
@@ -360,8 +363,9 @@ def build_plan(
     for pool_name, (partition, nodeset) in sorted((slurm_pools or {}).items()):
         fields = _membership(pool_name, plan.moves, plan.pool_nodes)
         if fields:
-            plan.partitions.append(ObjectChange(partition, lock_file, "changed", fields))
-            plan.nodesets.append(ObjectChange(nodeset, lock_file, "changed", fields))
+            where = (pool_files or {}).get(pool_name, lock_file)
+            plan.partitions.append(ObjectChange(partition, where, "changed", fields))
+            plan.nodesets.append(ObjectChange(nodeset, where, "changed", fields))
     plan.partitions.sort()
     plan.nodesets.sort()
     plan.topology.sort()
@@ -385,6 +389,22 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _col in head) + " |"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
+
+
+def object_sections(
+    partitions: list[ObjectChange], nodesets: list[ObjectChange], topology: list[ObjectChange]
+) -> list[str]:
+    """Markdown sections (one table each) of the Slurm partitions, NodeSets and topology files that change."""
+    lines: list[str] = []
+    for title, items in (("Slurm partitions", partitions), ("Slurm NodeSets", nodesets), ("Topology", topology)):
+        lines += [f"### {title} ({len(items)})", ""]
+        if items:
+            rows = [[_code(c.name), _code(c.file), _cell(c.summary())] for c in items]
+            lines += _table(["name", "file", "change"], rows)
+        else:
+            lines.append("No change.")
+        lines.append("")
+    return lines
 
 
 def render_markdown(plan: ScalePlan, max_moves: int = 200) -> str:
@@ -411,18 +431,7 @@ def render_markdown(plan: ScalePlan, max_moves: int = 200) -> str:
         rows = [[_code(p), str(b), str(a), f"{a - b:+d}"] for p, (b, a) in sorted(plan.pool_nodes.items())]
         lines += [*_table(["pool", "before", "after", "change"], rows), ""]
 
-    for title, items in (
-        ("Slurm partitions", plan.partitions),
-        ("Slurm NodeSets", plan.nodesets),
-        ("Topology", plan.topology),
-    ):
-        lines += [f"### {title} ({len(items)})", ""]
-        if items:
-            rows = [[_code(c.name), _code(c.file), _cell(c.summary())] for c in items]
-            lines += _table(["name", "file", "change"], rows)
-        else:
-            lines.append("No change.")
-        lines.append("")
+    lines += object_sections(plan.partitions, plan.nodesets, plan.topology)
 
     lines += [f"### Files ({len(plan.files)})", ""]
     if plan.files:

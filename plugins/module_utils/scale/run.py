@@ -70,6 +70,8 @@ class ScaleResult:
         """Ansible diff entries (before/after text) for every file the change touches, sorted by path."""
         out = []
         for path, (old, new) in sorted(self.contents.items()):
+            if Path(path).name == tree_writer.MANIFEST:  # sha256 lines of the other files: no news in a diff
+                continue
             out.append(
                 {
                     "before_header": path if old is not None else "/dev/null",
@@ -295,6 +297,12 @@ def plan_scale(
         inventory_line=edit.line,
         slurm_pools=_slurm_pools(fleet, new_fleet, cluster),
         lock_file=_rel(lock, root),
+        pool_files={
+            p.name: f"{out_rel}/{values}"
+            for p in (*fleet.cluster_pools(cluster), *new_fleet.cluster_pools(cluster))
+            if p.kind == "slurm"
+            and (values := f"clusters/{cluster}/tenants/{p.tenant}/slurm/values.yaml") in after.files
+        },
     )
     result = ScaleResult(
         plan=plan,

@@ -85,13 +85,16 @@ def make_node_map(spec: object) -> Callable[[str], str | None]:
     """Build the host -> node name hook.
 
     ``None``: identity. A callable: used as is (return None to drop the host). A dict with
-    ``pattern`` and ``replacement`` (and optional ``drop_unmatched``): regex full match and expand.
+    ``pattern`` and ``replacement`` (``replace``: its former name, as the inventory had it; and optional
+    ``drop_unmatched``): regex full match and expand.
     Any other dict: lookup, unknown hosts keep their name, a None/empty value drops the host.
     """
     if spec is None:
         return lambda h: h
     if callable(spec):
         return spec  # type: ignore[return-value]
+    if isinstance(spec, Mapping) and "pattern" in spec and "replace" in spec and "replacement" not in spec:
+        spec = {**{k: v for k, v in spec.items() if k != "replace"}, "replacement": spec["replace"]}
     if isinstance(spec, Mapping) and "pattern" in spec and "replacement" in spec:
         try:
             rx = re.compile(str(spec["pattern"]))

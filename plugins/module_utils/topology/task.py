@@ -31,7 +31,7 @@ def topology_from_params(params: Mapping[str, Any], ibnetdiscover_text: str | No
         fabric_kind=params.get("fabric_kind") or "auto",
         ibnetdiscover_text=ibnetdiscover_text,
         use_cliques=params.get("use_cliques") is not False,
-        node_map=params.get("node_map") or None,
+        node_map=params.get("node_name_map") or params.get("node_map") or None,
         nodes=node_list(params.get("nodes")),
         exclude=params.get("exclude") or None,
     )

@@ -341,9 +341,11 @@ def test_slurm_membership_is_listed_as_partition_and_nodeset_change() -> None:
         files_after={},
         slurm_pools={"batch": ("research/batch", "research/batch"), "debug": ("research/debug", "research/debug")},
         lock_file="inv/snapshots/c/pools.lock.yaml",
+        pool_files={"batch": "gitops/clusters/c/tenants/research/slurm/values.yaml"},
     )
+    values = "gitops/clusters/c/tenants/research/slurm/values.yaml"
     assert [(c.name, c.file, c.summary()) for c in plan.partitions] == [
-        ("research/batch", "inv/snapshots/c/pools.lock.yaml", "nodes: 2 → 4; in: n[03-04]")
+        ("research/batch", values, "nodes: 2 → 4; in: n[03-04]")
     ]
     assert [c.name for c in plan.nodesets] == ["research/batch"]  # debug did not change
-    assert "| `research/batch` | `inv/snapshots/c/pools.lock.yaml` | nodes: 2 → 4; in: n[03-04] |" in plan.markdown()
+    assert f"| `research/batch` | `{values}` | nodes: 2 → 4; in: n[03-04] |" in plan.markdown()

@@ -1,0 +1,420 @@
+"""``gpufleet review --base REF``: the blast radius of a fleet-repository change, attributed to owners.
+
+For each inventory the change is rendered twice in memory, the inventory as it is at the merge base of
+``REF`` and ``HEAD`` (``git archive``, nothing checked out) and as it is in the work tree, with the same
+renderer; then:
+
+- every changed input file (``git diff`` against the merge base, untracked files included) and every
+  rendered file that differs is attributed to its owners (:mod:`.owners`);
+- node moves come from the two pool assignments, Slurm partitions, NodeSets and topology files from the
+  rendered files that changed (``scale.plan.file_changes``), shared platform files are named;
+- a Slurm pool that loses nodes gets drain guidance (drain, wait for the jobs, then merge);
+- the committed GitOps tree must be the rendered work tree (else: re-render);
+- policy: a change of tenant files only must be one tenant's (a tenant may not change another tenant's
+  file together with its own, nor a platform file), and all it changes, rendered effects included, must
+  lie in that tenant's rendered scope. A platform change may reach anything (its owners review it);
+  the review lists what it reaches.
+
+The result renders as Markdown for a pull-request comment; ``ok`` decides the CI exit code. Pure but for
+``git`` (read-only).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, parse_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
+from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
+from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import PLATFORM_OWNER, Owner
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import (
+    CheckError,
+    _cluster_check,
+    _extract,
+    _git,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
+    Move,
+    ObjectChange,
+    _cell,
+    _code,
+    _membership,
+    _table,
+    file_changes,
+    node_moves,
+    object_sections,
+    pool_counts,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.picture import mermaid
+
+MAX_ROWS = 200
+
+
+@dataclass(frozen=True, order=True)
+class FileChange:
+    path: str  # repository-relative
+    change: str  # added | changed | removed
+    owners: tuple[Owner, ...]
+
+
+@dataclass(frozen=True, order=True)
+class Drain:
+    tenant: str
+    pool: str
+    partition: str
+    nodes: tuple[str, ...]
+    to: tuple[str, ...]
+
+
+@dataclass
+class Review:
+    base: str
+    base_commit: str
+    inputs: list[FileChange] = field(default_factory=list)
+    rendered: list[FileChange] = field(default_factory=list)
+    moves: list[tuple[str, Move]] = field(default_factory=list)  # (cluster, move)
+    move_owners: dict[str, set[Owner]] = field(default_factory=dict)  # node -> owners of its pools
+    partitions: list[ObjectChange] = field(default_factory=list)
+    nodesets: list[ObjectChange] = field(default_factory=list)
+    topology: list[ObjectChange] = field(default_factory=list)
+    shared_platform: list[str] = field(default_factory=list)
+    drains: list[Drain] = field(default_factory=list)
+    drift: list[FileChange] = field(default_factory=list)  # committed changes the inputs do not explain
+    pictures: dict[str, list[str]] = field(default_factory=dict)  # cluster -> Mermaid lines (moves marked)
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    tenant_pr: str | None = None  # the tenant when only that tenant's files changed
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def kind(self) -> str:
+        owners = {o for c in self.inputs for o in c.owners}
+        if not owners:
+            return "no input change"
+        if self.tenant_pr:
+            return f"tenant `{self.tenant_pr}` only"
+        tenants = sorted(o.name for o in owners if o.kind == "tenant")
+        if owners == {PLATFORM_OWNER}:
+            return "platform"
+        return "mixed: " + ", ".join(["platform"] * (PLATFORM_OWNER in owners) + [f"tenant `{t}`" for t in tenants])
+
+
+def _changed_paths(root: Path, base_commit: str) -> dict[str, str]:
+    """Repository-relative path -> added | changed | removed, work tree against ``base_commit``."""
+    out: dict[str, str] = {}
+    raw = _git(root, "diff", "--name-status", "--no-renames", "-z", base_commit, "--").decode("utf-8", "replace")
+    fields = raw.split("\0")
+    for status, path in zip(fields[0::2], fields[1::2], strict=False):
+        if path:
+            out[path] = {"A": "added", "D": "removed"}.get(status[:1], "changed")
+    others = _git(root, "ls-files", "-z", "--others", "--exclude-standard").decode("utf-8", "replace")
+    for path in others.split("\0"):
+        if path:
+            out[path] = "added"
+    return out
+
+
+def _assignment(fleet: Fleet, result: render_tree.RenderResult, cluster: str) -> dict[str, str]:
+    path = lock_path(fleet, cluster)
+    data = result.locks.get(path)
+    if data is None and path.is_file():
+        data = path.read_bytes()
+    return parse_lock(data, str(path), cluster) if data else {}
+
+
+def _pool_owner(fleet: Fleet, pool: str | None) -> Owner:
+    p = fleet.pools.get(pool or "")
+    return own.tenant(p.tenant) if p is not None and p.tenant else PLATFORM_OWNER
+
+
+def review_change(
+    repo: str | Path, base: str, inventories: list[str | Path], ignore: list[str | Path] | None = None
+) -> Review:
+    """Review the work tree of ``repo`` against the merge base of ``base``; ``ignore``: files that are not
+    part of the change (the review's own Markdown output)."""
+    root = Path(_git(Path(repo), "rev-parse", "--show-toplevel").decode().strip())
+    try:
+        base_commit = _git(root, "merge-base", base, "HEAD").decode().strip()
+    except CheckError:
+        base_commit = _git(root, "rev-parse", "--verify", f"{base}^{{commit}}").decode().strip()
+    rv = Review(base=base, base_commit=base_commit)
+    changed = _changed_paths(root, base_commit)
+    for path in ignore or ():
+        p = Path(path).resolve()
+        if p.is_relative_to(root):
+            changed.pop(p.relative_to(root).as_posix(), None)
+    inv_rels: list[str] = []
+    gitops_rels: list[str] = []
+    renders: list[tuple[str, Fleet, Fleet | None, render_tree.RenderResult, render_tree.RenderResult | None]] = []
+    for inv in inventories:
+        inv_path = (Path(repo) / inv).resolve() if not Path(inv).is_absolute() else Path(inv).resolve()
+        if inv_path.is_file():
+            inv_path = inv_path.parent
+        try:
+            rel = inv_path.relative_to(root).as_posix()
+        except ValueError:
+            raise GpufleetError(f"{inv}: the inventory is not inside the Git work tree {root}") from None
+        head = render_tree.render_inventory(inv_path)
+        out = render_tree.default_out(head.fleet)
+        gitops_rel = out.relative_to(root).as_posix() if out.is_relative_to(root) else str(out)
+        stale = render_tree.plan_render(head, out)
+        if stale.changed:
+            p = stale.plan
+            paths = [*p.added, *p.changed, *p.removed]
+            rv.problems.append(
+                f"`{gitops_rel}` is not the rendered `{rel}`: re-render (`gpufleet.py render --inventory {rel}`) and"
+                f" commit{'; differs: ' + ', '.join(paths[:10]) if paths else ''}"
+                + (f"{', ...' if len(paths) > 10 else ''}")
+                + ("; pool locks differ" if stale.locks_changed else "")
+            )
+        base_result: render_tree.RenderResult | None = None
+        with tempfile.TemporaryDirectory(prefix="gpufleet-review-") as tmp:
+            if _extract(root, base_commit, rel, Path(tmp)):
+                try:
+                    base_result = render_tree.render_inventory(Path(tmp) / rel)
+                except GpufleetError as exc:
+                    rv.notes.append(f"`{rel}` at the base does not render ({exc}); every rendered file counts as new")
+                if base_result is not None:  # read the base locks before the folder goes away
+                    for c in base_result.fleet.clusters:
+                        lp = lock_path(base_result.fleet, c)
+                        if lp not in base_result.locks and lp.is_file():
+                            base_result.locks[lp] = lp.read_bytes()
+                    # no more nodes move than the pool size changes need (scale.check's rule: no reshuffle)
+                    for c in sorted(set(head.fleet.clusters) & set(base_result.fleet.clusters)):
+                        check = _cluster_check(rel, c, base_result.fleet, head.fleet)
+                        if not check.ok:
+                            rv.problems.append(
+                                f"cluster `{c}`: {check.moved} node(s) change pool but the pool size changes need"
+                                f" only {check.required}: a reshuffle ({'; '.join(check.moves[:10])})"
+                            )
+            else:
+                rv.notes.append(f"`{rel}` does not exist at the base: a new inventory")
+        inv_rels.append(rel)
+        gitops_rels.append(gitops_rel)
+        renders.append((rel, head.fleet, base_result.fleet if base_result else None, head, base_result))
+
+    # inputs: every changed file outside the GitOps trees and the pool locks
+    for path, change in sorted(changed.items()):
+        if any(path == g or path.startswith(g + "/") for g in gitops_rels):
+            continue
+        inv_rel = next((r for r in inv_rels if path.startswith(r + "/")), None)
+        if inv_rel is not None:
+            sub = path[len(inv_rel) + 1 :]
+            if own.is_lock(sub):
+                continue
+            owner = own.input_owner(sub)
+        else:
+            owner = PLATFORM_OWNER
+        rv.inputs.append(FileChange(path, change, (owner,)))
+    input_owners = {o for c in rv.inputs for o in c.owners}
+    tenants_touched = sorted(o.name for o in input_owners if o.kind == "tenant")
+    if tenants_touched and (len(tenants_touched) > 1 or PLATFORM_OWNER in input_owners):
+        rv.problems.append(
+            "a tenant's file changes in a pull request of its own, and this one changes files of "
+            f"{len(input_owners)} owners: " + ", ".join(f"`{c.path}` ({c.owners[0]})" for c in rv.inputs) + "; split it"
+        )
+    elif len(tenants_touched) == 1:
+        rv.tenant_pr = tenants_touched[0]
+
+    for (_rel, fleet, base_fleet, head, base_result), gitops_rel in zip(renders, gitops_rels, strict=True):
+        names = set(fleet.tenants) | set(base_fleet.tenants if base_fleet else ())
+        before = base_result.files if base_result else {}
+        for path in sorted(set(before) | set(head.files)):
+            a, b = before.get(path), head.files.get(path)
+            if a == b:
+                continue
+            owners = own.rendered_owners(path, a, b, names)
+            if not owners:
+                continue
+            full = f"{gitops_rel}/{path}"
+            rv.rendered.append(
+                FileChange(full, "added" if a is None else "removed" if b is None else "changed", tuple(sorted(owners)))
+            )
+            parts, nsets, topo = file_changes(full, a, b)
+            rv.partitions += parts
+            rv.nodesets += nsets
+            rv.topology += topo
+            if PLATFORM_OWNER in owners and own.is_shared_platform_file(path):
+                rv.shared_platform.append(full)
+        # what Argo CD will see is the committed tree: a committed change the inputs do not explain (the
+        # base's tree was not its rendered inputs, e.g. after a gpufleet upgrade) is named too
+        for full in sorted(p for p in changed if p.startswith(gitops_rel + "/")):
+            path = full[len(gitops_rel) + 1 :]
+            if own.is_manifest(path):
+                continue
+            committed = None if changed[full] == "added" else _git(root, "show", f"{base_commit}:{full}")
+            if committed != before.get(path):
+                owners = own.rendered_owners(path, committed, head.files.get(path), names) or {PLATFORM_OWNER}
+                rv.drift.append(FileChange(full, changed[full], tuple(sorted(owners))))
+        for cluster in sorted(fleet.clusters):
+            new = _assignment(fleet, head, cluster)
+            old = _assignment(base_fleet, base_result, cluster) if base_fleet and base_result else {}
+            if base_fleet is None or cluster not in base_fleet.clusters:
+                continue
+            moves = node_moves(old, new)
+            rv.moves += [(cluster, m) for m in moves]
+            if moves:
+                topo = cluster_inputs(fleet, fleet.clusters[cluster]).topology
+                if topo is not None:
+                    rv.pictures[cluster] = mermaid(
+                        topo,
+                        new,
+                        {p.name: (p.kind, p.tenant) for p in fleet.cluster_pools(cluster)},
+                        moved={m.node: m.from_pool or "" for m in moves},
+                    )
+            for m in moves:
+                rv.move_owners[m.node] = {_pool_owner(base_fleet, m.from_pool), _pool_owner(fleet, m.to_pool)}
+            counts = pool_counts(old, new)
+            for pool in sorted(counts):
+                p = fleet.pools.get(pool) or base_fleet.pools.get(pool)
+                fields = _membership(pool, moves, counts)
+                if p is not None and p.kind == "slurm" and p.slurm is not None and fields:
+                    values = f"clusters/{cluster}/tenants/{p.tenant}/slurm/values.yaml"
+                    where = f"{gitops_rel}/{values}" if values in head.files else f"{gitops_rel}/clusters/{cluster}"
+                    rv.partitions.append(
+                        ObjectChange(f"{p.tenant}/{p.slurm.partition or pool}", where, "changed", fields)
+                    )
+                    rv.nodesets.append(ObjectChange(f"{p.tenant}/{pool}", where, "changed", fields))
+            for pool in sorted(counts):
+                p = base_fleet.pools.get(pool)
+                leaving = sorted(m.node for m in moves if m.from_pool == pool)
+                if p is None or p.kind != "slurm" or not leaving:
+                    continue
+                rv.drains.append(
+                    Drain(
+                        tenant=p.tenant or "-",
+                        pool=pool,
+                        partition=p.slurm.partition if p.slurm and p.slurm.partition else pool,
+                        nodes=tuple(leaving),
+                        to=tuple(sorted({m.to_pool or "-" for m in moves if m.from_pool == pool})),
+                    )
+                )
+
+    rv.partitions.sort()
+    rv.nodesets.sort()
+    if rv.tenant_pr:
+        mine = own.tenant(rv.tenant_pr)
+        for c in rv.rendered:
+            others = [o for o in c.owners if o != mine]
+            if others:
+                rv.problems.append(
+                    f"`{c.path}` {c.change} (owned by {', '.join(str(o) for o in others)}): tenant"
+                    f" `{rv.tenant_pr}`'s change reaches outside its rendered scope"
+                )
+        for c in rv.drift:
+            if [o for o in c.owners if o != mine]:
+                rv.problems.append(
+                    f"`{c.path}` {c.change} in the committed tree though no input of this change alters it: the base"
+                    " branch's tree is not its rendered inventory (a gpufleet upgrade?); re-render the base branch"
+                    " in a platform pull request first"
+                )
+        for cluster, m in rv.moves:
+            rv.problems.append(
+                f"node `{m.node}` ({cluster}) moves from pool `{m.from_pool or '-'}` to `{m.to_pool or '-'}`: a"
+                f" tenant's change never moves nodes (pool sizes are the platform's)"
+            )
+    return rv
+
+
+# ---------------------------------------------------------------------------------- markdown
+
+
+def _owners_cell(owners: tuple[Owner, ...]) -> str:
+    return ", ".join(str(o) for o in owners)
+
+
+def render_markdown(rv: Review) -> str:
+    verdict = "✅ passes" if rv.ok else f"❌ fails ({len(rv.problems)} problem{'s' * (len(rv.problems) != 1)})"
+    lines = [f"## gpufleet review: {verdict}", ""]
+    lines += [f"Base `{_cell(rv.base)}` (merge base `{rv.base_commit[:12]}`); change: {rv.kind}.", ""]
+    if rv.problems:
+        lines += ["### Problems", ""] + [f"- {p}" for p in rv.problems] + [""]
+    for n in rv.notes:
+        lines.append(f"Note: {n}")
+    if rv.notes:
+        lines.append("")
+
+    lines += [f"### Changed inputs ({len(rv.inputs)})", ""]
+    if rv.inputs:
+        lines += _table(
+            ["file", "owner", "change"], [[_code(c.path), _owners_cell(c.owners), c.change] for c in rv.inputs]
+        )
+    else:
+        lines.append("No input changed.")
+    lines.append("")
+
+    lines += [f"### Rendered changes ({len(rv.rendered)})", ""]
+    if rv.rendered:
+        rows = [[_code(c.path), _owners_cell(c.owners), c.change] for c in rv.rendered[:MAX_ROWS]]
+        lines += _table(["file", "owners of what changed", "change"], rows)
+        if len(rv.rendered) > MAX_ROWS:
+            lines.append(f"\n… and {len(rv.rendered) - MAX_ROWS} more.")
+    else:
+        lines.append("Nothing rendered changes.")
+    lines.append("")
+
+    if rv.drift:
+        lines += [f"### Committed changes no input explains ({len(rv.drift)})", ""]
+        lines.append("The base branch's tree was not its rendered inventory (a gpufleet upgrade, a hand edit):")
+        lines.append("")
+        lines += _table(
+            ["file", "owners", "change"], [[_code(c.path), _owners_cell(c.owners), c.change] for c in rv.drift]
+        )
+        lines.append("")
+    lines += [f"### Shared platform changes ({len(rv.shared_platform)})", ""]
+    if rv.shared_platform:
+        lines.append("Rendered platform files every tenant depends on; the platform team reviews these:")
+        lines.append("")
+        lines += [f"- `{_cell(p)}`" for p in rv.shared_platform]
+    else:
+        lines.append("None.")
+    lines.append("")
+
+    lines += [f"### Node moves ({len(rv.moves)})", ""]
+    if rv.moves:
+        rows = [
+            [
+                _code(m.node),
+                _code(c),
+                _code(m.from_pool),
+                _code(m.to_pool),
+                ", ".join(map(str, sorted(rv.move_owners[m.node]))),
+            ]
+            for c, m in rv.moves[:MAX_ROWS]
+        ]
+        lines += _table(["node", "cluster", "from pool", "to pool", "owners"], rows)
+    else:
+        lines.append("No node changes pool.")
+    lines.append("")
+    for cluster, picture in sorted(rv.pictures.items()):
+        lines += [f"#### The fabric of `{_cell(cluster)}` after the change", "", *picture, ""]
+
+    lines += object_sections(rv.partitions, rv.nodesets, rv.topology)
+
+    if rv.drains:
+        lines += ["### Drain before merging", ""]
+        for d in rv.drains:
+            hosts = compress(list(d.nodes))
+            lines += [
+                f"Slurm pool `{d.pool}` of tenant `{d.tenant}` (partition `{d.partition}`) loses"
+                f" {len(d.nodes)} node(s), `{hosts}` (to {', '.join(f'`{t}`' for t in d.to)})."
+                f" In the tenant's Slurm (vCluster `{d.tenant}`),"
+                " drain them and let their jobs finish before this is merged:",
+                "",
+                "```",
+                f'scontrol update NodeName={hosts} State=DRAIN Reason="gpufleet: leaving pool {d.pool}"',
+                f"squeue --nodelist={hosts}                 # wait until no job is left",
+                f"sinfo --nodes={hosts} --format='%N %T'   # all drained",
+                "```",
+                "",
+            ]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,101 @@
+"""The switch tree of a cluster as a Mermaid flowchart, nodes coloured by pool and tenant.
+
+GitHub, GitLab and Forgejo draw Mermaid blocks in Markdown, so the picture lives in the rendered
+``REPORT.md`` and in the pull-request review, which marks the nodes that move. Under each leaf group
+the nodes are drawn as one box per pool (a hostlist), so the picture grows with leaf groups and pools,
+not with nodes; a tree with more than ``max_groups`` leaf groups is not drawn (a line says so).
+Deterministic: switches in the tree's depth-first order, colours by sorted tenant name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
+
+# fill, stroke: colour-blind safe (Okabe-Ito), light fills so that labels stay readable
+_PALETTE = (
+    ("blue", "#cce5f6", "#0072b2"),
+    ("orange", "#fde3c8", "#e69f00"),
+    ("green", "#cdeee4", "#009e73"),
+    ("pink", "#f7d9e8", "#cc79a7"),
+    ("yellow", "#fbf3c4", "#b8a200"),
+    ("sky blue", "#d3ecf9", "#56b4e9"),
+    ("red", "#f9d4c4", "#d55e00"),
+    ("dark grey", "#e4e4e4", "#555555"),
+)
+MAX_GROUPS = 64
+
+
+def _label(text: str) -> str:
+    return "".join("#quot;" if c == '"' else "#lt;" if c == "<" else "#gt;" if c == ">" else c for c in text)
+
+
+def mermaid(
+    topo: Any,
+    pool_of: Mapping[str, str],
+    pools: Mapping[str, tuple[str, str | None]],
+    moved: Mapping[str, str] | None = None,
+    max_groups: int = MAX_GROUPS,
+) -> list[str]:
+    """Markdown lines: a ```mermaid block of ``topo`` (a :class:`Topology`) and a legend.
+
+    ``pool_of``: node -> pool; ``pools``: pool -> (kind, tenant or None); ``moved``: node -> the pool it
+    comes from (drawn apart, with a red border)."""
+    moved = dict(moved or {})
+    groups = [g for g, _nodes in topo.leaf_groups]
+    if not groups:
+        return []
+    if len(groups) > max_groups:
+        return [f"The switch tree has {len(groups)} leaf groups, too many to draw (the limit is {max_groups})."]
+    tenants = sorted({t for _kind, t in pools.values() if t})
+    colour = {t: _PALETTE[i % len(_PALETTE)] for i, t in enumerate(tenants)}
+    out = ["```mermaid", "flowchart TB"]
+    for t in tenants:
+        _name, fill, stroke = colour[t]
+        out.append(f"  classDef t_{tenants.index(t)} fill:{fill},stroke:{stroke},color:#000")
+    out.append("  classDef system fill:#eeeeee,stroke:#777777,color:#000")
+    out.append("  classDef spare fill:#ffffff,stroke:#777777,stroke-dasharray:4 3,color:#000")
+    out.append("  classDef none fill:#ffffff,stroke:#bbbbbb,color:#555")
+    out.append("  classDef moved stroke:#d62728,stroke-width:4px")
+    out.append("  classDef switch fill:#f4f4f4,stroke:#333333,color:#000")
+    ids: dict[str, str] = {}
+    order: list[str] = []
+    stack = list(reversed(topo.roots))
+    while stack:
+        name = stack.pop()
+        ids[name] = f"s{len(ids)}"
+        order.append(name)
+        stack.extend(reversed(topo.switches[name].children))
+    seg = 0
+    for name in order:
+        sw = topo.switches[name]
+        out.append(f'  {ids[name]}["{_label(name)}"]:::switch')
+        if sw.parent is not None and sw.parent in ids:
+            out.append(f"  {ids[sw.parent]} --> {ids[name]}")
+        by_pool: dict[tuple[str, str], list[str]] = {}
+        for node in sw.nodes:
+            pool = pool_of.get(node, "")
+            by_pool.setdefault((pool, moved.get(node, "\0")), []).append(node)
+        for (pool, came_from), nodes in sorted(by_pool.items()):
+            kind, tenant = pools.get(pool, ("none", None))
+            cls = f"t_{tenants.index(tenant)}" if tenant else (kind if kind in ("system", "spare") else "none")
+            lines = [compress(nodes), (pool or "no pool") + (f" ({tenant})" if tenant else "")]
+            if came_from != "\0":
+                lines.append(f"moved from {came_from or 'no pool'}")
+            out.append(f'  n{seg}["{"<br/>".join(_label(x) for x in lines)}"]:::{cls}')
+            if came_from != "\0":
+                out.append(f"  class n{seg} moved")
+            out.append(f"  {ids[name]} --> n{seg}")
+            seg += 1
+    out.append("```")
+    legend = [f"{t} {colour[t][0]}" for t in tenants]
+    out.append("")
+    out.append(
+        "Boxes under a leaf group are its nodes by pool, filled in the tenant's colour ("
+        + ", ".join(legend)
+        + "); system pools grey, spare dashed"
+        + ("; a red border marks nodes that move." if moved else ".")
+    )
+    return out

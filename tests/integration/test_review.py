@@ -1,0 +1,217 @@
+"""`gpufleet.py review --base REF` on real Git repositories made by `gpufleet.py init`.
+
+A tenant's pull request that edits only its own file passes; one that also changes another tenant's
+or a platform file, directly or through a rendered effect, fails and names it; a platform change that
+shrinks a Slurm pool passes and names the node moves, the partition and the nodes to drain."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, str(REPO / "scripts" / "gpufleet.py")]
+INV = "inventories/prod"
+GV = f"{INV}/group_vars/all"
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.org",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.org",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+}
+
+
+def run(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    p = subprocess.run(
+        list(args), cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV}, timeout=300, check=False
+    )
+    if check and p.returncode != 0:
+        raise AssertionError(f"{args} failed ({p.returncode}): {p.stdout}\n{p.stderr}")
+    return p
+
+
+@pytest.fixture(scope="module")
+def base_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fleet") / "fleet"
+    run(REPO, *CLI, "init", str(root), "--tenant", "team-a:slurm", "--tenant", "team-b:kubernetes")
+    run(root, "git", "init", "-q", "-b", "main")
+    run(root, *CLI, "render", "--inventory", INV)
+    run(root, "git", "add", "-A")
+    run(root, "git", "commit", "-qm", "fleet")
+    return root
+
+
+@pytest.fixture
+def repo(base_repo: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "fleet"
+    shutil.copytree(base_repo, dst, symlinks=True)
+    run(dst, "git", "checkout", "-qb", "pr")
+    return dst
+
+
+def append(path: str, text: str) -> Callable[[Path], None]:
+    def go(root: Path) -> None:
+        with (root / path).open("a", encoding="utf-8") as f:
+            f.write(text)
+
+    return go
+
+
+def replace(path: str, old: str, new: str) -> Callable[[Path], None]:
+    def go(root: Path) -> None:
+        f = root / path
+        text = f.read_text(encoding="utf-8")
+        assert old in text, (path, old)
+        f.write_text(text.replace(old, new), encoding="utf-8")
+
+    return go
+
+
+def pull_request(repo: Path, *edits: Callable[[Path], None], render: bool = True) -> tuple[int, str, str]:
+    """Apply the edits, re-render, commit on branch `pr`, review against main: (exit code, Markdown, stderr)."""
+    for edit in edits:
+        edit(repo)
+    if render:
+        run(repo, *CLI, "render", "--inventory", INV)
+    run(repo, "git", "add", "-A")
+    run(repo, "git", "commit", "-qm", "change")
+    p = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", "--markdown", "review.md", check=False)
+    assert p.returncode in (0, 1), p.stderr
+    assert (repo / "review.md").read_text(encoding="utf-8") == p.stdout
+    return p.returncode, p.stdout, p.stderr
+
+
+TEAM_A = f"{GV}/tenants/team-a.yml"
+TEAM_B = f"{GV}/tenants/team-b.yml"
+
+
+def test_own_file_only_passes(repo: Path) -> None:
+    rc, md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"))
+    assert rc == 0, md
+    assert md.startswith("## gpufleet review: ✅ passes") and "change: tenant `team-a` only" in md
+    assert f"| `{TEAM_A}` | tenant team-a | changed |" in md
+    assert "| `gitops/clusters/gpu-1/tenants/team-a/slurm/values.yaml` | tenant team-a | changed |" in md
+    assert "No node changes pool." in md
+
+
+def test_own_file_with_a_report_change_passes(repo: Path) -> None:
+    # the tenant's description is in its section of the shared REPORT.md: attributed to the tenant
+    rc, md, _ = pull_request(repo, replace(TEAM_A, "description: Slurm batch jobs", "description: Big Slurm jobs"))
+    assert rc == 0, md
+    assert "| `gitops/clusters/gpu-1/REPORT.md` | tenant team-a | changed |" in md
+
+
+def test_touching_another_tenants_file_fails_and_names_it(repo: Path) -> None:
+    rc, md, _ = pull_request(
+        repo,
+        replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"),
+        replace(TEAM_B, "namespaces: [jobs]", "namespaces: [jobs, x]"),
+    )
+    assert rc == 1, md
+    assert "❌ fails" in md and "a tenant's file changes in a pull request of its own" in md
+    assert f"`{TEAM_B}` (tenant team-b)" in md and f"`{TEAM_A}` (tenant team-a)" in md
+
+
+def test_touching_a_platform_file_fails_and_names_it(repo: Path) -> None:
+    rc, md, _ = pull_request(
+        repo,
+        replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"),
+        replace(f"{GV}/clusters.yml", "plugin: tree", "plugin: block"),
+    )
+    assert rc == 1, md
+    assert f"`{GV}/clusters.yml` (platform)" in md and "change: mixed: platform, tenant `team-a`" in md
+
+
+def test_a_rendered_effect_on_a_shared_platform_file_fails_and_names_it(repo: Path) -> None:
+    # the tenant edits only its own file, but turning its monitoring off changes the DCGM relabelling
+    # of the platform's GPU Operator values, which every tenant's GPU metrics go through
+    rc, md, _ = pull_request(repo, append(TEAM_B, "  monitoring: {enabled: false}\n"))
+    assert rc == 1, md
+    shared = "gitops/clusters/gpu-1/platform/gpu-operator/values.yaml"
+    assert f"- `{shared}` changed (owned by platform): tenant `team-b`'s change reaches outside" in md
+    assert f"| `{shared}` | platform | changed |" in md
+    assert "### Shared platform changes (1)" in md and f"- `{shared}`" in md
+
+
+def test_a_hand_edit_of_another_tenants_rendered_tree_fails(repo: Path) -> None:
+    other = "gitops/clusters/gpu-1/tenants/team-b/vcluster/values.yaml"
+    rc, _md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"))
+    assert rc == 0
+    append(other, "# sneaked in\n")(repo)
+    run(repo, "git", "commit", "-qam", "hand edit")
+    p = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", check=False)
+    assert p.returncode == 1
+    assert "is not the rendered `inventories/prod`: re-render" in p.stdout and "team-b/vcluster/values.yaml" in p.stdout
+
+
+def test_a_platform_change_the_inputs_do_not_explain_fails_a_tenant_pr(repo: Path) -> None:
+    # main's committed tree is not its rendered inventory (as after a gpufleet upgrade): a tenant pull
+    # request that re-renders would carry the platform change to Argo CD under the tenant's approval
+    shared = "gitops/clusters/gpu-1/platform/gpu-operator/values.yaml"
+    run(repo, "git", "checkout", "-q", "main")
+    append(shared, "# rendered by an older gpufleet\n")(repo)
+    run(repo, "git", "commit", "-qam", "old render")
+    run(repo, "git", "checkout", "-q", "-B", "pr")
+    rc, md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"))
+    assert rc == 1, md
+    assert "### Committed changes no input explains (1)" in md and f"| `{shared}` | platform | changed |" in md
+    assert f"- `{shared}` changed in the committed tree though no input of this change alters it" in md
+
+
+def test_not_rerendered_fails(repo: Path) -> None:
+    rc, md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 3"), render=False)
+    assert rc == 1 and "re-render (`gpufleet.py render --inventory inventories/prod`)" in md
+
+
+def test_platform_shrinking_a_slurm_pool_names_moves_partition_and_drain(repo: Path) -> None:
+    pools = f"{GV}/pools.yml"
+    text = (repo / pools).read_text()
+    start = text.index("  - name: team-a")
+    cut = text.index("nodes: 6", start)
+    (repo / pools).write_text(text[:cut] + "nodes: 4" + text[cut + len("nodes: 6") :])
+    rc, md, _ = pull_request(repo)
+    assert rc == 0, md
+    assert "change: platform." in md
+    assert "### Node moves (2)" in md and "| `gpu-1` | `team-a` | `spare` | platform, tenant team-a |" in md
+    partition = "| `team-a/team-a` | `gitops/clusters/gpu-1/tenants/team-a/slurm/values.yaml` | nodes: 6 → 4; out: gpu["
+    assert "### Slurm partitions (1)" in md and partition in md.split("### Slurm partitions")[1]
+    drain = md.split("### Drain before merging")[1]
+    assert "Slurm pool `team-a` of tenant `team-a` (partition `team-a`) loses 2 node(s)" in drain
+    assert "scontrol update NodeName=gpu[" in drain and 'State=DRAIN Reason="gpufleet: leaving pool team-a"' in drain
+    assert "| `inventories/prod/group_vars/all/pools.yml` | platform | changed |" in md
+    picture = md.split("#### The fabric of `gpu-1` after the change")[1].split("```")[1]
+    assert '<br/>spare<br/>moved from team-a"]:::spare' in picture and "moved" in picture.split(":::spare")[1]
+
+
+def test_the_reviews_own_output_is_not_an_input(repo: Path) -> None:
+    args = (*CLI, "review", "--inventory", INV, "--base", "main", "--markdown", "pr-comment.md")  # not git-ignored
+    first = run(repo, *args, check=False)
+    assert first.returncode == 0 and (repo / "pr-comment.md").exists()
+    again = run(repo, *args, check=False)  # now an untracked file in the work tree
+    assert again.returncode == 0 and "pr-comment.md" not in again.stdout and again.stdout == first.stdout
+
+
+def test_a_reshuffle_of_the_pool_lock_fails(repo: Path) -> None:
+    # swap two nodes between the tenants' pools in the lock: the renderer keeps the locked assignment,
+    # the tree is current, but nodes move although no pool size changed
+    lock = repo / INV / "snapshots/gpu-1/pools.lock.yaml"
+    text = lock.read_text()
+    a, b = "gpu003: team-a", "gpu009: team-b"
+    assert a in text and b in text
+    lock.write_text(text.replace(a, "gpu003: team-b").replace(b, "gpu009: team-a"))
+    rc, md, _ = pull_request(repo)
+    assert rc == 1, md
+    assert "cluster `gpu-1`: 2 node(s) change pool but the pool size changes need only 0: a reshuffle" in md
+    assert "| `gpu003` | `gpu-1` | `team-a` | `team-b` |" in md
+
+
+def test_bad_base_exits_2_without_traceback(repo: Path) -> None:
+    p = run(repo, *CLI, "review", "--inventory", INV, "--base", "no-such-branch", check=False)
+    assert p.returncode == 2 and "no-such-branch" in p.stderr and "Traceback" not in p.stderr

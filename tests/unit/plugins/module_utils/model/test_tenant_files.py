@@ -1,0 +1,100 @@
+"""One file per tenant (group_vars/all/tenants/<t>.yml): the renderer folds them into gpufleet_tenants,
+the sample split that way renders byte for byte the committed gitops/, and the layout is fenced."""
+
+from __future__ import annotations
+
+import filecmp
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from tenant_split import split_tenants
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
+from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+
+REPO = Path(__file__).resolve().parents[5]
+SAMPLE = REPO / "inventories" / "sample"
+
+
+@pytest.fixture
+def inv(tmp_path: Path) -> Path:
+    dst = tmp_path / "inv"
+    shutil.copytree(SAMPLE, dst)
+    return dst
+
+
+def errors_of(inv: Path) -> list[str]:
+    with pytest.raises(ModelError) as exc:
+        load_fleet(inv)
+    return [str(i) for i in exc.value.issues]
+
+
+def _same_tree(a: Path, b: Path) -> list[str]:
+    cmp = filecmp.dircmp(a, b)
+    out = [str(a / n) for n in cmp.left_only + cmp.right_only + cmp.diff_files + cmp.funny_files]
+    for sub in cmp.common_dirs:
+        out += _same_tree(a / sub, b / sub)
+    return out
+
+
+@pytest.mark.parametrize("keep_in_list", [0, 1])
+def test_sample_split_per_tenant_renders_the_committed_tree(inv: Path, tmp_path: Path, keep_in_list: int) -> None:
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory, write_render
+
+    names = split_tenants(inv, keep_in_list)
+    assert [t["name"] for t in load_inventory(inv).data["gpufleet_tenants"]] == names[:keep_in_list] + sorted(
+        names[keep_in_list:]
+    )
+    out = tmp_path / "gitops"
+    write_render(render_inventory(inv), out)
+    filecmp.clear_cache()
+    assert _same_tree(out, REPO / "gitops") == []
+
+
+def test_errors_point_into_the_tenant_file(inv: Path) -> None:
+    split_tenants(inv)
+    f = inv / "group_vars" / "all" / "tenants" / "research.yml"
+    f.write_text(f.read_text().replace("- research-debug", "- research-huge"))
+    (err,) = [e for e in errors_of(inv) if "research-huge" in e]
+    assert err.startswith(f"{f}:7: ") and "pools[1]" in err
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "needle"),
+    [
+        # a tenant's file steering the platform's plays (controller code execution)
+        ("tenants/research.yml", "ansible_connection: local\n", "ansible_connection: a tenant's file may define only"),
+        ("tenants/research.yml", "gpufleet_pools: []\n", "gpufleet_pools: a tenant's file may define only"),
+        # a tenant's file defining another tenant
+        ("tenants/evil.yml", "gpufleet_tenant_research: {name: research}\n", "may define only gpufleet_tenant_evil"),
+        (
+            "tenants/evil.yml",
+            "gpufleet_tenant_evil: {name: research, cluster: gpu-east, pools: [pretrain]}\n",
+            "gpufleet_tenant_evil.name: must be 'evil'",
+        ),
+        # a per-tenant variable outside the tenants folder (no owner of its own)
+        ("zz.yml", "gpufleet_tenant_zz: {name: zz}\n", "belongs in its tenant's own file"),
+        ("tenants/sub/x.yml", "gpufleet_tenant_x: {name: x}\n", "one <tenant>.yml per tenant"),
+        ("tenants/Bad.yml", "gpufleet_tenant_Bad: {name: Bad}\n", "one <tenant>.yml per tenant"),
+        ("tenants/empty.yml", "other: 1\n", "defines no gpufleet_tenant_empty"),
+    ],
+)
+def test_layout_is_fenced(inv: Path, path: str, text: str, needle: str) -> None:
+    split_tenants(inv)
+    f = inv / "group_vars" / "all" / path
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(f.read_text() + text if f.exists() else text)
+    errs = errors_of(inv)
+    assert any(err.startswith(str(f)) and needle in err for err in errs), errs
+
+
+def test_a_tenant_in_the_list_and_in_a_file_is_a_duplicate(inv: Path) -> None:
+    split_tenants(inv, keep_in_list=1)  # llm-pretrain stays in the list; define it in a file too
+    (inv / "group_vars" / "all" / "tenants" / "llm-pretrain.yml").write_text(
+        yaml.safe_dump({"gpufleet_tenant_llm_pretrain": load_inventory(inv).data["gpufleet_tenants"][0]})
+    )
+    errs = errors_of(inv)
+    assert any("llm-pretrain.yml" in e and "llm-pretrain" in e for e in errs), errs

@@ -1,0 +1,64 @@
+"""`gpufleet.py init`: a fleet repository that validates, one file per tenant, owners, nothing overwritten."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.scaffold import fleet_repo
+
+REPO = Path(__file__).resolve().parents[5]
+CLI = REPO / "scripts" / "gpufleet.py"
+
+
+def test_scaffold_validates_with_one_file_per_tenant(tmp_path: Path) -> None:
+    opts = fleet_repo.options(tmp_path / "Fleet-X", tenants=["alpha:slurm", "beta:kubernetes:@corp/beta-ops", "gamma"])
+    written = fleet_repo.scaffold(tmp_path / "Fleet-X", opts)
+    root = tmp_path / "Fleet-X"
+    assert {".github/workflows/gpufleet.yml", ".gitlab-ci.yml", ".pre-commit-config.yaml", "CODEOWNERS"} <= set(written)
+    assert not [p for p in written if "__" in (root / p).read_text() and "__" not in p], "an unfilled template token"
+    fleet = load_fleet(root / "inventories" / "prod")
+    assert fleet.name == "fleet-x" and sorted(fleet.tenants) == ["alpha", "beta", "gamma"]
+    assert {p.kind for p in fleet.pools.values()} == {"system", "slurm", "kubernetes", "spare"}
+    tenant_files = sorted(p.name for p in (root / "inventories/prod/group_vars/all/tenants").iterdir())
+    assert tenant_files == ["alpha.yml", "beta.yml", "gamma.yml"]
+    owners = [line.split() for line in (root / "CODEOWNERS").read_text().splitlines() if not line.startswith("#")]
+    assert owners[0] == ["*", "@example-org/platform"]
+    assert ["/inventories/prod/group_vars/all/tenants/beta.yml", "@corp/beta-ops"] in owners
+    assert ["/gitops/clusters/gpu-1/tenants/beta/", "@corp/beta-ops"] in owners
+    assert owners[-3:] == [[p, "@example-org/platform"] for p in ("/CODEOWNERS", "/.github/", "/.gitlab-ci.yml")]
+    for ci in (".github/workflows/gpufleet.yml", ".gitlab-ci.yml", ".pre-commit-config.yaml"):
+        yaml.safe_load((root / ci).read_text())
+    assert (root / "requirements.txt").read_text() == (REPO / "requirements.txt").read_text()
+
+
+def test_scaffold_never_overwrites(tmp_path: Path) -> None:
+    (tmp_path / "CODEOWNERS").write_text("* @me\n")
+    p = subprocess.run([sys.executable, str(CLI), "init", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert p.returncode == 2 and "already holds CODEOWNERS" in p.stderr and "Traceback" not in p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["CODEOWNERS"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--tenant", "Bad_Name"], "--tenant 'Bad_Name': a lower-case DNS label"),
+        (["--tenant", "a:gpu"], "kind 'gpu' is not one of slurm, kubernetes"),
+        (["--tenant", "a", "--tenant", "a"], "--tenant a: given twice"),
+        (["--tenant", "platform"], "not platform, system or spare"),
+        (["--tenant", "a:slurm:@bad owner"], "is not @user, @org/team or an e-mail"),
+        (["--org", "x/../y"], "--org"),
+    ],
+)
+def test_bad_options_exit_2_and_write_nothing(tmp_path: Path, args: list[str], needle: str) -> None:
+    dest = tmp_path / "new"
+    p = subprocess.run(
+        [sys.executable, str(CLI), "init", str(dest), *args], capture_output=True, text=True, check=False
+    )
+    assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not dest.exists()
