@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,8 +227,6 @@ def uri_problem(uri: Any, start_tls: bool) -> str | None:
 
 def pem_problem(text: str) -> str | None:
     """Why ``text`` is not a bundle of PEM CA certificates (None when it is)."""
-    import ssl
-
     blocks = re.findall(r"-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]+-----END CERTIFICATE-----\n?", text)
     if not blocks or "".join(blocks).strip() != text.strip():
         return "not a PEM bundle of certificates (only BEGIN/END CERTIFICATE blocks)"

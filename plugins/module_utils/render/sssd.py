@@ -20,6 +20,7 @@ tenant's ``identity`` (model/identity.py). It holds no secret:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
@@ -127,8 +128,6 @@ def sssd_conf(tenant: str, identity: Identity) -> str:
 
 def bind_snippet(domain: str, password: str) -> str:
     """The SSSD snippet the bind Secret holds (written by the apply step, never rendered to Git)."""
-    import re
-
     if not isinstance(password, str) or not password or len(password) > 1024:
         raise GpufleetError("the directory bind password must be a non-empty string of at most 1024 characters")
     if any(ord(c) < 0x20 or c == "\x7f" for c in password) or password != password.strip():

@@ -17,14 +17,21 @@ the repository validates and renders at once; discovery replaces it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.files import replace_file
 from ansible_collections.gpufleet.core.plugins.module_utils.model.tenant_files import TENANTS_DIR, variable_name
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - reported on first use by deps.missing
+    yaml = missing("yaml", "PyYAML")
 
 COLLECTION_ROOT = Path(__file__).resolve().parents[3]
 TEMPLATES = COLLECTION_ROOT / "scaffold" / "fleet-repo"
@@ -306,14 +313,10 @@ def plan(opts: Options, templates: Path = TEMPLATES) -> dict[str, str]:
 
 def _galaxy_meta() -> dict[str, str]:
     """version and kubernetes.core range of this collection (MANIFEST.json when installed, else galaxy.yml)."""
-    import json
-
     manifest = COLLECTION_ROOT / "MANIFEST.json"
     if manifest.is_file():
         info = json.loads(manifest.read_text(encoding="utf-8"))["collection_info"]
     else:
-        import yaml
-
         info = yaml.safe_load((COLLECTION_ROOT / "galaxy.yml").read_text(encoding="utf-8"))
     return {"version": str(info["version"]), "kubernetes.core": str(info["dependencies"]["kubernetes.core"])}
 
