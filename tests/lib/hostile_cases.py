@@ -524,6 +524,82 @@ case(
 )
 
 
+# ------------------------------------------------------------------ 10 tenant chart values (issue 18)
+# Deny by default: a tenant's vcluster/slurm values pass an allow-list (model/tenant_values.py).
+TV = r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.(vcluster|slurm)\.values"
+HOSTILE_VALUES: dict[str, tuple[str, dict]] = {
+    "host-manifests": ("vcluster", {"experimental": {"deploy": {"host": {"manifests": "kind: ClusterRoleBinding"}}}}),
+    "host-manifests-template": ("vcluster", {"experimental": {"deploy": {"host": {"manifestsTemplate": "x"}}}}),
+    "to-host-namespaces": ("vcluster", {"sync": {"toHost": {"namespaces": {"enabled": True}}}}),
+    "rbac-overwrite": ("vcluster", {"rbac": {"role": {"overwriteRules": [{"verbs": ["*"]}]}}}),
+    "rbac-cluster-role": ("vcluster", {"rbac": {"clusterRole": {"enabled": True}}}),
+    "plugins": ("vcluster", {"plugins": {"evil": {"image": "evil/plugin"}}}),
+    "proxy-kubelet": ("vcluster", {"networking": {"advanced": {"proxyKubelets": {"byIP": True}}}}),
+    "sync-nodes-back": ("vcluster", {"sync": {"fromHost": {"nodes": {"syncBackChanges": True}}}}),
+    "sync-pvs": ("vcluster", {"sync": {"toHost": {"persistentVolumes": {"enabled": True}}}}),
+    "sync-priority-classes": ("vcluster", {"sync": {"toHost": {"priorityClasses": {"enabled": True}}}}),
+    "sync-storage-classes": ("vcluster", {"sync": {"toHost": {"storageClasses": {"enabled": True}}}}),
+    "from-host-custom-secrets": ("vcluster", {"sync": {"fromHost": {"customResources": {"secrets": {}}}}}),
+    "cluster-secret-stores": ("vcluster", {"integrations": {"externalSecrets": {"enabled": True}}}),
+    "privileged-control-plane": ("vcluster", {"controlPlane": {"statefulSet": {"security": {"podSecurityContext": {}}}}}),
+    "control-plane-host-path": ("vcluster", {"controlPlane": {"statefulSet": {"persistence": {"addVolumes": [{}]}}}}),
+    "control-plane-image": ("vcluster", {"controlPlane": {"statefulSet": {"image": {"repository": "evil/x"}}}}),
+    "control-plane-placement": ("vcluster", {"controlPlane": {"statefulSet": {"scheduling": {"nodeSelector": {}}}}}),
+    "quota-off": ("vcluster", {"policies": {"resourceQuota": {"enabled": False}}}),
+    "quota-raised": ("vcluster", {"policies": {"resourceQuota": {"quota": {"requests.nvidia.com/gpu": 9999}}}}),
+    "node-selector-other-tenant": (
+        "vcluster",
+        {"sync": {"fromHost": {"nodes": {"selector": {"labels": {"gpufleet.dev/pool": "pretrain"}}}}}},
+    ),
+    "enforce-tolerations-rewritten": ("vcluster", {"sync": {"toHost": {"pods": {"enforceTolerations": []}}}}),
+    "cpu-above-bound": ("vcluster", {"controlPlane": {"statefulSet": {"resources": {"limits": {"cpu": "64"}}}}}),
+    "memory-exponent": ("vcluster", {"controlPlane": {"statefulSet": {"resources": {"limits": {"memory": "1e9"}}}}}),
+    "replicas-float": ("vcluster", {"controlPlane": {"coredns": {"deployment": {"replicas": 2.0}}}}),
+    "replicas-bool": ("vcluster", {"controlPlane": {"coredns": {"deployment": {"replicas": True}}}}),
+    "slurm-config-files-scalar": ("slurm", {"configFiles": "x"}),
+    "slurm-node-selector": ("slurm", {"nodesets": {"pretrain": {"podSpec": {"nodeSelector": {}}}}}),
+    "slurm-key-ref": ("slurm", {"slurmKey": {"secretRef": {"name": "other"}}}),
+    "slurm-gres-types": ("slurm", {"controller": {"extraConfMap": {"GresTypes": "none"}}}),
+    "slurm-conf-injection": ("slurm", {"controller": {"extraConfMap": {"SchedulerParameters": "x\nPartitionName=evil"}}}),
+    "slurm-conf-space": ("slurm", {"controller": {"extraConfMap": {"SchedulerParameters": "a AllowAccounts=ALL"}}}),
+    "slurm-image": ("slurm", {"controller": {"slurmctld": {"image": {"repository": "evil"}}}}),
+    "slurm-extra-objects": ("slurm", {"extraObjects": [{"kind": "Pod"}]}),
+    "slurm-login-service": ("slurm", {"loginsets": {"main": {"service": {"spec": {"type": "LoadBalancer"}}}}}),
+}
+for _id, (_chart, _values) in HOSTILE_VALUES.items():
+    if _chart == "vcluster":
+        case(f"values-{_id}", 10, tenant(1, vcluster={"values": _values}), TV)
+    else:
+        case(
+            f"values-{_id}",
+            10,
+            edit("tenants.yml", lambda d, v=_values: d["gpufleet_tenants"][1]["slurm"].__setitem__("values", v)),
+            TV,
+        )
+for i, bad in enumerate([1.0, 2.5, 10**12, True, "1", -1]):
+    case(
+        f"values-login-replicas-{i}",
+        10,
+        edit("tenants.yml", lambda d, v=bad: d["gpufleet_tenants"][1]["slurm"].__setitem__("login_replicas", v)),
+        r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.slurm\.login_replicas",
+    )
+case(
+    "values-override-unknown-tenant",
+    10,
+    cluster(lambda c: c.__setitem__("tenant_overrides", {"ghost": {"reason": "x"}})),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.tenant_overrides\.ghost: no tenant 'ghost'",
+)
+case(
+    "values-chart-version-not-reviewed",
+    10,
+    both(
+        put(str(GV / "versions.yml"), "gpufleet_versions:\n  vcluster:\n    version: 0.99.0\n"),
+        tenant(1, vcluster={"values": {"telemetry": {"enabled": False}}}),
+    ),
+    r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.vcluster\.values: .*0\.36\.1",
+)
+
+
 # ------------------------------------------------------------------ valid variants (must render)
 def _tenants_json(repo: Path) -> None:
     p = repo / GV / "tenants.yml"
@@ -543,6 +619,21 @@ VALID: dict[str, Callable[[Path], None]] = {
 }
 for i, t in enumerate(["30", "30:00", "1:00:00", "2-0", "2-12", "2-12:30", "7-00:00:00", "UNLIMITED", "INFINITE"]):
     VALID[f"max-time-{i}"] = slurm_opt("research-debug", "max_time", t)
+VALID["tenant-values-allowed"] = both(
+    tenant(1, vcluster={"values": {"telemetry": {"enabled": False}, "logging": {"encoding": "json"}}}),
+    edit(
+        "tenants.yml",
+        lambda d: d["gpufleet_tenants"][1]["slurm"].__setitem__(
+            "values", {"controller": {"extraConfMap": {"SchedulerParameters": "bf_max_job_test=500", "MinJobAge": 300}}}
+        ),
+    ),
+)
+VALID["tenant-override-by-platform"] = cluster(
+    lambda c: c.__setitem__(
+        "tenant_overrides",
+        {"research": {"reason": "bigger etcd", "vcluster": {"values": {"controlPlane": {"distro": {}}}}}},
+    )
+)
 VALID["partition-underscore"] = slurm_opt("research-debug", "partition", "Debug_Q-1")
 VALID["allow-unmatched-hosts"] = both(
     sub(FABRIC, '"gpu017 mlx5_0"', '"gpu917 mlx5_0"'),  # gpu017 keeps its other 7 rails

@@ -12,6 +12,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
+from ansible_collections.gpufleet.core.plugins.module_utils.model import tenant_values
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import SCHEMA as EXPOSE_SCHEMA
 
 SCHEMA_VERSION = 1
@@ -97,8 +98,9 @@ _TENANT_HEALTH = {
 }
 _VALUES = {
     "type": "object",
-    "description": "Helm values merged over gpufleet's; every key must exist in the chart's values",
+    "description": "platform-owned Helm values merged over gpufleet's; every key must exist in the chart's values",
 }
+MAX_LOGIN_REPLICAS = 10
 
 
 def _component(extra: dict[str, Any] | None = None, enabled: bool = True) -> dict[str, Any]:
@@ -231,6 +233,7 @@ SCHEMA: dict[str, Any] = {
                         },
                     },
                     "monitoring": _CLUSTER_MONITORING,
+                    "tenant_overrides": tenant_values.OVERRIDES_SCHEMA,
                     "components": {
                         "type": "object",
                         "additionalProperties": False,
@@ -305,15 +308,20 @@ SCHEMA: dict[str, Any] = {
                     "vcluster": {
                         "type": "object",
                         "additionalProperties": False,
-                        "properties": {"values": _VALUES},
+                        "properties": {"values": tenant_values.VCLUSTER},
                     },
                     "slurm": {
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
                             "accounting": accounting.SCHEMA,
-                            "login_replicas": {"type": "integer", "minimum": 0, "default": 1},
-                            "values": _VALUES,
+                            "login_replicas": {
+                                "type": "integer",
+                                "minimum": 0,
+                                "maximum": MAX_LOGIN_REPLICAS,
+                                "default": 1,
+                            },
+                            "values": tenant_values.SLURM,
                         },
                     },
                     "monitoring": _TENANT_MONITORING,

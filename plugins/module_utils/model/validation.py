@@ -13,7 +13,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar
+from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar, tenant_values
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure, exposure_issues
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
@@ -48,6 +48,14 @@ def _validator() -> Any:
 
 
 def _schema_message(err: jsonschema.ValidationError) -> str:
+    if err.validator == "additionalProperties" and tenant_values.is_allow_list(err.schema):
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
+        return (
+            f"{', '.join(map(repr, extra))}: a tenant may not set this chart value (allow-list here: "
+            f"{', '.join(allowed)}; see docs/threat-model.md); the platform can set it for this tenant in"
+            " gpufleet_clusters[].tenant_overrides"
+        )
     if err.validator == "additionalProperties":
         allowed = sorted(err.schema.get("properties", {}))
         extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
@@ -337,6 +345,7 @@ def build_fleet(raw: RawModel) -> Fleet:
             kubeconfig=c.get("kubeconfig"),
             context=c.get("context"),
             monitoring=_cluster_monitoring(c.get("monitoring", {})),
+            tenant_overrides=dict(sorted(c.get("tenant_overrides", {}).items())),
         )
     owner = {p: t["name"] for t in d.get("gpufleet_tenants", []) for p in t["pools"]}
     pools = {}
@@ -397,6 +406,7 @@ def build_fleet(raw: RawModel) -> Fleet:
 
 def validate(raw: RawModel) -> Fleet:
     issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw) + exposure_issues(raw)
+    issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

@@ -220,12 +220,14 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
         sts["persistence"] = {"volumeClaim": {"storageClass": sc}}
     if sts:
         ours["controlPlane"]["statefulSet"] = sts
-    quota = tenant_quota(cluster, tenant, gpus, slurm, deep_merge(ours, tenant.vcluster_values))
+    # the tenant's allow-listed values (model/tenant_values.py), then the platform's override
+    given = deep_merge(tenant.vcluster_values, cluster.tenant_override(tenant.name, "vcluster"))
+    quota = tenant_quota(cluster, tenant, gpus, slurm, deep_merge(ours, given))
     ours["policies"]["resourceQuota"]["quota"] = quota
     # No sync.fromHost.secrets: the chart turns it into a ClusterRole with cluster-wide Secret
     # list/watch (docs/adr/vcluster-secrets.md). The Slurm keys are written straight into the
     # vCluster by the apply step (tenant role), where the slurm chart reads them by secretRef.
-    merged = deep_merge(ours, tenant.vcluster_values)
+    merged = deep_merge(ours, given)
     check_vcluster_values(tenant.name, merged)
     return merged
 
@@ -369,7 +371,8 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
         }
     ann = topology_annotations(sub, plugin)
     values = observe(tenant, values)
-    return deep_merge(values, tenant.slurm_values), ann
+    given = deep_merge(tenant.slurm_values, cluster.tenant_override(tenant.name, "slurm"))
+    return deep_merge(values, given), ann
 
 
 def observe(tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:
