@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gpufleet command line: render the GitOps tree of an inventory, print the fleet schema.
 
-    gpufleet.py render --inventory DIR [--out DIR] [--check]
+    gpufleet.py render --inventory DIR [--out DIR] [--check] [--base REV]
     gpufleet.py schema
 
 ``render`` writes the tree atomically (only changed files) and the pool locks beside the
@@ -27,10 +27,12 @@ def _import_path() -> None:
 def cmd_render(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
 
-    _, out, result, report = render_and_write(args.inventory, args.out, check=args.check)
-    for cluster in (result.summary if result is not None else {}).values():
+    _, out, result, report = render_and_write(args.inventory, args.out, check=args.check, base=args.base)
+    for name, cluster in (result.summary if result is not None else {}).items():
         for warning in cluster.get("warnings", []):
             print(f"gpufleet: WARNING: {warning}", file=sys.stderr)
+        for move in cluster.get("moves", []):  # a node changes tenant: the plan names it
+            print(f"gpufleet: pool plan {name}: {move}")
     if args.check:
         if not report.changed:
             print(f"{out}: up to date ({report.plan.unchanged} files)")
@@ -74,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", "-o", help="GitOps tree root (default: <git work tree>/<gitops.path>)")
     r.add_argument("--check", action="store_true", help="write nothing; exit 1 and list files when stale")
     r.add_argument("--verbose", "-v", action="store_true", help="list every file written")
+    r.add_argument(
+        "--base",
+        help="Git revision whose pool locks are trusted (CI: the pull request's base); the working tree's"
+        " locks must be those or the ones computed from them",
+    )
     r.set_defaults(func=cmd_render)
     s = sub.add_parser("schema", help="print the fleet JSON schema (docs/fleet.schema.json)")
     s.set_defaults(func=cmd_schema)

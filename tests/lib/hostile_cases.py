@@ -541,7 +541,10 @@ HOSTILE_VALUES: dict[str, tuple[str, dict]] = {
     "sync-storage-classes": ("vcluster", {"sync": {"toHost": {"storageClasses": {"enabled": True}}}}),
     "from-host-custom-secrets": ("vcluster", {"sync": {"fromHost": {"customResources": {"secrets": {}}}}}),
     "cluster-secret-stores": ("vcluster", {"integrations": {"externalSecrets": {"enabled": True}}}),
-    "privileged-control-plane": ("vcluster", {"controlPlane": {"statefulSet": {"security": {"podSecurityContext": {}}}}}),
+    "privileged-control-plane": (
+        "vcluster",
+        {"controlPlane": {"statefulSet": {"security": {"podSecurityContext": {}}}}},
+    ),
     "control-plane-host-path": ("vcluster", {"controlPlane": {"statefulSet": {"persistence": {"addVolumes": [{}]}}}}),
     "control-plane-image": ("vcluster", {"controlPlane": {"statefulSet": {"image": {"repository": "evil/x"}}}}),
     "control-plane-placement": ("vcluster", {"controlPlane": {"statefulSet": {"scheduling": {"nodeSelector": {}}}}}),
@@ -560,7 +563,10 @@ HOSTILE_VALUES: dict[str, tuple[str, dict]] = {
     "slurm-node-selector": ("slurm", {"nodesets": {"pretrain": {"podSpec": {"nodeSelector": {}}}}}),
     "slurm-key-ref": ("slurm", {"slurmKey": {"secretRef": {"name": "other"}}}),
     "slurm-gres-types": ("slurm", {"controller": {"extraConfMap": {"GresTypes": "none"}}}),
-    "slurm-conf-injection": ("slurm", {"controller": {"extraConfMap": {"SchedulerParameters": "x\nPartitionName=evil"}}}),
+    "slurm-conf-injection": (
+        "slurm",
+        {"controller": {"extraConfMap": {"SchedulerParameters": "x\nPartitionName=evil"}}},
+    ),
     "slurm-conf-space": ("slurm", {"controller": {"extraConfMap": {"SchedulerParameters": "a AllowAccounts=ALL"}}}),
     "slurm-image": ("slurm", {"controller": {"slurmctld": {"image": {"repository": "evil"}}}}),
     "slurm-extra-objects": ("slurm", {"extraObjects": [{"kind": "Pod"}]}),
@@ -600,6 +606,55 @@ case(
 )
 
 
+# ------------------------------------------------------------------ 11 pools: the lock is not a licence
+# (the lock gives gpu009/gpu010 to pretrain of llm-pretrain, gpu003 to research-batch of research)
+PIN = r"pools\.yml:\d+: pool 'research-batch' .*gpufleet_pools\[2\]\.pin\): pinned node 'gpu0(09|10)' belongs to pool"
+case("pool-pin-takes-other-tenant-node", 11, pool("research-batch", lambda p: p.__setitem__("pin", ["gpu009"])), PIN)
+case(
+    "pool-pin-hostlist-takes-other-tenant-node",
+    11,
+    pool("research-batch", lambda p: p.__setitem__("pin", ["gpu0[09-10]"])),
+    PIN,
+)
+case(
+    "pool-pin-allowed-node-drags-another",  # allowing gpu009 does not allow the node pretrain takes back
+    11,
+    both(
+        pool("research-batch", lambda p: p.__setitem__("pin", ["gpu009"])),
+        cluster(lambda c: c.__setitem__("allow_node_moves", [{"nodes": ["gpu009"], "reason": "ticket 42"}])),
+    ),
+    r"pools\.lock\.yaml: nodes: .*would change tenant: node gpu\d+: pool research-batch \(tenant research\)"
+    r" -> pool pretrain .*allow_node_moves",
+)
+
+
+def _steal_pool(d: dict) -> None:
+    research, pretrain = d["gpufleet_tenants"][1], d["gpufleet_tenants"][0]
+    research["pools"].remove("research-debug")
+    pretrain["pools"].append("research-debug")
+
+
+case(
+    "pool-taken-into-other-tenant-list",
+    11,
+    edit("tenants.yml", _steal_pool),
+    r"pools\.lock\.yaml: nodes: .*2 node\(s\) would change tenant: node gpu\d+: pool research-debug"
+    r" \(tenant research\) -> pool research-debug \(tenant llm-pretrain\)",
+)
+case(
+    "pool-allow-moves-bad-hostlist",
+    11,
+    cluster(lambda c: c.__setitem__("allow_node_moves", [{"nodes": ["gpu 1"], "reason": "x"}])),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.allow_node_moves\[0\]\.nodes\[0\]",
+)
+case(
+    "pool-allow-moves-no-reason",
+    11,
+    cluster(lambda c: c.__setitem__("allow_node_moves", [{"nodes": ["gpu009"]}])),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.allow_node_moves\[0\]: 'reason' is required",
+)
+
+
 # ------------------------------------------------------------------ valid variants (must render)
 def _tenants_json(repo: Path) -> None:
     p = repo / GV / "tenants.yml"
@@ -633,6 +688,10 @@ VALID["tenant-override-by-platform"] = cluster(
         "tenant_overrides",
         {"research": {"reason": "bigger etcd", "vcluster": {"values": {"controlPlane": {"distro": {}}}}}},
     )
+)
+VALID["pool-pin-move-allowed-by-platform"] = both(
+    pool("research-batch", lambda p: p.__setitem__("pin", ["gpu009"])),
+    cluster(lambda c: c.__setitem__("allow_node_moves", [{"nodes": ["gpu009", "gpu003"], "reason": "ticket 42"}])),
 )
 VALID["partition-underscore"] = slurm_opt("research-debug", "partition", "Debug_Q-1")
 VALID["allow-unmatched-hosts"] = both(

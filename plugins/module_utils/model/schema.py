@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting
+from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, tenant_values
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
-from ansible_collections.gpufleet.core.plugins.module_utils.model import tenant_values
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import SCHEMA as EXPOSE_SCHEMA
 
 SCHEMA_VERSION = 1
@@ -234,6 +233,21 @@ SCHEMA: dict[str, Any] = {
                     },
                     "monitoring": _CLUSTER_MONITORING,
                     "tenant_overrides": tenant_values.OVERRIDES_SCHEMA,
+                    "allow_node_moves": {
+                        "type": "array",
+                        "description": "platform-owned: nodes a pool's pin may take from another tenant (the"
+                        " pool lock gives them to it); without an entry such a pin is refused",
+                        "maxItems": 100,
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["nodes", "reason"],
+                            "properties": {
+                                "nodes": _HOSTLISTS,
+                                "reason": g.pattern(r"^[^\x00-\x1f\x7f]{1,500}$", "why (one line)"),
+                            },
+                        },
+                    },
                     "components": {
                         "type": "object",
                         "additionalProperties": False,

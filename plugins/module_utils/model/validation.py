@@ -346,6 +346,7 @@ def build_fleet(raw: RawModel) -> Fleet:
             context=c.get("context"),
             monitoring=_cluster_monitoring(c.get("monitoring", {})),
             tenant_overrides=dict(sorted(c.get("tenant_overrides", {}).items())),
+            allow_node_moves=tuple(h for m in c.get("allow_node_moves", ()) for h in m["nodes"]),
         )
     owner = {p: t["name"] for t in d.get("gpufleet_tenants", []) for p in t["pools"]}
     pools = {}

@@ -271,13 +271,27 @@ def cached_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...], cache: Path |
     return topo
 
 
-def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) -> ClusterInputs:
+def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None, base: str | None = None) -> ClusterInputs:
     """Nodes, topology and pool assignment of one cluster, from its snapshots.
 
-    ``cache``: a directory for parsed snapshots (see above); None parses every time.
+    ``cache``: a directory for parsed snapshots (see above); None parses every time. ``base``: a
+    Git revision (the pull request's base): the previous assignment is the lock committed there,
+    and the working tree's lock must be that one or the one computed from it (pools/lock.py).
     """
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign, render_pool_table
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME, read_lock, render_lock
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import (
+        assign,
+        check_owner_moves,
+        render_pool_table,
+    )
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
+        LOCK_NAME,
+        lock_text_at,
+        parse_lock,
+        parse_lock_owners,
+        read_lock,
+        render_lock,
+        verify_lock,
+    )
 
     if not cluster.nodes_snapshot.is_file():
         raise RenderInputError(
@@ -287,9 +301,17 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
     nodes = cached_nodes(cluster, ccache)
     topo = cached_topology(cluster, nodes, ccache)
     lock_path = cluster.snapshot_dir / LOCK_NAME
-    previous = read_lock(lock_path, cluster.name)
+    previous = working = read_lock(lock_path, cluster.name)
+    owners = parse_lock_owners(lock_path.read_bytes(), str(lock_path)) if previous is not None else {}
+    if base is not None:
+        text = lock_text_at(base, lock_path)
+        previous = parse_lock(text, f"{lock_path} (at {base})", cluster.name) if text is not None else None
+        owners = parse_lock_owners(text, f"{lock_path} (at {base})")
     node_group = dict(topo.node_group) if topo is not None else {}
     assignment = assign(fleet, cluster.name, nodes, node_group, previous)
+    if base is not None:
+        verify_lock(lock_path, working, previous, dict(assignment.pool_of), base)
+    moves = check_owner_moves(fleet, assignment, previous, str(lock_path), owners) if previous else []
     members = {p.name: list(assignment.members(p.name)) for p in fleet.cluster_pools(cluster.name)}
     pool_of = {n: p for p, ns in members.items() for n in ns}
     slurm_nodes = sorted(n for p in fleet.cluster_pools(cluster.name) if p.kind == "slurm" for n in members[p.name])
@@ -304,7 +326,7 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
         lock_bytes=_as_bytes(render_lock(assignment)),
         pool_table=_as_text(render_pool_table(assignment)),
         assignment=assignment,
-        extra={"warnings": warnings},
+        extra={"warnings": warnings, "moves": moves},
     )
 
 
