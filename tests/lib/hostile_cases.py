@@ -655,6 +655,117 @@ case(
 )
 
 
+# ------------------------------------------------------------------ 12 what the apply step reads
+case(
+    "apply-host-vars-gpufleet",
+    12,
+    put(str(INV / "host_vars/localhost.yml"), "gpufleet_slurm_exec: {research: [sh, -c, id]}\n"),
+    r"host_vars/localhost\.yml:1: gpufleet_slurm_exec: gpufleet_\* variables belong in group_vars/all",
+)
+case(
+    "apply-group-vars-other-group-gpufleet",
+    12,
+    put(str(INV / "group_vars/fabric_hosts.yml"), "gpufleet_kubeconfig: /tmp/evil\n"),
+    r"group_vars/fabric_hosts\.yml:1: gpufleet_kubeconfig: gpufleet_\* variables belong",
+)
+case(
+    "apply-group-vars-dir-role-var",
+    12,
+    put(str(INV / "group_vars/fabric_hosts/x.yml"), "fabric_discovery_ibnetdiscover_command: [sh, -c, id]\n"),
+    r"fabric_hosts/x\.yml:1: fabric_discovery_ibnetdiscover_command: a variable of role 'fabric_discovery'",
+)
+case(
+    "apply-role-var-in-all",
+    12,
+    put(str(GV / "roles.yml"), "argocd_values_file: /etc/shadow\n"),
+    r"all/roles\.yml:1: argocd_values_file: a variable of role 'argocd'",
+)
+case(
+    "apply-ssh-proxy-command",
+    12,
+    put(str(INV / "host_vars/localhost/conn.yml"), "ansible_ssh_common_args: -o ProxyCommand=id\n"),
+    r"localhost/conn\.yml:1: ansible_ssh_common_args: not an allowed connection variable",
+)
+case(
+    "apply-inline-shell-executable",
+    12,
+    sub(
+        INV / "hosts.yml",
+        "ansible_connection: local\n",
+        "ansible_connection: local\n      ansible_shell_executable: /x\n",
+    ),
+    r"hosts\.yml:\d+: all\.hosts\.localhost\.ansible_shell_executable: not an allowed",
+)
+case(
+    "apply-inline-interpreter",
+    12,
+    sub(INV / "hosts.yml", '"{{ ansible_playbook_python }}"', "/tmp/evil/python"),
+    r"hosts\.yml:\d+: all\.hosts\.localhost\.ansible_python_interpreter: '/tmp/evil/python' is not allowed",
+)
+case(
+    "apply-jinja-in-model",
+    12,
+    tenant(0, description="{{ lookup('pipe', 'id') }}"),
+    r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.description: holds a Jinja template",
+)
+case(
+    "apply-group-vars-dir-symlink",
+    12,
+    link(str(GV / "etc"), "/etc", replace=False),
+    r"group_vars/all/etc: a vars file may not be a symbolic link",
+)
+
+# ------------------------------------------------------------------ 14 sizes, depth, big numbers
+case(
+    "bound-vars-file-bytes",
+    14,
+    put(str(GV / "big.yml"), "x: [" + "1," * 200_000 + "1]\n"),
+    r"big\.yml: refused: larger than",
+)
+case(
+    "bound-vars-depth",
+    14,
+    put(str(GV / "deep.yml"), "x: " + "[" * 500 + "]" * 500 + "\n"),
+    r"deep\.yml:1: refused: nested deeper",
+)
+case(
+    "bound-vars-huge-int",
+    14,
+    put(str(GV / "int.yml"), "x: " + "9" * 5000 + "\n"),
+    r"int\.yml: refused: a value cannot be read",
+)
+case(
+    "bound-health-interval-float",
+    14,
+    tenant(0, health={"interval": 300.0}),
+    r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.health\.interval: 300\.0 is not of type 'integer'",
+)
+case(
+    "bound-xid-float",
+    14,
+    tenant(0, health={"xids": [48.0, 79]}),
+    r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.health\.xids\[0\]",
+)
+case(
+    "bound-pool-size-bool",
+    14,
+    pool("pretrain", lambda p: p.__setitem__("size", {"nodes": True})),
+    r"pools\.yml:\d+: gpufleet_pools\[1\]\.size\.nodes: True is not of type 'integer'",
+)
+case(
+    "bound-pool-size-float",
+    14,
+    pool("pretrain", lambda p: p.__setitem__("size", {"nodes": 32.0})),
+    r"pools\.yml:\d+: gpufleet_pools\[1\]\.size\.nodes: 32\.0 is not of type 'integer'",
+)
+case(
+    "bound-inference-port-float",
+    14,
+    tenant(2, expose={"inference": [8000.0], "from_cidrs": ["10.20.0.0/16"]}),
+    r"tenants\.yml:\d+: gpufleet_tenants\[2\]\.expose\.inference\[0\]",
+)
+
+
 # ------------------------------------------------------------------ valid variants (must render)
 def _tenants_json(repo: Path) -> None:
     p = repo / GV / "tenants.yml"

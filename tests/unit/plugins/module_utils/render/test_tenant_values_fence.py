@@ -233,3 +233,10 @@ def test_other_chart_version_refuses_tenant_values(base) -> None:
     raw.data["gpufleet_tenants"][1]["vcluster"] = {"values": {"telemetry": {"enabled": False}}}
     with pytest.raises(ModelError, match=r"gpufleet_tenants\[1\]\.vcluster\.values: .*reviewed|0\.36\.1"):
         validate(raw)
+
+
+def test_role_variable_prefixes_are_the_roles() -> None:
+    """model/inventory.py refuses every role's variables in the inventory: the list is the roles/ folder."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import ROLES
+
+    assert sorted(ROLES) == sorted(p.name for p in (REPO / "roles").iterdir() if p.is_dir())
