@@ -13,6 +13,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, tenant_values
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import SCHEMA as EXPOSE_SCHEMA
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
 SCHEMA_VERSION = 1
 
@@ -113,8 +114,12 @@ def _component(extra: dict[str, Any] | None = None, enabled: bool = True) -> dic
     return {"type": "object", "additionalProperties": False, "properties": props}
 
 
-# a Helm repository URL (http/https) or an OCI registry path without scheme: no spaces, no quotes
-_CHART_REPO = r"^(https?://)?[A-Za-z0-9][-A-Za-z0-9.]*(:[0-9]{1,5})?(/[-A-Za-z0-9._~%/]*)?$"
+# a Helm repository URL (https; http only to a loopback mirror) or an OCI registry path without
+# scheme: no spaces, quotes or wildcards (it lands in AppProject sourceRepos, where '*' matches all)
+_CHART_REPO = (
+    r"^(https://|http://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]{1,5})?/|(?!https?:))"
+    r"[A-Za-z0-9][-A-Za-z0-9.]*(:[0-9]{1,5})?(/[-A-Za-z0-9._~%/]*)?$"
+)
 
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -137,7 +142,13 @@ SCHEMA: dict[str, Any] = {
                     "additionalProperties": False,
                     "required": ["repo_url"],
                     "properties": {
-                        "repo_url": _TOKEN,
+                        "repo_url": g.pattern(
+                            r"^((https|ssh)://([A-Za-z0-9_.-]+@)?[A-Za-z0-9][-A-Za-z0-9.]*(:[0-9]{1,5})?(/[-A-Za-z0-9._~%/]*)?"
+                            r"|[A-Za-z0-9_.-]+@[A-Za-z0-9][-A-Za-z0-9.]*:[-A-Za-z0-9._~/]+"
+                            r"|(file://)?/[-A-Za-z0-9._~/]+)$",
+                            "Git repository URL (https://, ssh://, user@host:path or a local path; no wildcards,"
+                            " no plain http)",
+                        ),
                         "revision": g.pattern(g.GIT_REF, "Git branch or tag", default="main"),
                         "path": g.pattern(
                             g.REL_PATH,
@@ -166,13 +177,17 @@ SCHEMA: dict[str, Any] = {
         "gpufleet_versions": {
             "type": "object",
             "description": "per-component overrides of the pinned chart coordinates",
+            "propertyNames": {"enum": sorted(CHARTS)},
             "additionalProperties": {
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {
-                    "repo_url": _TOKEN,
-                    "chart": _TOKEN,
-                    "version": _TOKEN,
+                    "repo_url": g.pattern(_CHART_REPO, "chart repository: https:// URL or OCI registry path"),
+                    "chart": g.pattern(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", "chart name"),
+                    "version": g.pattern(
+                        r"^v?[0-9]{1,6}\.[0-9]{1,6}\.[0-9]{1,6}(-[0-9A-Za-z.]{1,64})?$",
+                        "exact chart version (no ranges or wildcards)",
+                    ),
                 },
             },
         },
@@ -233,6 +248,14 @@ SCHEMA: dict[str, Any] = {
                     },
                     "monitoring": _CLUSTER_MONITORING,
                     "tenant_overrides": tenant_values.OVERRIDES_SCHEMA,
+                    "expose_allowed_cidrs": {
+                        "type": "array",
+                        "description": "platform-owned: networks tenants may open to (expose.from_cidrs must lie"
+                        " inside one); without it only private networks (RFC 1918, ULA, documentation) are allowed",
+                        "items": {"type": "string", "minLength": 1, "maxLength": 43},
+                        "maxItems": 64,
+                        "uniqueItems": True,
+                    },
                     "allow_node_moves": {
                         "type": "array",
                         "description": "platform-owned: nodes a pool's pin may take from another tenant (the"

@@ -270,6 +270,48 @@ def path_issues(raw: RawModel) -> list[Issue]:
     return issues
 
 
+def inside_inputs_issues(raw: RawModel) -> list[Issue]:
+    """The renderer writes the tree (``gitops.path``, from the repository root) and each pool lock
+    (beside ``nodes_snapshot``); neither may land in the vars folders Ansible reads."""
+    issues = []
+    inv = raw.inventory_dir.resolve()
+    readers = [inv / "group_vars", inv / "host_vars"]
+
+    def inside(p: Path) -> bool:
+        return any(p == r or r in p.parents for r in readers)
+
+    gitops = _dict(_dict(raw.data.get("gpufleet_fleet")).get("gitops"))
+    gp = gitops.get("path", "gitops")
+    if isinstance(gp, str) and grammar.fullmatch(grammar.REL_PATH, gp):
+        root = inv
+        while not (root / ".git").exists() and root.parent != root:
+            root = root.parent
+        if not (root / ".git").exists():
+            root = Path.cwd().resolve()
+        tree = root / gp
+        if inside(tree):
+            issues.append(
+                raw.issue(("gpufleet_fleet", "gitops", "path"), f"{tree} is inside the inventory's vars folders")
+            )
+        if tree == inv or tree in inv.parents:
+            issues.append(
+                raw.issue(
+                    ("gpufleet_fleet", "gitops", "path"), f"{tree} holds the inventory: the tree would replace it"
+                )
+            )
+    for ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",)):
+        ns = c.get("nodes_snapshot")
+        if isinstance(ns, str) and grammar.fullmatch(grammar.REL_PATH, ns) and inside((inv / ns).parent):
+            issues.append(
+                raw.issue(
+                    ("gpufleet_clusters", ci, "nodes_snapshot"),
+                    "inside group_vars/ or host_vars/: the pool lock written beside it would become a vars file;"
+                    " keep snapshots under snapshots/",
+                )
+            )
+    return issues
+
+
 def _component(name: str, spec: dict[str, Any] | None) -> Component:
     spec = spec or {}
     return Component(
@@ -407,7 +449,7 @@ def build_fleet(raw: RawModel) -> Fleet:
 
 def validate(raw: RawModel) -> Fleet:
     issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw) + exposure_issues(raw)
-    issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw)
+    issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw) + inside_inputs_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)
