@@ -766,6 +766,63 @@ case(
 )
 
 
+# ------------------------------------------------------------------ 13 exposure, sources, writes into the inputs
+EXP = r"tenants\.yml:\d+: gpufleet_tenants\[2\]\.expose\.from_cidrs\[0\]"
+for i, bad in enumerate([["0.0.0.0/0"], ["::/0"], ["0.0.0.0/1", "128.0.0.0/1"], ["8.8.8.0/24"], ["fe80::%eth0/64"]]):
+    case(f"expose-cidr-{i}", 13, tenant(2, expose={"inference": [8000], "from_cidrs": bad}), EXP)
+case(
+    "expose-cidr-outside-platform-list",
+    13,
+    both(
+        cluster(lambda c: c.__setitem__("expose_allowed_cidrs", ["10.20.0.0/16"])),
+        tenant(2, expose={"inference": [8000], "from_cidrs": ["10.0.0.0/8"]}),
+    ),
+    EXP + r": '10\.0\.0\.0/8' is not inside the cluster's expose_allowed_cidrs",
+)
+VER = r"(versions|v)\.yml:\d+: gpufleet_versions"
+for i, (comp, spec) in enumerate(
+    [
+        ("slurm", {"version": "*"}),
+        ("slurm", {"version": ">=1.2"}),
+        ("vcluster", {"repo_url": "http://charts.example.org"}),
+        ("vcluster", {"repo_url": "https://github.com/*"}),
+        ("vcluster", {"repo_url": "*"}),
+        ("no_such_component", {"version": "1.0.0"}),
+    ]
+):
+    case(f"source-versions-{i}", 13, put(str(GV / "v.yml"), yaml.safe_dump({"gpufleet_versions": {comp: spec}})), VER)
+case(
+    "source-mirror-plain-http",
+    13,
+    put(str(GV / "v.yml"), "gpufleet_chart_mirrors:\n  https://charts.loft.sh: http://mirror.example.org/loft\n"),
+    r"v\.yml:\d+: gpufleet_chart_mirrors",
+)
+case(
+    "source-gitops-repo-wildcard",
+    13,
+    fleet(lambda f: f["gitops"].__setitem__("repo_url", "https://github.com/*")),
+    r"fleet\.yml:\d+: gpufleet_fleet\.gitops\.repo_url",
+)
+case(
+    "write-gitops-into-group-vars",
+    13,
+    fleet(lambda f: f["gitops"].__setitem__("path", "inventories/sample/group_vars/all/tree")),
+    r"fleet\.yml:\d+: gpufleet_fleet\.gitops\.path: .* inside the inventory's vars folders",
+)
+case(
+    "write-gitops-over-inventory",
+    13,
+    fleet(lambda f: f["gitops"].__setitem__("path", "inventories")),
+    r"fleet\.yml:\d+: gpufleet_fleet\.gitops\.path: .* holds the inventory",
+)
+case(
+    "write-lock-into-group-vars",
+    13,
+    cluster(lambda c: c.__setitem__("nodes_snapshot", "group_vars/all/nodes.yaml")),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.nodes_snapshot: inside group_vars/",
+)
+
+
 # ------------------------------------------------------------------ valid variants (must render)
 def _tenants_json(repo: Path) -> None:
     p = repo / GV / "tenants.yml"
@@ -803,6 +860,10 @@ VALID["tenant-override-by-platform"] = cluster(
 VALID["pool-pin-move-allowed-by-platform"] = both(
     pool("research-batch", lambda p: p.__setitem__("pin", ["gpu009"])),
     cluster(lambda c: c.__setitem__("allow_node_moves", [{"nodes": ["gpu009", "gpu003"], "reason": "ticket 42"}])),
+)
+VALID["expose-cidr-platform-allowed-public"] = both(
+    cluster(lambda c: c.__setitem__("expose_allowed_cidrs", ["10.0.0.0/8", "192.0.2.0/24", "198.51.100.0/24"])),
+    tenant(2, expose={"inference": [8000], "from_cidrs": ["10.20.0.0/16", "198.51.100.0/25"]}),
 )
 VALID["partition-underscore"] = slurm_opt("research-debug", "partition", "Debug_Q-1")
 VALID["allow-unmatched-hosts"] = both(
