@@ -823,6 +823,16 @@ case(
 )
 
 
+# ------------------------------------------------------------------ 15 names after each chart's truncation
+_PERIODIC = "a-v-vc-" * 6  # vc-<t>-v-vc-<t> cut at 63 is the same string for both names below
+case(
+    "collision-truncated-vcluster-cluster-role",
+    15,
+    both(rename_tenant_everywhere("research", _PERIODIC[:29]), rename_tenant_everywhere("inference", _PERIODIC[:36])),
+    r"tenants\.yml:\d+: gpufleet_tenants\[(1|2)\]\.name: renders ClusterRole 'vc-a-v-vc-.*already renders",
+)
+
+
 # ------------------------------------------------------------------ valid variants (must render)
 def _tenants_json(repo: Path) -> None:
     p = repo / GV / "tenants.yml"

@@ -311,7 +311,13 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None, ba
     assignment = assign(fleet, cluster.name, nodes, node_group, previous)
     if base is not None:
         verify_lock(lock_path, working, previous, dict(assignment.pool_of), base)
-    moves = check_owner_moves(fleet, assignment, previous, str(lock_path), owners) if previous else []
+    moves: list[str] = []
+    refused: Exception | None = None
+    if previous:
+        try:
+            moves = check_owner_moves(fleet, assignment, previous, str(lock_path), owners)
+        except GpufleetError as exc:  # raised after the render's own checks (render/tree.py): a
+            refused = exc  # colliding or reserved name explains more than the moves it causes
     members = {p.name: list(assignment.members(p.name)) for p in fleet.cluster_pools(cluster.name)}
     pool_of = {n: p for p, ns in members.items() for n in ns}
     slurm_nodes = sorted(n for p in fleet.cluster_pools(cluster.name) if p.kind == "slurm" for n in members[p.name])
@@ -326,7 +332,7 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None, ba
         lock_bytes=_as_bytes(render_lock(assignment)),
         pool_table=_as_text(render_pool_table(assignment)),
         assignment=assignment,
-        extra={"warnings": warnings, "moves": moves},
+        extra={"warnings": warnings, "moves": moves, "refused_moves": refused},
     )
 
 

@@ -179,6 +179,8 @@ def render_fleet(fleet: Fleet, cache: Path | None = None, base: str | None = Non
     for name in sorted(fleet.clusters):
         inputs = cluster_inputs(fleet, fleet.clusters[name], cache, base)
         files.update(_cluster_files(fleet, name, inputs))
+        if inputs.extra.get("refused_moves") is not None:
+            raise inputs.extra["refused_moves"]
         locks[inputs.lock_path] = inputs.lock_bytes
         summary[name] = {
             "nodes": len(inputs.nodes),
