@@ -823,6 +823,39 @@ case(
 )
 
 
+NMAP = r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.fabric\.node_name_map\.pattern: refused"
+for i, bad in enumerate(["(a+)+$", "(gpu|gpu)*x", r"(gpu)\1", "(?=gpu)g(.*)", "a*b*c*(.*)", "((g)+p)+u"]):
+    case(
+        f"bound-node-map-regex-{i}",
+        14,
+        cluster(lambda c, v=bad: c["fabric"].__setitem__("node_name_map", {"pattern": v, "replace": "x"})),
+        NMAP,
+    )
+case(
+    "bound-hostlist-total",
+    14,
+    pool("spare", lambda p: p.__setitem__("exclude", [f"x{i}[0-99999]" for i in range(3)])),
+    r"pools\.yml:\d+: gpufleet_pools\[5\]\.exclude\[1\]: refused: the model's hostlists expand to more than",
+)
+for i, (old, new) in enumerate(
+    [
+        ("nvidia.com/gpu: '8'", "nvidia.com/gpu: '\u00b2'"),
+        ("nvidia.com/gpu: '8'", "nvidia.com/gpu: .nan"),
+        ("nvidia.com/gpu: '8'", "nvidia.com/gpu: " + "9" * 5000),
+        ("nvidia.com/gpu: '8'", "nvidia.com/gpu: '99999999'"),
+        ("cpu: '224'", "cpu: '1e999999999'"),
+        ("cpu: '224'", "cpu: .inf"),
+        ("cpu: '224'", "cpu: [a, b]"),
+    ]
+):
+    case(
+        f"bound-nodes-number-{i}",
+        14,
+        sub(NODES, old, new),
+        r"nodes\.yaml(:\d+)?: .*(nvidia\.com/gpu|allocatable\.cpu|refused)",
+    )
+
+
 # ------------------------------------------------------------------ 15 names after each chart's truncation
 _PERIODIC = "a-v-vc-" * 6  # vc-<t>-v-vc-<t> cut at 63 is the same string for both names below
 case(

@@ -218,15 +218,9 @@ def reference_issues(raw: RawModel) -> list[Issue]:
         fab = _dict(c.get("fabric"))
         nmap = _dict(fab.get("node_name_map"))
         if isinstance(nmap.get("pattern"), str):
-            try:
-                re.compile(nmap["pattern"])
-            except re.error as exc:
-                issues.append(
-                    raw.issue(
-                        ("gpufleet_clusters", ci, "fabric", "node_name_map", "pattern"),
-                        f"not a valid regular expression: {exc}",
-                    )
-                )
+            why = regex_problem(nmap["pattern"])
+            if why:
+                issues.append(raw.issue(("gpufleet_clusters", ci, "fabric", "node_name_map", "pattern"), why))
         if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
             issues.append(
                 raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")
@@ -240,6 +234,120 @@ def reference_issues(raw: RawModel) -> list[Issue]:
                 )
             )
     return issues
+
+
+MAX_UNBOUNDED_REPEATS = 2  # in node_name_map.pattern: cost stays polynomial of low degree
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not a valid, linear-enough regular expression (None: fine).
+
+    Python's engine backtracks: a nested quantifier (``(a+)+``), a quantified alternation
+    (``(a|a)*``), backreferences and lookarounds can take exponential time on a crafted host name.
+    Those are refused, and so are more than :data:`MAX_UNBOUNDED_REPEATS` unbounded repeats."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"not a valid regular expression: {exc}"
+    try:
+        from re import _constants as c  # Python 3.11+
+        from re import _parser as sre_parse
+    except ImportError:  # pragma: no cover - Python < 3.11
+        import sre_constants as c  # type: ignore[no-redef]
+        import sre_parse  # type: ignore[no-redef]
+    repeats = {c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)}
+    refused = {c.GROUPREF, c.GROUPREF_EXISTS, c.ASSERT, c.ASSERT_NOT}
+    unbounded = 0
+
+    def walk(items: Any, in_repeat: bool) -> str | None:
+        nonlocal unbounded
+        for op, av in items:
+            if op in refused:
+                return "backreferences and lookarounds are not allowed (they make matching slow)"
+            if op in repeats:
+                _lo, hi, body = av
+                if in_repeat:
+                    return "a quantifier inside a quantified group can take exponential time; rewrite it"
+                if hi == c.MAXREPEAT:
+                    unbounded += 1
+                why = walk(body, hi > 1)
+                if why:
+                    return why
+            elif op == c.BRANCH:
+                if in_repeat:
+                    return "an alternation inside a quantified group can take exponential time; rewrite it"
+                for branch in av[1]:
+                    why = walk(branch, in_repeat)
+                    if why:
+                        return why
+            elif op == c.SUBPATTERN:
+                why = walk(av[-1], in_repeat)
+                if why:
+                    return why
+            elif op == getattr(c, "ATOMIC_GROUP", None):
+                why = walk(av, in_repeat)
+                if why:
+                    return why
+        return None
+
+    why = walk(sre_parse.parse(pattern), False)
+    if why is None and unbounded > MAX_UNBOUNDED_REPEATS:
+        why = f"more than {MAX_UNBOUNDED_REPEATS} unbounded repeats ('*', '+', '{{n,}}'); be more specific"
+    return f"refused: {why}" if why else None
+
+
+MAX_TOTAL_HOSTS = 100_000  # names all hostlists of the model may expand to, together
+_TOP_COMMA = re.compile(r",(?![^\[]*\])")
+_BRACKET = re.compile(r"\[([^\]]*)\]")
+_RANGE = re.compile(r"^([0-9]{1,18})(?:-([0-9]{1,18}))?$")
+
+
+def hostlist_size(expr: str) -> int:
+    """How many names a hostlist expression expands to, counted without expanding it (an
+    unparsable part counts 1: the hostlist parser reports it)."""
+    total = 0
+    for term in _TOP_COMMA.split(expr):
+        n = 1
+        for group in _BRACKET.findall(term):
+            count = 0
+            for item in group.split(","):
+                m = _RANGE.match(item)
+                count += (abs(int(m.group(2)) - int(m.group(1))) + 1) if m and m.group(2) else 1
+            n *= max(count, 1)
+        total += n
+    return total
+
+
+def bound_issues(raw: RawModel) -> list[Issue]:
+    """The hostlists of the whole model (pins, excludes, fabric exclusions, allowed moves) expand to
+    at most :data:`MAX_TOTAL_HOSTS` names together (each alone is bounded by the hostlist parser)."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for pi, p in enumerate(raw.data.get("gpufleet_pools") or []):
+        for key in ("pin", "exclude"):
+            for i, e in enumerate(_dict(p).get(key) or []):
+                found.append((("gpufleet_pools", pi, key, i), e))
+    for ci, cl in enumerate(raw.data.get("gpufleet_clusters") or []):
+        fab = _dict(_dict(cl).get("fabric"))
+        for key in ("exclude_hosts", "exclude_switches"):
+            for i, e in enumerate(fab.get(key) or []):
+                found.append((("gpufleet_clusters", ci, "fabric", key, i), e))
+        for mi, m in enumerate(_dict(cl).get("allow_node_moves") or []):
+            for i, e in enumerate(_dict(m).get("nodes") or []):
+                found.append((("gpufleet_clusters", ci, "allow_node_moves", mi, "nodes", i), e))
+    total = 0
+    for path, expr in found:
+        if not isinstance(expr, str):
+            continue
+        total += hostlist_size(expr)
+        if total > MAX_TOTAL_HOSTS:
+            return [
+                raw.issue(
+                    path,
+                    f"refused: the model's hostlists expand to more than {MAX_TOTAL_HOSTS} names together"
+                    " (this one passes the bound); list fewer or narrower ranges",
+                )
+            ]
+    return []
 
 
 def path_issues(raw: RawModel) -> list[Issue]:
@@ -450,6 +558,7 @@ def build_fleet(raw: RawModel) -> Fleet:
 def validate(raw: RawModel) -> Fleet:
     issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw) + exposure_issues(raw)
     issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw) + inside_inputs_issues(raw)
+    issues += bound_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)
