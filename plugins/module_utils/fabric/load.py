@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.file import p
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default, parse_ports
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import parse_nodes_text
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError, merge_into
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import MAX_FABRIC_BYTES
 
 # kind -> parser(text, source); "auto" detects the kind from the first lines
 PARSERS: dict[str, Callable[[str, str], Fabric]] = {
@@ -47,6 +48,8 @@ def _read(path_or_text: str | Path) -> tuple[str, str]:
     else:
         return path_or_text, "<text>"
     try:
+        if p.stat().st_size > MAX_FABRIC_BYTES:  # bound before reading (a PR can commit any file)
+            raise FabricError(f"refused: larger than {MAX_FABRIC_BYTES} bytes", file=str(p))
         data = p.read_bytes()
         return data.decode("utf-8"), str(p)
     except UnicodeDecodeError as e:

@@ -92,6 +92,7 @@ def _quantity(value: Any) -> int | None:
 
 MAX_GPUS = 1024  # per node
 MAX_SNAPSHOT_BYTES = 64 << 20  # a nodes snapshot is refused above 64 MiB, before parsing
+MAX_FABRIC_BYTES = 128 << 20  # a fabric snapshot (fabric/load.py), likewise
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,3}")
 
 

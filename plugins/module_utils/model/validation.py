@@ -32,6 +32,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     TopologyConfig,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import RawModel, load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import MAX_FABRIC_BYTES, MAX_SNAPSHOT_BYTES
 from ansible_collections.gpufleet.core.plugins.module_utils.model.schema import SCHEMA
 
 try:
@@ -363,6 +364,14 @@ def path_issues(raw: RawModel) -> list[Issue]:
                 val = _dict(val).get(k)
             if not isinstance(val, str) or not grammar.fullmatch(grammar.REL_PATH, val):
                 continue  # absent, or the schema says why
+            bound = MAX_SNAPSHOT_BYTES if key == ("nodes_snapshot",) else MAX_FABRIC_BYTES
+            target = inv / val
+            if not target.is_symlink() and target.is_file() and target.stat().st_size > bound:
+                issues.append(
+                    raw.issue(
+                        ("gpufleet_clusters", ci, *key), f"{target}: refused: larger than {bound} bytes (read nothing)"
+                    )
+                )
             cur = inv
             for part in val.split("/"):
                 cur = cur / part
