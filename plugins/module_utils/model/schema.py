@@ -26,6 +26,7 @@ _LABELS = {
 }
 _HOSTLISTS = {
     "type": "array",
+    "maxItems": 256,
     "items": g.pattern(g.HOSTLIST, "host list expression or glob (no whitespace, '=' or quotes)"),
     "uniqueItems": True,
 }
@@ -202,6 +203,7 @@ SCHEMA: dict[str, Any] = {
         "gpufleet_clusters": {
             "type": "array",
             "minItems": 1,
+            "maxItems": 100,
             "items": {
                 "type": "object",
                 "additionalProperties": False,
@@ -333,6 +335,7 @@ SCHEMA: dict[str, Any] = {
         },
         "gpufleet_tenants": {
             "type": "array",
+            "maxItems": 2000,
             "items": {
                 "type": "object",
                 "additionalProperties": False,
@@ -341,7 +344,7 @@ SCHEMA: dict[str, Any] = {
                     "name": _NAME,
                     "cluster": _NAME,
                     "description": g.pattern(g.TEXT, "one line of text"),
-                    "pools": {"type": "array", "items": _NAME, "uniqueItems": True, "minItems": 1},
+                    "pools": {"type": "array", "items": _NAME, "uniqueItems": True, "minItems": 1, "maxItems": 64},
                     "vcluster": {
                         "type": "object",
                         "additionalProperties": False,
@@ -367,6 +370,7 @@ SCHEMA: dict[str, Any] = {
                         "type": "array",
                         "items": _NAME,
                         "uniqueItems": True,
+                        "maxItems": 64,
                         "description": "namespaces (inside the vCluster) for Kubernetes-native workloads",
                     },
                     "expose": EXPOSE_SCHEMA,
@@ -376,6 +380,7 @@ SCHEMA: dict[str, Any] = {
         "gpufleet_pools": {
             "type": "array",
             "minItems": 1,
+            "maxItems": 5000,
             "items": {
                 "type": "object",
                 "additionalProperties": False,
