@@ -117,6 +117,10 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _dupes(raw: RawModel, key: str, items: list[tuple[int, dict[str, Any]]], what: str) -> list[Issue]:
     seen: dict[str, int] = {}
     out = []
@@ -323,17 +327,17 @@ def bound_issues(raw: RawModel) -> list[Issue]:
     """The hostlists of the whole model (pins, excludes, fabric exclusions, allowed moves) expand to
     at most :data:`MAX_TOTAL_HOSTS` names together (each alone is bounded by the hostlist parser)."""
     found: list[tuple[tuple[str | int, ...], str]] = []
-    for pi, p in enumerate(raw.data.get("gpufleet_pools") or []):
+    for pi, p in enumerate(_list(raw.data.get("gpufleet_pools"))):
         for key in ("pin", "exclude"):
-            for i, e in enumerate(_dict(p).get(key) or []):
+            for i, e in enumerate(_list(_dict(p).get(key))):
                 found.append((("gpufleet_pools", pi, key, i), e))
-    for ci, cl in enumerate(raw.data.get("gpufleet_clusters") or []):
+    for ci, cl in enumerate(_list(raw.data.get("gpufleet_clusters"))):
         fab = _dict(_dict(cl).get("fabric"))
         for key in ("exclude_hosts", "exclude_switches"):
-            for i, e in enumerate(fab.get(key) or []):
+            for i, e in enumerate(_list(fab.get(key))):
                 found.append((("gpufleet_clusters", ci, "fabric", key, i), e))
-        for mi, m in enumerate(_dict(cl).get("allow_node_moves") or []):
-            for i, e in enumerate(_dict(m).get("nodes") or []):
+        for mi, m in enumerate(_list(_dict(cl).get("allow_node_moves"))):
+            for i, e in enumerate(_list(_dict(m).get("nodes"))):
                 found.append((("gpufleet_clusters", ci, "allow_node_moves", mi, "nodes", i), e))
     total = 0
     for path, expr in found:
