@@ -856,6 +856,20 @@ for i, (old, new) in enumerate(
     )
 
 
+case(
+    "bound-fabric-huge-number",
+    14,
+    sub(FABRIC, '[1]\t"S-2c5eab0300000041"[1]', "[" + "9" * 5000 + ']\t"S-2c5eab0300000041"[1]', 1),
+    r"fabric\.ibnetdiscover:\d+: refused: a number longer than 64 digits",
+)
+case(
+    "bound-fabric-unicode-digits",
+    14,
+    sub(FABRIC, '[1]\t"S-2c5eab0300000041"[1]', "[" + "\u0663" * 70 + ']\t"S-2c5eab0300000041"[1]', 1),
+    r"fabric\.ibnetdiscover:\d+: refused: a number longer than 64 digits",
+)
+
+
 # ------------------------------------------------------------------ 15 names after each chart's truncation
 _PERIODIC = "a-v-vc-" * 6  # vc-<t>-v-vc-<t> cut at 63 is the same string for both names below
 case(

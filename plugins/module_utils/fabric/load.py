@@ -26,6 +26,8 @@ PARSERS: dict[str, Callable[[str, str], Fabric]] = {
 
 _PATH_SUFFIXES = (".out", ".txt", ".yaml", ".yml", ".json", ".ibnetdiscover", ".ibnd")
 
+MAX_DIGITS = 64  # digits in one number of a fabric snapshot (checked before parsing: int() of 5,000 fails)
+_LONG_NUMBER = re.compile(r"\d{65}")  # Unicode digits too (what the parsers' \d accepts)
 KINDS = ("auto", "ibnetdiscover", "ibnetdiscover-ports", "labels", "file")
 
 
@@ -120,6 +122,10 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
             merge_into(merged, load_fabric(item, kind))
         return merged.finish()
     text, source = _read(path_or_text)
+    long = _LONG_NUMBER.search(text)  # linear: at most 65 steps from each position
+    if long:
+        line = text.count("\n", 0, long.start()) + 1
+        raise FabricError(f"refused: a number longer than {MAX_DIGITS} digits", file=source, line=line)
     for lineno, line in enumerate(text.splitlines(), 1):  # undecodable command output (surrogates)
         if any("\udc80" <= ch <= "\udcff" or ch == "\ufffd" for ch in line):
             raise FabricError("not UTF-8 text; node descriptions must be ASCII: fix the host's NodeDescription"
