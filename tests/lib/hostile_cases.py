@@ -922,6 +922,12 @@ VALID["expose-cidr-platform-allowed-public"] = both(
     cluster(lambda c: c.__setitem__("expose_allowed_cidrs", ["10.0.0.0/8", "192.0.2.0/24", "198.51.100.0/24"])),
     tenant(2, expose={"inference": [8000], "from_cidrs": ["10.20.0.0/16", "198.51.100.0/25"]}),
 )
+VALID["apply-connection-vars-and-site-vars"] = both(
+    put(str(INV / "host_vars/ib01.yml"), "ansible_host: 10.0.0.5\nansible_user: ops\nansible_port: 2222\nrack: r1\n"),
+    put(
+        str(INV / "group_vars/fabric_hosts.yml"), "ntp_servers: [a, b]\nansible_python_interpreter: /usr/bin/python3\n"
+    ),
+)
 VALID["partition-underscore"] = slurm_opt("research-debug", "partition", "Debug_Q-1")
 VALID["allow-unmatched-hosts"] = both(
     sub(FABRIC, '"gpu017 mlx5_0"', '"gpu917 mlx5_0"'),  # gpu017 keeps its other 7 rails
