@@ -67,5 +67,8 @@ def test_inventory_cannot_let_a_vcluster_read_host_secrets(tmp_path, override) -
             "tenant_overrides", {"research": {"reason": "test", "vcluster": {"values": override}}}
         ),
     )
-    with pytest.raises(GpufleetError, match=r"gpufleet_tenants\[research\]\.vcluster\.values"):
+    with pytest.raises(
+        GpufleetError,
+        match=r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.tenant_overrides\.research\.vcluster\.values\.",
+    ):
         render_inventory(inv)
