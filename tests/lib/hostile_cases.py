@@ -715,6 +715,53 @@ case(
     r"group_vars/all/etc: a vars file may not be a symbolic link",
 )
 
+
+def executable(rel: str, content: str) -> Callable[[Path], None]:
+    def run(repo: Path) -> None:
+        put(rel, content)(repo)
+        os.chmod(repo / rel, 0o755)
+
+    return run
+
+
+case(
+    "apply-inventory-script",
+    12,
+    executable(str(INV / "dynamic.py"), "#!/bin/sh\nid > /tmp/pwned\n"),
+    r"sample/dynamic\.py: an executable file in the inventory",
+)
+case(
+    "apply-executable-snapshot",
+    12,
+    executable(str(INV / "snapshots/gpu-east/run"), "#!/bin/sh\nid\n"),
+    r"gpu-east/run: an executable file in the inventory",
+)
+case(
+    "apply-ini-inventory",
+    12,
+    put(str(INV / "extra"), "localhost ansible_shell_executable=/tmp/x\n"),
+    r"sample/extra: Ansible would read this file as an inventory source",
+)
+case(
+    "apply-toml-inventory",
+    12,
+    put(str(INV / "more.toml"), "[all.vars]\ngpufleet_kubeconfig = '/tmp/x'\n"),
+    r"sample/more\.toml: Ansible would read this file as an inventory source",
+)
+case(
+    "apply-second-yaml-inventory",
+    12,
+    put(str(INV / "more.yml"), "all:\n  vars:\n    gpufleet_kubeconfig: /tmp/x\n"),
+    r"more\.yml:3: all\.vars\.gpufleet_kubeconfig: gpufleet_\* variables belong in group_vars/all",
+)
+case(
+    "apply-yaml-inventory-in-subdir",
+    12,
+    put(str(INV / "extra/inv.yaml"), "all:\n  children:\n    g:\n      hosts:\n        h: {ansible_become_exe: /x}\n"),
+    r"inv\.yaml:\d+: all\.children\.g\.hosts\.h\.ansible_become_exe: not an allowed connection variable",
+)
+
+
 # ------------------------------------------------------------------ 14 sizes, depth, big numbers
 case(
     "bound-vars-file-bytes",

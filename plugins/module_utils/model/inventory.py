@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -404,9 +405,56 @@ def _check_vars(
             issues.append(Issue(file=str(f), line=lines.get(key), path=f"{prefix}{key}", message=why))
 
 
-def _inventory_files(inv: Path) -> list[Path]:
-    """Inventory sources in the folder (hosts.yml and other YAML inventories)."""
-    return sorted(p for p in inv.iterdir() if p.suffix in (".yml", ".yaml") and (p.is_file() or p.is_symlink()))
+# What Ansible skips in an inventory directory (INVENTORY_IGNORE_EXTS) and the folder the
+# repository's ansible.cfg ignores (``ignore_patterns = snapshots``).
+ANSIBLE_IGNORED_EXTS = (".md", ".txt", ".rst", ".orig", ".ini", ".cfg", ".retry", ".pyc", ".pyo", ".swp", ".bak", "~")
+IGNORED_DIRS = ("snapshots",)
+YAML_INVENTORY_EXTS = (".yml", ".yaml", ".json")
+
+
+def _inventory_files(inv: Path, issues: list[Issue]) -> list[Path]:
+    """YAML inventory sources in the folder (hosts.yml, ...), to be checked like vars files. Anything
+    else Ansible would read as an inventory source is refused (an executable file is run on the
+    controller as a dynamic inventory script; extensionless files are parsed as INI, ``.toml`` as
+    TOML), and so is an executable file anywhere in the inventory, snapshots included."""
+    found: list[Path] = []
+    for dirpath, dirs, names in os.walk(inv, followlinks=False):
+        d = Path(dirpath)
+        rel = d.relative_to(inv).parts
+        skip = bool(rel) and rel[0] in (*IGNORED_DIRS, "group_vars", "host_vars")  # checked elsewhere
+        for name in sorted(names + [x for x in dirs if (d / x).is_symlink()]):
+            p = d / name
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode) and st.st_mode & 0o111:
+                issues.append(
+                    Issue(
+                        file=str(p),
+                        line=None,
+                        path="",
+                        message="an executable file in the inventory: Ansible runs it as an inventory script on the"
+                        " controller (chmod -x it)",
+                    )
+                )
+            elif skip:
+                continue
+            elif stat.S_ISLNK(st.st_mode):
+                issues.append(
+                    Issue(file=str(p), line=None, path="", message="a symbolic link in the inventory: copy the file in")
+                )
+            elif name.endswith(YAML_INVENTORY_EXTS) and not name.startswith("."):
+                found.append(p)
+            elif not name.endswith(ANSIBLE_IGNORED_EXTS):
+                issues.append(
+                    Issue(
+                        file=str(p),
+                        line=None,
+                        path="",
+                        message="Ansible would read this file as an inventory source (INI, TOML or a script):"
+                        " keep data under snapshots/, documents as .md",
+                    )
+                )
+        dirs[:] = sorted(x for x in dirs if not (d / x).is_symlink() and (rel or x not in ("group_vars", "host_vars")))
+    return found
 
 
 def _check_inventory_file(f: Path, issues: list[Issue]) -> None:
@@ -511,7 +559,7 @@ def load_inventory(inventory: str | Path) -> RawModel:
         got = _read_vars(f, issues)
         if got is not None:
             _check_vars(f, got[0], got[1], False, issues)
-    for f in _inventory_files(inv):
+    for f in _inventory_files(inv, issues):
         _check_inventory_file(f, issues)
     if issues:
         raise ModelError(issues)
