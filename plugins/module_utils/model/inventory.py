@@ -143,12 +143,14 @@ ROLES = (
     "validate_inventory",
 )
 # Connection variables an inventory may set (anything else ansible_* can run commands on the
-# controller: *_args with a ProxyCommand, *_executable, become settings, interpreters).
+# controller: *_args with a ProxyCommand, *_executable, become methods and exes, interpreters).
 ANSIBLE_VARS = {
     "ansible_host": r"^[A-Za-z0-9][-A-Za-z0-9.:]{0,252}$",
     "ansible_port": None,
     "ansible_user": r"^[a-z_][-a-z0-9_]{0,31}$",
     "ansible_connection": r"^(local|ssh)$",
+    "ansible_become": bool,
+    "ansible_ssh_private_key_file": r"^(~|/)[-A-Za-z0-9_./]{1,255}$",
     "ansible_python_interpreter": r"^(\{\{ ansible_playbook_python \}\}|/usr(/local)?/bin/python3(\.[0-9]{1,2})?)$",
 }
 JINJA = ("{{", "{%", "{#")
@@ -176,12 +178,15 @@ def variable_problem(name: str, value: Any, platform_file: bool) -> str | None:
                 " run commands on the controller"
             )
         rx = ANSIBLE_VARS[name]
-        if rx is None:
+        if rx is bool:
+            ok = isinstance(value, bool)
+        elif rx is None:
             ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
         else:
             ok = isinstance(value, str) and re.fullmatch(rx.replace("$", r"\Z"), value) is not None
         if not ok:
-            return f"{value!r} is not allowed here" + (f" (must match {rx})" if rx else " (a port 1-65535)")
+            want = "true or false" if rx is bool else f"must match {rx}" if rx else "a port 1-65535"
+            return f"{value!r} is not allowed here ({want})"
     return None
 
 
