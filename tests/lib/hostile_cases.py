@@ -762,6 +762,14 @@ case(
 )
 
 
+case(
+    "apply-host-vars-dir-symlink",
+    12,
+    link(str(INV / "host_vars"), "outside", replace=False),
+    r"sample/host_vars: a symbolic link",
+)
+
+
 # ------------------------------------------------------------------ 14 sizes, depth, big numbers
 case(
     "bound-vars-file-bytes",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +145,7 @@ ROLES = (
 )
 # Connection variables an inventory may set (anything else ansible_* can run commands on the
 # controller: *_args with a ProxyCommand, *_executable, become methods and exes, interpreters).
-ANSIBLE_VARS = {
+ANSIBLE_VARS: dict[str, Any] = {
     "ansible_host": r"^[A-Za-z0-9][-A-Za-z0-9.:]{0,252}$",
     "ansible_port": None,
     "ansible_user": r"^[a-z_][-a-z0-9_]{0,31}$",
@@ -159,8 +160,6 @@ JINJA = ("{{", "{%", "{#")
 def variable_problem(name: str, value: Any, platform_file: bool) -> str | None:
     """Why the inventory may not set variable ``name`` here (None: fine). ``platform_file``: one of
     the model's files (``group_vars/all``), where ``gpufleet_*`` variables belong."""
-    import re
-
     if name.startswith(PREFIX):
         if platform_file:
             return None
@@ -508,6 +507,19 @@ def load_inventory(inventory: str | Path) -> RawModel:
     issues: list[Issue] = []
     if not inv.is_dir():
         raise ModelError([Issue(file=str(inv), line=None, path="", message="inventory directory not found")])
+    for sub in ("group_vars", "host_vars"):  # never followed: a link would read another tree's vars
+        if (inv / sub).is_symlink():
+            raise ModelError(
+                [
+                    Issue(
+                        file=str(inv / sub),
+                        line=None,
+                        path="",
+                        message=f"a symbolic link (to {os.readlink(inv / sub)!r}): the vars folders must be real"
+                        " folders of the inventory",
+                    )
+                ]
+            )
     files = vars_files(inv)
     if not files:
         raise ModelError(
