@@ -18,6 +18,7 @@ CODEOWNERS and reviewers see them.
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -34,6 +35,7 @@ MEMORY = r"^[0-9]{1,6}(Ki|Mi|Gi|k|M|G)?$"
 # start a new option, '#' a comment).
 SLURM_WORD = r"^[-A-Za-z0-9_.,:=+/@%]{1,256}$"
 
+_DECIMAL = re.compile(r"[0-9]{1,16}(\.[0-9]{1,6})?")
 _SUFFIX = {
     "": 1,
     "m": Decimal("0.001"),
@@ -48,13 +50,15 @@ _SUFFIX = {
 
 def quantity(text: str) -> Decimal | None:
     """A Kubernetes quantity (the bounded forms above) as a number, or None."""
+    if len(text) > 32:
+        return None
     for suffix in ("Ki", "Mi", "Gi", "m", "k", "M", "G"):
         if text.endswith(suffix):
             num, mult = text[: -len(suffix)], _SUFFIX[suffix]
             break
     else:
         num, mult = text, 1
-    if not num or not all(c in "0123456789." for c in num):  # ASCII only: no Unicode digits
+    if not _DECIMAL.fullmatch(num):  # ASCII digits only (no Unicode digits, exponents or signs)
         return None
     try:
         return Decimal(num) * mult
