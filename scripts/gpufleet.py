@@ -3,7 +3,7 @@
 
     gpufleet.py init DEST [--fleet NAME] [--tenant NAME[:KIND[:OWNER]]]... [--org ORG] [--site SITE]
     gpufleet.py validate --inventory DIR
-    gpufleet.py render --inventory DIR [--out DIR] [--check | --fail-on-change]
+    gpufleet.py render --inventory DIR [--out DIR] [--check | --fail-on-change] [--base REV]
     gpufleet.py review --inventory DIR --base REF [--markdown FILE]
     gpufleet.py schema
 
@@ -39,10 +39,12 @@ def _import_path() -> None:
 def cmd_render(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
 
-    _fleet, out, result, report = render_and_write(args.inventory, args.out, check=args.check)
-    for cluster in (result.summary if result is not None else {}).values():
+    _fleet, out, result, report = render_and_write(args.inventory, args.out, check=args.check, base=args.base)
+    for name, cluster in (result.summary if result is not None else {}).items():
         for warning in cluster.get("warnings", []):
             print(f"gpufleet: WARNING: {warning}", file=sys.stderr)
+        for move in cluster.get("moves", []):  # a node changes tenant: the plan names it
+            print(f"gpufleet: pool plan {name}: {move}")
     if args.check:
         if not report.changed:
             print(f"{out}: up to date ({report.plan.unchanged} files)")
@@ -135,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--verbose", "-v", action="store_true", help="list every file written")
     r.add_argument(
         "--fail-on-change", action="store_true", help="render, then exit 1 when files changed (pre-commit hooks)"
+    )
+    r.add_argument(
+        "--base",
+        help="Git revision whose pool locks are trusted (CI: the pull request's base); the working tree's"
+        " locks must be those or the ones computed from them",
     )
     r.set_defaults(func=cmd_render)
     i = sub.add_parser("init", help="scaffold a new fleet repository (inventory, CODEOWNERS, CI, pre-commit)")

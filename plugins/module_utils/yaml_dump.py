@@ -41,6 +41,8 @@ def load_or_raise(text: str, source: str, error: Callable[[str], Exception]) -> 
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
         raise error(f"{source}{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except (ValueError, OverflowError, RecursionError) as exc:  # a 5,000-digit int, deep nesting
+        raise error(f"{source}: refused: a value cannot be read ({str(exc)[:120]})") from None
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -46,6 +46,17 @@ SUBSET = [
     "crash-fabric-garbage",
     "loader-duplicate-gpufleet-key",
     "loader-vault-in-model",
+    # issue 18: tenant values, pools, the apply step's vars, exposure, bounds, truncated names
+    "values-host-manifests",
+    "values-node-selector-other-tenant",
+    "pool-pin-takes-other-tenant-node",
+    "pool-taken-into-other-tenant-list",
+    "apply-host-vars-gpufleet",
+    "apply-ssh-proxy-command",
+    "expose-cidr-0",
+    "source-versions-0",
+    "bound-node-map-regex-0",
+    "collision-truncated-vcluster-cluster-role",
 ]
 
 

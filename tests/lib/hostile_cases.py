@@ -613,6 +613,417 @@ case(
 )
 
 
+# ------------------------------------------------------------------ 10 tenant chart values (issue 18)
+# Deny by default: a tenant's vcluster/slurm values pass an allow-list (model/tenant_values.py).
+TV = r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.(vcluster|slurm)\.values"
+HOSTILE_VALUES: dict[str, tuple[str, dict]] = {
+    "host-manifests": ("vcluster", {"experimental": {"deploy": {"host": {"manifests": "kind: ClusterRoleBinding"}}}}),
+    "host-manifests-template": ("vcluster", {"experimental": {"deploy": {"host": {"manifestsTemplate": "x"}}}}),
+    "to-host-namespaces": ("vcluster", {"sync": {"toHost": {"namespaces": {"enabled": True}}}}),
+    "rbac-overwrite": ("vcluster", {"rbac": {"role": {"overwriteRules": [{"verbs": ["*"]}]}}}),
+    "rbac-cluster-role": ("vcluster", {"rbac": {"clusterRole": {"enabled": True}}}),
+    "plugins": ("vcluster", {"plugins": {"evil": {"image": "evil/plugin"}}}),
+    "proxy-kubelet": ("vcluster", {"networking": {"advanced": {"proxyKubelets": {"byIP": True}}}}),
+    "sync-nodes-back": ("vcluster", {"sync": {"fromHost": {"nodes": {"syncBackChanges": True}}}}),
+    "sync-pvs": ("vcluster", {"sync": {"toHost": {"persistentVolumes": {"enabled": True}}}}),
+    "sync-priority-classes": ("vcluster", {"sync": {"toHost": {"priorityClasses": {"enabled": True}}}}),
+    "sync-storage-classes": ("vcluster", {"sync": {"toHost": {"storageClasses": {"enabled": True}}}}),
+    "from-host-custom-secrets": ("vcluster", {"sync": {"fromHost": {"customResources": {"secrets": {}}}}}),
+    "cluster-secret-stores": ("vcluster", {"integrations": {"externalSecrets": {"enabled": True}}}),
+    "privileged-control-plane": (
+        "vcluster",
+        {"controlPlane": {"statefulSet": {"security": {"podSecurityContext": {}}}}},
+    ),
+    "control-plane-host-path": ("vcluster", {"controlPlane": {"statefulSet": {"persistence": {"addVolumes": [{}]}}}}),
+    "control-plane-image": ("vcluster", {"controlPlane": {"statefulSet": {"image": {"repository": "evil/x"}}}}),
+    "control-plane-placement": ("vcluster", {"controlPlane": {"statefulSet": {"scheduling": {"nodeSelector": {}}}}}),
+    "quota-off": ("vcluster", {"policies": {"resourceQuota": {"enabled": False}}}),
+    "quota-raised": ("vcluster", {"policies": {"resourceQuota": {"quota": {"requests.nvidia.com/gpu": 9999}}}}),
+    "node-selector-other-tenant": (
+        "vcluster",
+        {"sync": {"fromHost": {"nodes": {"selector": {"labels": {"gpufleet.dev/pool": "pretrain"}}}}}},
+    ),
+    "enforce-tolerations-rewritten": ("vcluster", {"sync": {"toHost": {"pods": {"enforceTolerations": []}}}}),
+    "cpu-above-bound": ("vcluster", {"controlPlane": {"statefulSet": {"resources": {"limits": {"cpu": "64"}}}}}),
+    "memory-exponent": ("vcluster", {"controlPlane": {"statefulSet": {"resources": {"limits": {"memory": "1e9"}}}}}),
+    "replicas-float": ("vcluster", {"controlPlane": {"coredns": {"deployment": {"replicas": 2.0}}}}),
+    "replicas-bool": ("vcluster", {"controlPlane": {"coredns": {"deployment": {"replicas": True}}}}),
+    "slurm-config-files-scalar": ("slurm", {"configFiles": "x"}),
+    "slurm-node-selector": ("slurm", {"nodesets": {"pretrain": {"podSpec": {"nodeSelector": {}}}}}),
+    "slurm-key-ref": ("slurm", {"slurmKey": {"secretRef": {"name": "other"}}}),
+    "slurm-gres-types": ("slurm", {"controller": {"extraConfMap": {"GresTypes": "none"}}}),
+    "slurm-conf-injection": (
+        "slurm",
+        {"controller": {"extraConfMap": {"SchedulerParameters": "x\nPartitionName=evil"}}},
+    ),
+    "slurm-conf-space": ("slurm", {"controller": {"extraConfMap": {"SchedulerParameters": "a AllowAccounts=ALL"}}}),
+    "slurm-image": ("slurm", {"controller": {"slurmctld": {"image": {"repository": "evil"}}}}),
+    "slurm-extra-objects": ("slurm", {"extraObjects": [{"kind": "Pod"}]}),
+    "slurm-login-service": ("slurm", {"loginsets": {"main": {"service": {"spec": {"type": "LoadBalancer"}}}}}),
+}
+for _id, (_chart, _values) in HOSTILE_VALUES.items():
+    if _chart == "vcluster":
+        case(f"values-{_id}", 10, tenant(1, vcluster={"values": _values}), TV)
+    else:
+        case(
+            f"values-{_id}",
+            10,
+            edit("tenants.yml", lambda d, v=_values: d["gpufleet_tenants"][1]["slurm"].__setitem__("values", v)),
+            TV,
+        )
+for i, bad in enumerate([1.0, 2.5, 10**12, True, "1", -1]):
+    case(
+        f"values-login-replicas-{i}",
+        10,
+        edit("tenants.yml", lambda d, v=bad: d["gpufleet_tenants"][1]["slurm"].__setitem__("login_replicas", v)),
+        r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.slurm\.login_replicas",
+    )
+case(
+    "values-override-unknown-tenant",
+    10,
+    cluster(lambda c: c.__setitem__("tenant_overrides", {"ghost": {"reason": "x"}})),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.tenant_overrides\.ghost: no tenant 'ghost'",
+)
+case(
+    "values-chart-version-not-reviewed",
+    10,
+    both(
+        put(str(GV / "versions.yml"), "gpufleet_versions:\n  vcluster:\n    version: 0.99.0\n"),
+        tenant(1, vcluster={"values": {"telemetry": {"enabled": False}}}),
+    ),
+    r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.vcluster\.values: .*0\.36\.1",
+)
+
+
+# ------------------------------------------------------------------ 11 pools: the lock is not a licence
+# (the lock gives gpu009/gpu010 to pretrain of llm-pretrain, gpu003 to research-batch of research)
+PIN = r"pools\.yml:\d+: pool 'research-batch' .*gpufleet_pools\[2\]\.pin\): pinned node 'gpu0(09|10)' belongs to pool"
+case("pool-pin-takes-other-tenant-node", 11, pool("research-batch", lambda p: p.__setitem__("pin", ["gpu009"])), PIN)
+case(
+    "pool-pin-hostlist-takes-other-tenant-node",
+    11,
+    pool("research-batch", lambda p: p.__setitem__("pin", ["gpu0[09-10]"])),
+    PIN,
+)
+case(
+    "pool-pin-allowed-node-drags-another",  # allowing gpu009 does not allow the node pretrain takes back
+    11,
+    both(
+        pool("research-batch", lambda p: p.__setitem__("pin", ["gpu009"])),
+        cluster(lambda c: c.__setitem__("allow_node_moves", [{"nodes": ["gpu009"], "reason": "ticket 42"}])),
+    ),
+    r"pools\.lock\.yaml: nodes: .*would change tenant: node gpu\d+: pool research-batch \(tenant research\)"
+    r" -> pool pretrain .*allow_node_moves",
+)
+
+
+def _steal_pool(d: dict) -> None:
+    research, pretrain = d["gpufleet_tenants"][1], d["gpufleet_tenants"][0]
+    research["pools"].remove("research-debug")
+    pretrain["pools"].append("research-debug")
+
+
+case(
+    "pool-taken-into-other-tenant-list",
+    11,
+    edit("tenants.yml", _steal_pool),
+    r"pools\.lock\.yaml: nodes: .*2 node\(s\) would change tenant: node gpu\d+: pool research-debug"
+    r" \(tenant research\) -> pool research-debug \(tenant llm-pretrain\)",
+)
+case(
+    "pool-allow-moves-bad-hostlist",
+    11,
+    cluster(lambda c: c.__setitem__("allow_node_moves", [{"nodes": ["gpu 1"], "reason": "x"}])),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.allow_node_moves\[0\]\.nodes\[0\]",
+)
+case(
+    "pool-allow-moves-no-reason",
+    11,
+    cluster(lambda c: c.__setitem__("allow_node_moves", [{"nodes": ["gpu009"]}])),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.allow_node_moves\[0\]: 'reason' is required",
+)
+
+
+# ------------------------------------------------------------------ 12 what the apply step reads
+case(
+    "apply-host-vars-gpufleet",
+    12,
+    put(str(INV / "host_vars/localhost.yml"), "gpufleet_slurm_exec: {research: [sh, -c, id]}\n"),
+    r"host_vars/localhost\.yml:1: gpufleet_slurm_exec: gpufleet_\* variables belong in group_vars/all",
+)
+case(
+    "apply-group-vars-other-group-gpufleet",
+    12,
+    put(str(INV / "group_vars/fabric_hosts.yml"), "gpufleet_kubeconfig: /tmp/evil\n"),
+    r"group_vars/fabric_hosts\.yml:1: gpufleet_kubeconfig: gpufleet_\* variables belong",
+)
+case(
+    "apply-group-vars-dir-role-var",
+    12,
+    put(str(INV / "group_vars/fabric_hosts/x.yml"), "fabric_discovery_ibnetdiscover_command: [sh, -c, id]\n"),
+    r"fabric_hosts/x\.yml:1: fabric_discovery_ibnetdiscover_command: a variable of role 'fabric_discovery'",
+)
+case(
+    "apply-role-var-in-all",
+    12,
+    put(str(GV / "roles.yml"), "argocd_values_file: /etc/shadow\n"),
+    r"all/roles\.yml:1: argocd_values_file: a variable of role 'argocd'",
+)
+case(
+    "apply-ssh-proxy-command",
+    12,
+    put(str(INV / "host_vars/localhost/conn.yml"), "ansible_ssh_common_args: -o ProxyCommand=id\n"),
+    r"localhost/conn\.yml:1: ansible_ssh_common_args: not an allowed connection variable",
+)
+case(
+    "apply-inline-shell-executable",
+    12,
+    sub(
+        INV / "hosts.yml",
+        "ansible_connection: local\n",
+        "ansible_connection: local\n      ansible_shell_executable: /x\n",
+    ),
+    r"hosts\.yml:\d+: all\.hosts\.localhost\.ansible_shell_executable: not an allowed",
+)
+case(
+    "apply-inline-interpreter",
+    12,
+    sub(INV / "hosts.yml", '"{{ ansible_playbook_python }}"', "/tmp/evil/python"),
+    r"hosts\.yml:\d+: all\.hosts\.localhost\.ansible_python_interpreter: '/tmp/evil/python' is not allowed",
+)
+case(
+    "apply-jinja-in-model",
+    12,
+    tenant(0, description="{{ lookup('pipe', 'id') }}"),
+    r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.description: holds a Jinja template",
+)
+case(
+    "apply-group-vars-dir-symlink",
+    12,
+    link(str(GV / "etc"), "/etc", replace=False),
+    r"group_vars/all/etc: a vars file may not be a symbolic link",
+)
+
+
+def executable(rel: str, content: str) -> Callable[[Path], None]:
+    def run(repo: Path) -> None:
+        put(rel, content)(repo)
+        os.chmod(repo / rel, 0o755)
+
+    return run
+
+
+case(
+    "apply-inventory-script",
+    12,
+    executable(str(INV / "dynamic.py"), "#!/bin/sh\nid > /tmp/pwned\n"),
+    r"sample/dynamic\.py: an executable file in the inventory",
+)
+case(
+    "apply-executable-snapshot",
+    12,
+    executable(str(INV / "snapshots/gpu-east/run"), "#!/bin/sh\nid\n"),
+    r"gpu-east/run: an executable file in the inventory",
+)
+case(
+    "apply-ini-inventory",
+    12,
+    put(str(INV / "extra"), "localhost ansible_shell_executable=/tmp/x\n"),
+    r"sample/extra: Ansible would read this file as an inventory source",
+)
+case(
+    "apply-toml-inventory",
+    12,
+    put(str(INV / "more.toml"), "[all.vars]\ngpufleet_kubeconfig = '/tmp/x'\n"),
+    r"sample/more\.toml: Ansible would read this file as an inventory source",
+)
+case(
+    "apply-second-yaml-inventory",
+    12,
+    put(str(INV / "more.yml"), "all:\n  vars:\n    gpufleet_kubeconfig: /tmp/x\n"),
+    r"more\.yml:3: all\.vars\.gpufleet_kubeconfig: gpufleet_\* variables belong in group_vars/all",
+)
+case(
+    "apply-yaml-inventory-in-subdir",
+    12,
+    put(str(INV / "extra/inv.yaml"), "all:\n  children:\n    g:\n      hosts:\n        h: {ansible_become_exe: /x}\n"),
+    r"inv\.yaml:\d+: all\.children\.g\.hosts\.h\.ansible_become_exe: not an allowed connection variable",
+)
+
+
+case(
+    "apply-host-vars-dir-symlink",
+    12,
+    link(str(INV / "host_vars"), "outside", replace=False),
+    r"sample/host_vars: a symbolic link",
+)
+
+
+# ------------------------------------------------------------------ 14 sizes, depth, big numbers
+case(
+    "bound-vars-file-bytes",
+    14,
+    put(str(GV / "big.yml"), "x: [" + "1," * 200_000 + "1]\n"),
+    r"big\.yml: refused: larger than",
+)
+case(
+    "bound-vars-depth",
+    14,
+    put(str(GV / "deep.yml"), "x: " + "[" * 500 + "]" * 500 + "\n"),
+    r"deep\.yml:1: refused: nested deeper",
+)
+case(
+    "bound-vars-huge-int",
+    14,
+    put(str(GV / "int.yml"), "x: " + "9" * 5000 + "\n"),
+    r"int\.yml: refused: a value cannot be read",
+)
+case(
+    "bound-health-interval-float",
+    14,
+    tenant(0, health={"interval": 300.0}),
+    r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.health\.interval: 300\.0 is not of type 'integer'",
+)
+case(
+    "bound-xid-float",
+    14,
+    tenant(0, health={"xids": [48.0, 79]}),
+    r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.health\.xids\[0\]",
+)
+case(
+    "bound-pool-size-bool",
+    14,
+    pool("pretrain", lambda p: p.__setitem__("size", {"nodes": True})),
+    r"pools\.yml:\d+: gpufleet_pools\[1\]\.size\.nodes: True is not of type 'integer'",
+)
+case(
+    "bound-pool-size-float",
+    14,
+    pool("pretrain", lambda p: p.__setitem__("size", {"nodes": 32.0})),
+    r"pools\.yml:\d+: gpufleet_pools\[1\]\.size\.nodes: 32\.0 is not of type 'integer'",
+)
+case(
+    "bound-inference-port-float",
+    14,
+    tenant(2, expose={"inference": [8000.0], "from_cidrs": ["10.20.0.0/16"]}),
+    r"tenants\.yml:\d+: gpufleet_tenants\[2\]\.expose\.inference\[0\]",
+)
+
+
+# ------------------------------------------------------------------ 13 exposure, sources, writes into the inputs
+EXP = r"tenants\.yml:\d+: gpufleet_tenants\[2\]\.expose\.from_cidrs\[0\]"
+for i, bad in enumerate([["0.0.0.0/0"], ["::/0"], ["0.0.0.0/1", "128.0.0.0/1"], ["8.8.8.0/24"], ["fe80::%eth0/64"]]):
+    case(f"expose-cidr-{i}", 13, tenant(2, expose={"inference": [8000], "from_cidrs": bad}), EXP)
+case(
+    "expose-cidr-outside-platform-list",
+    13,
+    both(
+        cluster(lambda c: c.__setitem__("expose_allowed_cidrs", ["10.20.0.0/16"])),
+        tenant(2, expose={"inference": [8000], "from_cidrs": ["10.0.0.0/8"]}),
+    ),
+    EXP + r": '10\.0\.0\.0/8' is not inside the cluster's expose_allowed_cidrs",
+)
+VER = r"(versions|v)\.yml:\d+: gpufleet_versions"
+for i, (comp, spec) in enumerate(
+    [
+        ("slurm", {"version": "*"}),
+        ("slurm", {"version": ">=1.2"}),
+        ("vcluster", {"repo_url": "http://charts.example.org"}),
+        ("vcluster", {"repo_url": "https://github.com/*"}),
+        ("vcluster", {"repo_url": "*"}),
+        ("no_such_component", {"version": "1.0.0"}),
+    ]
+):
+    case(f"source-versions-{i}", 13, put(str(GV / "v.yml"), yaml.safe_dump({"gpufleet_versions": {comp: spec}})), VER)
+case(
+    "source-mirror-plain-http",
+    13,
+    put(str(GV / "v.yml"), "gpufleet_chart_mirrors:\n  https://charts.loft.sh: http://mirror.example.org/loft\n"),
+    r"v\.yml:\d+: gpufleet_chart_mirrors",
+)
+case(
+    "source-gitops-repo-wildcard",
+    13,
+    fleet(lambda f: f["gitops"].__setitem__("repo_url", "https://github.com/*")),
+    r"fleet\.yml:\d+: gpufleet_fleet\.gitops\.repo_url",
+)
+case(
+    "write-gitops-into-group-vars",
+    13,
+    fleet(lambda f: f["gitops"].__setitem__("path", "inventories/sample/group_vars/all/tree")),
+    r"fleet\.yml:\d+: gpufleet_fleet\.gitops\.path: .* inside the inventory's vars folders",
+)
+case(
+    "write-gitops-over-inventory",
+    13,
+    fleet(lambda f: f["gitops"].__setitem__("path", "inventories")),
+    r"fleet\.yml:\d+: gpufleet_fleet\.gitops\.path: .* holds the inventory",
+)
+case(
+    "write-lock-into-group-vars",
+    13,
+    cluster(lambda c: c.__setitem__("nodes_snapshot", "group_vars/all/nodes.yaml")),
+    r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.nodes_snapshot: inside group_vars/",
+)
+
+
+NMAP = r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.fabric\.node_name_map\.pattern: refused"
+for i, bad in enumerate(["(a+)+$", "(gpu|gpu)*x", r"(gpu)\1", "(?=gpu)g(.*)", "a*b*c*(.*)", "((g)+p)+u"]):
+    case(
+        f"bound-node-map-regex-{i}",
+        14,
+        cluster(lambda c, v=bad: c["fabric"].__setitem__("node_name_map", {"pattern": v, "replace": "x"})),
+        NMAP,
+    )
+case(
+    "bound-hostlist-total",
+    14,
+    pool("spare", lambda p: p.__setitem__("exclude", [f"x{i}[0-99999]" for i in range(3)])),
+    r"pools\.yml:\d+: gpufleet_pools\[5\]\.exclude\[1\]: refused: the model's hostlists expand to more than",
+)
+for i, (old, new) in enumerate(
+    [
+        ("nvidia.com/gpu: '8'", "nvidia.com/gpu: '\u00b2'"),
+        ("nvidia.com/gpu: '8'", "nvidia.com/gpu: .nan"),
+        ("nvidia.com/gpu: '8'", "nvidia.com/gpu: " + "9" * 5000),
+        ("nvidia.com/gpu: '8'", "nvidia.com/gpu: '99999999'"),
+        ("cpu: '224'", "cpu: '1e999999999'"),
+        ("cpu: '224'", "cpu: .inf"),
+        ("cpu: '224'", "cpu: [a, b]"),
+    ]
+):
+    case(
+        f"bound-nodes-number-{i}",
+        14,
+        sub(NODES, old, new),
+        r"nodes\.yaml(:\d+)?: .*(nvidia\.com/gpu|allocatable\.cpu|refused)",
+    )
+
+
+case(
+    "bound-fabric-huge-number",
+    14,
+    sub(FABRIC, '[1]\t"S-2c5eab0300000041"[1]', "[" + "9" * 5000 + ']\t"S-2c5eab0300000041"[1]', 1),
+    r"fabric\.ibnetdiscover:\d+: refused: a number longer than 64 digits",
+)
+case(
+    "bound-fabric-unicode-digits",
+    14,
+    sub(FABRIC, '[1]\t"S-2c5eab0300000041"[1]', "[" + "\u0663" * 70 + ']\t"S-2c5eab0300000041"[1]', 1),
+    r"fabric\.ibnetdiscover:\d+: refused: a number longer than 64 digits",
+)
+
+
+# ------------------------------------------------------------------ 15 names after each chart's truncation
+_PERIODIC = "a-v-vc-" * 6  # vc-<t>-v-vc-<t> cut at 63 is the same string for both names below
+case(
+    "collision-truncated-vcluster-cluster-role",
+    15,
+    both(rename_tenant_everywhere("research", _PERIODIC[:29]), rename_tenant_everywhere("inference", _PERIODIC[:36])),
+    r"tenants\.yml:\d+: gpufleet_tenants\[(1|2)\]\.name: renders ClusterRole 'vc-a-v-vc-.*already renders",
+)
+
+
 # ------------------------------------------------------------------ valid variants (must render)
 def _tenants_json(repo: Path) -> None:
     p = repo / GV / "tenants.yml"
@@ -632,6 +1043,35 @@ VALID: dict[str, Callable[[Path], None]] = {
 }
 for i, t in enumerate(["30", "30:00", "1:00:00", "2-0", "2-12", "2-12:30", "7-00:00:00", "UNLIMITED", "INFINITE"]):
     VALID[f"max-time-{i}"] = slurm_opt("research-debug", "max_time", t)
+VALID["tenant-values-allowed"] = both(
+    tenant(1, vcluster={"values": {"telemetry": {"enabled": False}, "logging": {"encoding": "json"}}}),
+    edit(
+        "tenants.yml",
+        lambda d: d["gpufleet_tenants"][1]["slurm"].__setitem__(
+            "values", {"controller": {"extraConfMap": {"SchedulerParameters": "bf_max_job_test=500", "MinJobAge": 300}}}
+        ),
+    ),
+)
+VALID["tenant-override-by-platform"] = cluster(
+    lambda c: c.__setitem__(
+        "tenant_overrides",
+        {"research": {"reason": "bigger etcd", "vcluster": {"values": {"controlPlane": {"distro": {}}}}}},
+    )
+)
+VALID["pool-pin-move-allowed-by-platform"] = both(
+    pool("research-batch", lambda p: p.__setitem__("pin", ["gpu009"])),
+    cluster(lambda c: c.__setitem__("allow_node_moves", [{"nodes": ["gpu009", "gpu003"], "reason": "ticket 42"}])),
+)
+VALID["expose-cidr-platform-allowed-public"] = both(
+    cluster(lambda c: c.__setitem__("expose_allowed_cidrs", ["10.0.0.0/8", "192.0.2.0/24", "198.51.100.0/24"])),
+    tenant(2, expose={"inference": [8000], "from_cidrs": ["10.20.0.0/16", "198.51.100.0/25"]}),
+)
+VALID["apply-connection-vars-and-site-vars"] = both(
+    put(str(INV / "host_vars/ib01.yml"), "ansible_host: 10.0.0.5\nansible_user: ops\nansible_port: 2222\nrack: r1\n"),
+    put(
+        str(INV / "group_vars/fabric_hosts.yml"), "ntp_servers: [a, b]\nansible_python_interpreter: /usr/bin/python3\n"
+    ),
+)
 VALID["partition-underscore"] = slurm_opt("research-debug", "partition", "Debug_Q-1")
 VALID["allow-unmatched-hosts"] = both(
     sub(FABRIC, '"gpu017 mlx5_0"', '"gpu917 mlx5_0"'),  # gpu017 keeps its other 7 rails

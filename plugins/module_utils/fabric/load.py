@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.file import p
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default, parse_ports
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import parse_nodes_text
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError, merge_into
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import MAX_FABRIC_BYTES
 
 # kind -> parser(text, source); "auto" detects the kind from the first lines
 PARSERS: dict[str, Callable[[str, str], Fabric]] = {
@@ -25,6 +26,8 @@ PARSERS: dict[str, Callable[[str, str], Fabric]] = {
 
 _PATH_SUFFIXES = (".out", ".txt", ".yaml", ".yml", ".json", ".ibnetdiscover", ".ibnd")
 
+MAX_DIGITS = 64  # digits in one number of a fabric snapshot (checked before parsing: int() of 5,000 fails)
+_LONG_NUMBER = re.compile(r"\d{65}")  # Unicode digits too (what the parsers' \d accepts)
 KINDS = ("auto", "ibnetdiscover", "ibnetdiscover-ports", "labels", "file")
 
 
@@ -47,6 +50,8 @@ def _read(path_or_text: str | Path) -> tuple[str, str]:
     else:
         return path_or_text, "<text>"
     try:
+        if p.stat().st_size > MAX_FABRIC_BYTES:  # bound before reading (a PR can commit any file)
+            raise FabricError(f"refused: larger than {MAX_FABRIC_BYTES} bytes", file=str(p))
         data = p.read_bytes()
         return data.decode("utf-8"), str(p)
     except UnicodeDecodeError as e:
@@ -117,6 +122,10 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
             merge_into(merged, load_fabric(item, kind))
         return merged.finish()
     text, source = _read(path_or_text)
+    long = _LONG_NUMBER.search(text)  # linear: at most 65 steps from each position
+    if long:
+        line = text.count("\n", 0, long.start()) + 1
+        raise FabricError(f"refused: a number longer than {MAX_DIGITS} digits", file=source, line=line)
     for lineno, line in enumerate(text.splitlines(), 1):  # undecodable command output (surrogates)
         if any("\udc80" <= ch <= "\udcff" or ch == "\ufffd" for ch in line):
             raise FabricError("not UTF-8 text; node descriptions must be ASCII: fix the host's NodeDescription"

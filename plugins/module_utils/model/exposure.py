@@ -68,8 +68,8 @@ class Exposure:
 
 def cidr_problem(text: Any) -> str | None:
     """Why ``text`` is not a canonical IPv4/IPv6 network, or None."""
-    if not isinstance(text, str) or "/" not in text or text != text.strip():
-        return f"{text!r} is not a network in CIDR notation (like 10.20.0.0/16)"
+    if not isinstance(text, str) or "/" not in text or text != text.strip() or "%" in text:
+        return f"{text!r} is not a network in CIDR notation (like 10.20.0.0/16; no zone id)"
     try:
         net = ipaddress.ip_network(text, strict=True)
     except ValueError as exc:
@@ -97,8 +97,9 @@ def exposure_issues(raw: Any) -> list[Issue]:
         e = t["expose"]
         base = ("gpufleet_tenants", ti, "expose")
         cidrs = e.get("from_cidrs") if isinstance(e.get("from_cidrs"), list) else []
+        allowed = _allowed_networks(raw, t.get("cluster"))
         for ci, c in enumerate(cidrs):
-            why = cidr_problem(c)
+            why = cidr_problem(c) or breadth_problem(c, allowed)
             if why:
                 issues.append(raw.issue((*base, "from_cidrs", ci), why))
         names = t.get("pools") if isinstance(t.get("pools"), list) else []
@@ -119,3 +120,30 @@ def exposure_issues(raw: Any) -> list[Issue]:
         if e.get("login", "none") == "loadbalancer" and slurm.get("login_replicas", 1) == 0:
             issues.append(raw.issue((*base, "login"), "slurm.login_replicas is 0: there is no login node to expose"))
     return issues
+
+
+def _allowed_networks(raw: Any, cluster: Any) -> list[Any] | None:
+    """The cluster's ``expose_allowed_cidrs`` (platform-owned) as networks; None when not set."""
+    clusters = raw.data.get("gpufleet_clusters")
+    for c in clusters if isinstance(clusters, list) else []:
+        if isinstance(c, dict) and c.get("name") == cluster and isinstance(c.get("expose_allowed_cidrs"), list):
+            return [
+                ipaddress.ip_network(x) for x in c["expose_allowed_cidrs"] if isinstance(x, str) and not cidr_problem(x)
+            ]
+    return None
+
+
+def breadth_problem(text: str, allowed: list[Any] | None) -> str | None:
+    """A tenant's network must lie inside the platform's ``expose_allowed_cidrs`` or, without that
+    list, be a private network; the world (``0.0.0.0/0``, ``::/0``, or halves of it) never is."""
+    net = ipaddress.ip_network(text)
+    if allowed is None:
+        if net.prefixlen == 0 or not net.is_private:
+            return (
+                f"{text!r} is not a private network: opening a tenant to it needs the platform's"
+                " gpufleet_clusters[].expose_allowed_cidrs"
+            )
+        return None
+    if not any(net.version == a.version and net.subnet_of(a) for a in allowed):
+        return f"{text!r} is not inside the cluster's expose_allowed_cidrs ({', '.join(map(str, allowed)) or 'none'})"
+    return None

@@ -79,6 +79,14 @@ class Cluster:
     kubeconfig: str | None = None
     context: str | None = None
     monitoring: ClusterMonitoring = field(default_factory=ClusterMonitoring)
+    # platform-owned chart values per tenant (outside the tenants' allow-list): tenant -> chart -> values
+    tenant_overrides: dict[str, Any] = field(default_factory=dict)
+    # platform-owned: hostlists of nodes a pin may take from another tenant (pools/assign.py)
+    allow_node_moves: tuple[str, ...] = ()
+
+    def tenant_override(self, tenant: str, chart: str) -> dict[str, Any]:
+        """The platform's ``tenant_overrides.<tenant>.<chart>.values`` ({} when none)."""
+        return dict(((self.tenant_overrides.get(tenant) or {}).get(chart) or {}).get("values") or {})
 
     @property
     def snapshot_dir(self) -> Path:

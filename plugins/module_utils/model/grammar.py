@@ -11,6 +11,7 @@ slurm.conf or a URL has a pattern here; see docs/threat-model.md.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -93,9 +94,37 @@ def _pattern_properties(validator: Any, props: dict[str, Any], instance: Any, sc
                 yield from validator.descend(v, subschema, path=k, schema_path=patrn)
 
 
+def _max_quantity(validator: Any, maximum: str, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """``maxQuantity`` (gpufleet keyword): a Kubernetes quantity string no larger than ``maximum``."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.tenant_values import quantity
+
+    if not validator.is_type(instance, "string"):
+        return
+    got, top = quantity(instance), quantity(maximum)
+    if got is None or top is None or got > top:
+        yield ValidationError(f"{instance!r} is above the allowed maximum {maximum!r}")
+
+
+def _is_integer(checker: Any, instance: Any) -> bool:
+    """Integers are ints: not bools, not floats (JSON Schema counts 1.0 as an integer; YAML ``1.0``
+    would render as ``1.0``)."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _is_number(checker: Any, instance: Any) -> bool:
+    """Finite numbers only (no inf/nan), never bools."""
+    return (isinstance(instance, int) and not isinstance(instance, bool)) or (
+        isinstance(instance, float) and math.isfinite(instance)
+    )
+
+
 def validator_for(schema: dict[str, Any]) -> Any:
+    base = jsonschema.Draft202012Validator
+    types = base.TYPE_CHECKER.redefine_many({"integer": _is_integer, "number": _is_number})
     cls = jsonschema.validators.extend(
-        jsonschema.Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties}
+        base,
+        {"pattern": _pattern, "patternProperties": _pattern_properties, "maxQuantity": _max_quantity},
+        type_checker=types,
     )
     return cls(schema)
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,7 @@ def _record(
 
 VARS_EXTENSIONS = (".yml", ".yaml", ".json")  # Ansible's default yaml_valid_extensions
 MAX_NODES = 200_000  # YAML nodes one vars file may expand to (aliases counted each time they are used)
+MAX_DEPTH = 64  # nesting levels of one vars file
 
 
 def _dir_vars_files(folder: Path) -> list[Path]:
@@ -88,7 +91,9 @@ def _dir_vars_files(folder: Path) -> list[Path]:
             continue
         p = folder / name
         ext = os.path.splitext(name)[1]
-        if p.is_dir() and not ext:
+        if p.is_symlink():  # never followed (a link to /etc): load_inventory refuses it by name
+            found.append(p)
+        elif p.is_dir() and not ext:
             found.extend(_dir_vars_files(p))
         elif p.is_file() and (not ext or ext in VARS_EXTENSIONS):
             found.append(p)
@@ -107,6 +112,101 @@ def vars_files(inventory_dir: Path) -> list[Path]:
     if folder.is_dir():
         files.extend(_dir_vars_files(folder))
     return files
+
+
+def other_vars_files(inventory_dir: Path) -> list[Path]:
+    """Vars files Ansible reads for the other groups and the hosts: ``group_vars/<group>{,.yml,...}``
+    and ``host_vars/<host>{,.yml,...}`` (and the files under such folders)."""
+    files: list[Path] = []
+    mine = set(vars_files(inventory_dir))
+    for sub in ("group_vars", "host_vars"):
+        d = inventory_dir / sub
+        if not d.is_dir() or d.is_symlink():
+            continue
+        for p in _dir_vars_files(d):
+            if p not in mine and not (sub == "group_vars" and p.relative_to(d).parts[0] in _ALL_NAMES):
+                files.append(p)
+    return files
+
+
+_ALL_NAMES = {"all", *(f"all{ext}" for ext in VARS_EXTENSIONS)}
+# Variables the collection's roles and playbooks read: never from the inventory (the playbooks set
+# them from the validated model). A test keeps this list equal to the roles/ folder.
+ROLES = (
+    "argocd",
+    "cilium",
+    "component",
+    "fabric_discovery",
+    "gitops_render",
+    "gpu_operator",
+    "node_pools",
+    "shared_storage",
+    "slurm_operator",
+    "tenant",
+    "validate_inventory",
+)
+# Connection variables an inventory may set (anything else ansible_* can run commands on the
+# controller: *_args with a ProxyCommand, *_executable, become methods and exes, interpreters).
+ANSIBLE_VARS: dict[str, Any] = {
+    "ansible_host": r"^[A-Za-z0-9][-A-Za-z0-9.:]{0,252}$",
+    "ansible_port": None,
+    "ansible_user": r"^[a-z_][-a-z0-9_]{0,31}$",
+    "ansible_connection": r"^(local|ssh)$",
+    "ansible_become": bool,
+    "ansible_ssh_private_key_file": r"^(~|/)[-A-Za-z0-9_./]{1,255}$",
+    "ansible_python_interpreter": r"^(\{\{ ansible_playbook_python \}\}|/usr(/local)?/bin/python3(\.[0-9]{1,2})?)$",
+}
+JINJA = ("{{", "{%", "{#")
+
+
+def variable_problem(name: str, value: Any, platform_file: bool) -> str | None:
+    """Why the inventory may not set variable ``name`` here (None: fine). ``platform_file``: one of
+    the model's files (``group_vars/all``), where ``gpufleet_*`` variables belong."""
+    if name.startswith(PREFIX):
+        if platform_file:
+            return None
+        return (
+            "gpufleet_* variables belong in group_vars/all (the validated model); here the apply step would"
+            " read it unchecked"
+        )
+    for role in ROLES:
+        if name.startswith(role + "_"):
+            return f"a variable of role {role!r}: the playbooks set it from the validated model, never the inventory"
+    if name.startswith("ansible_"):
+        if name not in ANSIBLE_VARS:
+            return (
+                "not an allowed connection variable (allowed: " + ", ".join(sorted(ANSIBLE_VARS)) + "); others can"
+                " run commands on the controller"
+            )
+        rx = ANSIBLE_VARS[name]
+        if rx is bool:
+            ok = isinstance(value, bool)
+        elif rx is None:
+            ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
+        else:
+            ok = isinstance(value, str) and re.fullmatch(rx.replace("$", r"\Z"), value) is not None
+        if not ok:
+            want = "true or false" if rx is bool else f"must match {rx}" if rx else "a port 1-65535"
+            return f"{value!r} is not allowed here ({want})"
+    return None
+
+
+def jinja_path(value: Any, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    """The first key path under ``value`` holding a Jinja template (a lookup runs on the controller
+    when a playbook reads it), or None."""
+    if isinstance(value, str):
+        return path if any(j in value for j in JINJA) else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            got = jinja_path(v, (*path, k))
+            if got:
+                return got
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            got = jinja_path(v, (*path, i))
+            if got:
+                return got
+    return None
 
 
 class VaultValue(str):
@@ -134,6 +234,20 @@ def _loader_class() -> Any:
                         raise DuplicateKey(key, seen[key], key_node.start_mark.line + 1)
                     seen[key] = key_node.start_mark.line + 1
             return super().construct_mapping(node, deep=deep)
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            # bounds while composing (before anything is built): nodes and nesting depth
+            self.gf_nodes = getattr(self, "gf_nodes", 0) + 1
+            self.gf_depth = getattr(self, "gf_depth", 0) + 1
+            try:
+                if self.gf_nodes > MAX_NODES:
+                    raise _FileIssue(None, f"refused: more than {MAX_NODES} YAML nodes")
+                if self.gf_depth > MAX_DEPTH:
+                    mark = self.peek_event().start_mark
+                    raise _FileIssue(mark.line + 1, f"refused: nested deeper than {MAX_DEPTH} levels")
+                return super().compose_node(parent, index)
+            finally:
+                self.gf_depth -= 1
 
     Loader.add_constructor("!vault", lambda loader, node: VaultValue("<vault>"))
     Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
@@ -200,6 +314,8 @@ def _parse(f: Path, text: str) -> tuple[yaml.Node | None, Any]:
             )
         try:
             return node, loader.construct_document(node)
+        except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an int of 5,000 digits
+            raise _FileIssue(None, f"refused: a value cannot be read ({str(exc)[:120]})") from None
         except DuplicateKey as exc:
             raise _FileIssue(
                 exc.again,
@@ -216,8 +332,176 @@ class _FileIssue(Exception):
         self.line, self.message = line, message
 
 
+MAX_FILE_BYTES = 256 << 10  # one vars or inventory file: refused above 256 KiB, before parsing
+
+
+def _read_vars(f: Path, issues: list[Issue]) -> tuple[yaml.Node, dict[Any, Any]] | None:
+    """Parse one vars (or inventory) file the way the loader does; problems go to ``issues``."""
+    if f.is_symlink():
+        issues.append(
+            Issue(
+                file=str(f),
+                line=None,
+                path="",
+                message=f"a vars file may not be a symbolic link (to {os.readlink(f)!r}): copy the file in",
+            )
+        )
+        return None
+    try:
+        with open(f, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        issues.append(Issue(file=str(f), line=None, path="", message=f"cannot read: {exc.strerror or exc}"))
+        return None
+    if len(data) > MAX_FILE_BYTES:
+        issues.append(
+            Issue(
+                file=str(f),
+                line=None,
+                path="",
+                message=f"refused: larger than {MAX_FILE_BYTES} bytes (split it or move data to a snapshot)",
+            )
+        )
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        issues.append(
+            Issue(file=str(f), line=line, path="", message=f"not UTF-8 text (byte {exc.start}); save it as UTF-8")
+        )
+        return None
+    if text.lstrip().startswith("$ANSIBLE_VAULT"):
+        return None
+    try:
+        node, value = _parse(f, text)
+    except _FileIssue as exc:
+        issues.append(Issue(file=str(f), line=exc.line, path="", message=exc.message))
+        return None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        issues.append(
+            Issue(
+                file=str(f),
+                line=mark.line + 1 if mark else None,
+                path="",
+                message=f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
+            )
+        )
+        return None
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
+        issues.append(Issue(file=str(f), line=1, path="", message="a vars file must be a mapping"))
+        return None
+    return node, value
+
+
+def _key_lines(node: yaml.Node) -> dict[Any, int]:
+    return {k.value: k.start_mark.line + 1 for k, _v in getattr(node, "value", []) if isinstance(k, yaml.ScalarNode)}
+
+
+def _check_vars(
+    f: Path, node: yaml.Node, variables: dict[Any, Any], platform_file: bool, issues: list[Issue], prefix: str = ""
+) -> None:
+    lines = _key_lines(node)
+    for key, val in variables.items():
+        why = variable_problem(str(key), val, platform_file)
+        if why:
+            issues.append(Issue(file=str(f), line=lines.get(key), path=f"{prefix}{key}", message=why))
+
+
+# What Ansible skips in an inventory directory (INVENTORY_IGNORE_EXTS) and the folder the
+# repository's ansible.cfg ignores (``ignore_patterns = snapshots``).
+ANSIBLE_IGNORED_EXTS = (".md", ".txt", ".rst", ".orig", ".ini", ".cfg", ".retry", ".pyc", ".pyo", ".swp", ".bak", "~")
+IGNORED_DIRS = ("snapshots",)
+YAML_INVENTORY_EXTS = (".yml", ".yaml", ".json")
+
+
+def _inventory_files(inv: Path, issues: list[Issue]) -> list[Path]:
+    """YAML inventory sources in the folder (hosts.yml, ...), to be checked like vars files. Anything
+    else Ansible would read as an inventory source is refused (an executable file is run on the
+    controller as a dynamic inventory script; extensionless files are parsed as INI, ``.toml`` as
+    TOML), and so is an executable file anywhere in the inventory, snapshots included."""
+    found: list[Path] = []
+    for dirpath, dirs, names in os.walk(inv, followlinks=False):
+        d = Path(dirpath)
+        rel = d.relative_to(inv).parts
+        skip = bool(rel) and rel[0] in (*IGNORED_DIRS, "group_vars", "host_vars")  # checked elsewhere
+        for name in sorted(names + [x for x in dirs if (d / x).is_symlink()]):
+            p = d / name
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode) and st.st_mode & 0o111:
+                issues.append(
+                    Issue(
+                        file=str(p),
+                        line=None,
+                        path="",
+                        message="an executable file in the inventory: Ansible runs it as an inventory script on the"
+                        " controller (chmod -x it)",
+                    )
+                )
+            elif skip:
+                continue
+            elif stat.S_ISLNK(st.st_mode):
+                issues.append(
+                    Issue(file=str(p), line=None, path="", message="a symbolic link in the inventory: copy the file in")
+                )
+            elif name.endswith(YAML_INVENTORY_EXTS) and not name.startswith("."):
+                found.append(p)
+            elif not name.endswith(ANSIBLE_IGNORED_EXTS):
+                issues.append(
+                    Issue(
+                        file=str(p),
+                        line=None,
+                        path="",
+                        message="Ansible would read this file as an inventory source (INI, TOML or a script):"
+                        " keep data under snapshots/, documents as .md",
+                    )
+                )
+        dirs[:] = sorted(x for x in dirs if not (d / x).is_symlink() and (rel or x not in ("group_vars", "host_vars")))
+    return found
+
+
+def _check_inventory_file(f: Path, issues: list[Issue]) -> None:
+    """Variables set inline in a YAML inventory (``hosts:`` entries and ``vars:`` of groups)."""
+    got = _read_vars(f, issues)
+    if got is None:
+        return
+    node, doc = got
+    # walk groups: {group: {hosts: {h: vars}, vars: {...}, children: {group: ...}}}
+    todo: list[tuple[Any, Any, str]] = [(node, doc, "")]
+    while todo:
+        gnode, groups, path = todo.pop()
+        if not isinstance(groups, dict):
+            continue
+        nodes = {k.value: v for k, v in getattr(gnode, "value", []) if isinstance(k, yaml.ScalarNode)}
+        for gname, group in groups.items():
+            if not isinstance(group, dict):
+                continue
+            gn = nodes.get(gname)
+            gnodes = {k.value: v for k, v in getattr(gn, "value", []) if isinstance(k, yaml.ScalarNode)}
+            base = f"{path}{gname}."
+            if isinstance(group.get("vars"), dict):
+                _check_vars(f, gnodes.get("vars"), group["vars"], False, issues, base + "vars.")
+            hosts = group.get("hosts")
+            hnodes = {
+                k.value: v for k, v in getattr(gnodes.get("hosts"), "value", []) if isinstance(k, yaml.ScalarNode)
+            }
+            if isinstance(hosts, dict):
+                for h, hv in hosts.items():
+                    if isinstance(hv, dict):
+                        _check_vars(f, hnodes.get(h), hv, False, issues, f"{base}hosts.{h}.")
+            if isinstance(group.get("children"), dict):
+                todo.append((gnodes.get("children"), group["children"], base + "children."))
+
+
 def load_inventory(inventory: str | Path) -> RawModel:
-    """Load and merge the ``gpufleet_*`` variables; raise ModelError listing every problem found."""
+    """Load and merge the ``gpufleet_*`` variables; raise ModelError listing every problem found.
+
+    Every file the apply step's Ansible reads is checked too: ``gpufleet_*`` variables only in
+    ``group_vars/all`` (the model), role variables nowhere, ``ansible_*`` only the connection
+    variables in :data:`ANSIBLE_VARS`, no Jinja in the model (see :func:`variable_problem`)."""
     inv = Path(inventory)
     if inv.is_file():  # hosts.yml given: the inventory is its folder
         inv = inv.parent
@@ -225,60 +509,36 @@ def load_inventory(inventory: str | Path) -> RawModel:
     issues: list[Issue] = []
     if not inv.is_dir():
         raise ModelError([Issue(file=str(inv), line=None, path="", message="inventory directory not found")])
+    for sub in ("group_vars", "host_vars"):  # never followed: a link would read another tree's vars
+        if (inv / sub).is_symlink():
+            raise ModelError(
+                [
+                    Issue(
+                        file=str(inv / sub),
+                        line=None,
+                        path="",
+                        message=f"a symbolic link (to {os.readlink(inv / sub)!r}): the vars folders must be real"
+                        " folders of the inventory",
+                    )
+                ]
+            )
     files = vars_files(inv)
     if not files:
         raise ModelError(
             [Issue(file=str(inv / "group_vars"), line=None, path="", message="no group_vars/all(.yml|/) found")]
         )
     for f in files:
-        if f.is_symlink():
-            issues.append(
-                Issue(
-                    file=str(f),
-                    line=None,
-                    path="",
-                    message=f"a vars file may not be a symbolic link (to {os.readlink(f)!r}): copy the file in",
-                )
-            )
+        got = _read_vars(f, issues)
+        if got is None:
             continue
-        data = f.read_bytes()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
-            issues.append(
-                Issue(file=str(f), line=line, path="", message=f"not UTF-8 text (byte {exc.start}); save it as UTF-8")
-            )
-            continue
-        if text.lstrip().startswith("$ANSIBLE_VAULT"):
-            continue
-        try:
-            node, value = _parse(f, text)
-        except _FileIssue as exc:
-            issues.append(Issue(file=str(f), line=exc.line, path="", message=exc.message))
-            continue
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            issues.append(
-                Issue(
-                    file=str(f),
-                    line=mark.line + 1 if mark else None,
-                    path="",
-                    message=f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
-                )
-            )
-            continue
-        if value is None:
-            continue
-        if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
-            issues.append(Issue(file=str(f), line=1, path="", message="a vars file must be a mapping"))
-            continue
+        node, value = got
         where: dict[tuple[str | int, ...], tuple[str, int]] = {}
         _record(node, (), str(f), where)
         file_issues = tenant_files.check_file(inv, f, value, where)  # one file per tenant, nothing else in it
         if file_issues:
             issues += file_issues
             continue
+        _check_vars(f, node, value, True, issues)
         for key, val in value.items():
             if not str(key).startswith(PREFIX):
                 continue
@@ -290,6 +550,18 @@ def load_inventory(inventory: str | Path) -> RawModel:
                         path=str(key),
                         message="holds a !vault value: secrets are not part of the fleet model (keep them out of"
                         " gpufleet_* variables)",
+                    )
+                )
+                continue
+            templ = jinja_path(val, (key,))
+            if templ:
+                issues.append(
+                    Issue(
+                        file=str(f),
+                        line=where.get(templ, where.get((key,), (str(f), None)))[1],
+                        path=format_path(templ),
+                        message="holds a Jinja template ('{{', '{%' or '{#'): Ansible would evaluate it (lookups run"
+                        " commands on the controller); the model is plain data",
                     )
                 )
                 continue
@@ -307,6 +579,12 @@ def load_inventory(inventory: str | Path) -> RawModel:
             raw.data[key] = val
             raw.where.update({p: w for p, w in where.items() if p and p[0] == key})
     tenant_files.fold_into_list(raw.data, raw.where)
+    for f in other_vars_files(inv):
+        got = _read_vars(f, issues)
+        if got is not None:
+            _check_vars(f, got[0], got[1], False, issues)
+    for f in _inventory_files(inv, issues):
+        _check_inventory_file(f, issues)
     if issues:
         raise ModelError(issues)
     return raw

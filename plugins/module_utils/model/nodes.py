@@ -61,10 +61,14 @@ def parse_quantity(value: Any) -> Fraction | None:
     """A Kubernetes resource quantity (``500m``, ``64``, ``1990Gi``, ``1e3``) as an exact number."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return Fraction(value)
-    m = _QUANTITY.match(str(value).strip())
-    if not m:
+    if isinstance(value, int):
+        return Fraction(value) if abs(value) < 10**30 else None
+    if isinstance(value, float):
+        return Fraction(value) if math.isfinite(value) and abs(value) < 1e30 else None
+    if not isinstance(value, str) or len(value) > 64:  # never str() of a container (alias bombs)
+        return None
+    m = _QUANTITY.match(value.strip())
+    if not m or not m.group(1).isascii() or (m.group(2) and abs(int(m.group(2)[1:])) > 30):
         return None
     try:
         number = Fraction(m.group(1))
@@ -80,12 +84,15 @@ def _quantity(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+        return value if 0 <= value <= MAX_GPUS else None
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() and len(value.strip()) <= 6:
+        return _quantity(int(value.strip()))  # ASCII digits only: '²'.isdigit() is true
     return None
 
 
+MAX_GPUS = 1024  # per node
+MAX_SNAPSHOT_BYTES = 64 << 20  # a nodes snapshot is refused above 64 MiB, before parsing
+MAX_FABRIC_BYTES = 128 << 20  # a fabric snapshot (fabric/load.py), likewise
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,3}")
 
 
@@ -106,6 +113,8 @@ def node_from_object(obj: Any, where: str) -> NodeInfo:
     labels = meta.get("labels") or {}
     if not isinstance(labels, Mapping) or not all(isinstance(k, str) for k in labels):
         raise NodesError(f"{where} ({name}): metadata.labels must be a mapping of strings")
+    if not all(v is None or isinstance(v, str | int | float) for v in labels.values()):  # no containers
+        raise NodesError(f"{where} ({name}): metadata.labels values must be strings")
     labels = {str(k): "" if v is None else str(v) for k, v in labels.items()}
     status = obj.get("status") or {}
     capacity = status.get("capacity") or {} if isinstance(status, Mapping) else {}
@@ -160,7 +169,11 @@ def load_nodes(path: str | Path) -> tuple[NodeInfo, ...]:
     """Read a nodes snapshot (``kind: List``/``NodeList`` of Nodes) sorted by node name."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with open(p, "rb") as fh:
+            data = fh.read(MAX_SNAPSHOT_BYTES + 1)
+        if len(data) > MAX_SNAPSHOT_BYTES:
+            raise NodesError(f"{p}: refused: the nodes snapshot is larger than {MAX_SNAPSHOT_BYTES} bytes")
+        text = data.decode("utf-8")
     except OSError as exc:
         raise NodesError(f"{p}: cannot read the nodes snapshot: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, identity
+from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, identity, tenant_values
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import SCHEMA as EXPOSE_SCHEMA
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
 SCHEMA_VERSION = 1
 
@@ -25,6 +26,7 @@ _LABELS = {
 }
 _HOSTLISTS = {
     "type": "array",
+    "maxItems": 256,
     "items": g.pattern(g.HOSTLIST, "host list expression or glob (no whitespace, '=' or quotes)"),
     "uniqueItems": True,
 }
@@ -97,8 +99,9 @@ _TENANT_HEALTH = {
 }
 _VALUES = {
     "type": "object",
-    "description": "Helm values merged over gpufleet's; every key must exist in the chart's values",
+    "description": "platform-owned Helm values merged over gpufleet's; every key must exist in the chart's values",
 }
+MAX_LOGIN_REPLICAS = 10
 
 
 def _component(extra: dict[str, Any] | None = None, enabled: bool = True) -> dict[str, Any]:
@@ -112,8 +115,12 @@ def _component(extra: dict[str, Any] | None = None, enabled: bool = True) -> dic
     return {"type": "object", "additionalProperties": False, "properties": props}
 
 
-# a Helm repository URL (http/https) or an OCI registry path without scheme: no spaces, no quotes
-_CHART_REPO = r"^(https?://)?[A-Za-z0-9][-A-Za-z0-9.]*(:[0-9]{1,5})?(/[-A-Za-z0-9._~%/]*)?$"
+# a Helm repository URL (https; http only to a loopback mirror) or an OCI registry path without
+# scheme: no spaces, quotes or wildcards (it lands in AppProject sourceRepos, where '*' matches all)
+_CHART_REPO = (
+    r"^(https://|http://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]{1,5})?/|(?!https?:))"
+    r"[A-Za-z0-9][-A-Za-z0-9.]*(:[0-9]{1,5})?(/[-A-Za-z0-9._~%/]*)?$"
+)
 
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -136,7 +143,13 @@ SCHEMA: dict[str, Any] = {
                     "additionalProperties": False,
                     "required": ["repo_url"],
                     "properties": {
-                        "repo_url": _TOKEN,
+                        "repo_url": g.pattern(
+                            r"^((https|ssh)://([A-Za-z0-9_.-]+@)?[A-Za-z0-9][-A-Za-z0-9.]*(:[0-9]{1,5})?(/[-A-Za-z0-9._~%/]*)?"
+                            r"|[A-Za-z0-9_.-]+@[A-Za-z0-9][-A-Za-z0-9.]*:[-A-Za-z0-9._~/]+"
+                            r"|(file://)?/[-A-Za-z0-9._~/]+)$",
+                            "Git repository URL (https://, ssh://, user@host:path or a local path; no wildcards,"
+                            " no plain http)",
+                        ),
                         "revision": g.pattern(g.GIT_REF, "Git branch or tag", default="main"),
                         "path": g.pattern(
                             g.REL_PATH,
@@ -166,13 +179,17 @@ SCHEMA: dict[str, Any] = {
         "gpufleet_versions": {
             "type": "object",
             "description": "per-component overrides of the pinned chart coordinates",
+            "propertyNames": {"enum": sorted(CHARTS)},
             "additionalProperties": {
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {
-                    "repo_url": _TOKEN,
-                    "chart": _TOKEN,
-                    "version": _TOKEN,
+                    "repo_url": g.pattern(_CHART_REPO, "chart repository: https:// URL or OCI registry path"),
+                    "chart": g.pattern(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", "chart name"),
+                    "version": g.pattern(
+                        r"^v?[0-9]{1,6}\.[0-9]{1,6}\.[0-9]{1,6}(-[0-9A-Za-z.]{1,64})?$",
+                        "exact chart version (no ranges or wildcards)",
+                    ),
                 },
             },
         },
@@ -187,6 +204,7 @@ SCHEMA: dict[str, Any] = {
         "gpufleet_clusters": {
             "type": "array",
             "minItems": 1,
+            "maxItems": 100,
             "items": {
                 "type": "object",
                 "additionalProperties": False,
@@ -248,6 +266,30 @@ SCHEMA: dict[str, Any] = {
                         },
                     },
                     "monitoring": _CLUSTER_MONITORING,
+                    "tenant_overrides": tenant_values.OVERRIDES_SCHEMA,
+                    "expose_allowed_cidrs": {
+                        "type": "array",
+                        "description": "platform-owned: networks tenants may open to (expose.from_cidrs must lie"
+                        " inside one); without it only private networks (RFC 1918, ULA, documentation) are allowed",
+                        "items": {"type": "string", "minLength": 1, "maxLength": 43},
+                        "maxItems": 64,
+                        "uniqueItems": True,
+                    },
+                    "allow_node_moves": {
+                        "type": "array",
+                        "description": "platform-owned: nodes a pool's pin may take from another tenant (the"
+                        " pool lock gives them to it); without an entry such a pin is refused",
+                        "maxItems": 100,
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["nodes", "reason"],
+                            "properties": {
+                                "nodes": _HOSTLISTS,
+                                "reason": g.pattern(r"^[^\x00-\x1f\x7f]{1,500}$", "why (one line)"),
+                            },
+                        },
+                    },
                     "components": {
                         "description": (
                             "platform components of the cluster; each one: enabled, install_method (gitops: "
@@ -314,6 +356,7 @@ SCHEMA: dict[str, Any] = {
         },
         "gpufleet_tenants": {
             "type": "array",
+            "maxItems": 2000,
             "items": {
                 "type": "object",
                 "additionalProperties": False,
@@ -322,11 +365,11 @@ SCHEMA: dict[str, Any] = {
                     "name": _NAME,
                     "cluster": _NAME,
                     "description": g.pattern(g.TEXT, "one line of text"),
-                    "pools": {"type": "array", "items": _NAME, "uniqueItems": True, "minItems": 1},
+                    "pools": {"type": "array", "items": _NAME, "uniqueItems": True, "minItems": 1, "maxItems": 64},
                     "vcluster": {
                         "type": "object",
                         "additionalProperties": False,
-                        "properties": {"values": _VALUES},
+                        "properties": {"values": tenant_values.VCLUSTER},
                     },
                     "slurm": {
                         "description": (
@@ -337,8 +380,13 @@ SCHEMA: dict[str, Any] = {
                         "additionalProperties": False,
                         "properties": {
                             "accounting": accounting.SCHEMA,
-                            "login_replicas": {"type": "integer", "minimum": 0, "default": 1},
-                            "values": _VALUES,
+                            "login_replicas": {
+                                "type": "integer",
+                                "minimum": 0,
+                                "maximum": MAX_LOGIN_REPLICAS,
+                                "default": 1,
+                            },
+                            "values": tenant_values.SLURM,
                         },
                     },
                     "monitoring": _TENANT_MONITORING,
@@ -347,6 +395,7 @@ SCHEMA: dict[str, Any] = {
                         "type": "array",
                         "items": _NAME,
                         "uniqueItems": True,
+                        "maxItems": 64,
                         "description": "namespaces (inside the vCluster) for Kubernetes-native workloads",
                     },
                     "expose": EXPOSE_SCHEMA,
@@ -357,6 +406,7 @@ SCHEMA: dict[str, Any] = {
         "gpufleet_pools": {
             "type": "array",
             "minItems": 1,
+            "maxItems": 5000,
             "items": {
                 "type": "object",
                 "additionalProperties": False,

@@ -13,7 +13,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar, identity
+from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar, identity, tenant_values
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure, exposure_issues
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
@@ -32,6 +32,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     TopologyConfig,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import RawModel, load_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import MAX_FABRIC_BYTES, MAX_SNAPSHOT_BYTES
 from ansible_collections.gpufleet.core.plugins.module_utils.model.schema import SCHEMA
 
 try:
@@ -48,6 +49,14 @@ def _validator() -> Any:
 
 
 def _schema_message(err: jsonschema.ValidationError) -> str:
+    if err.validator == "additionalProperties" and tenant_values.is_allow_list(err.schema):
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
+        return (
+            f"{', '.join(map(repr, extra))}: a tenant may not set this chart value (allow-list here: "
+            f"{', '.join(allowed)}; see docs/threat-model.md); the platform can set it for this tenant in"
+            " gpufleet_clusters[].tenant_overrides"
+        )
     if err.validator == "additionalProperties":
         allowed = sorted(err.schema.get("properties", {}))
         extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
@@ -106,6 +115,10 @@ def _shaped(value: Any, needs: tuple[str, ...]) -> list[tuple[int, dict[str, Any
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _dupes(raw: RawModel, key: str, items: list[tuple[int, dict[str, Any]]], what: str) -> list[Issue]:
@@ -217,15 +230,9 @@ def reference_issues(raw: RawModel) -> list[Issue]:
                 )
             )
         if isinstance(nmap.get("pattern"), str):
-            try:
-                re.compile(nmap["pattern"])
-            except re.error as exc:
-                issues.append(
-                    raw.issue(
-                        ("gpufleet_clusters", ci, "fabric", "node_name_map", "pattern"),
-                        f"not a valid regular expression: {exc}",
-                    )
-                )
+            why = regex_problem(nmap["pattern"])
+            if why:
+                issues.append(raw.issue(("gpufleet_clusters", ci, "fabric", "node_name_map", "pattern"), why))
         if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
             issues.append(
                 raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")
@@ -241,6 +248,120 @@ def reference_issues(raw: RawModel) -> list[Issue]:
     return issues
 
 
+MAX_UNBOUNDED_REPEATS = 2  # in node_name_map.pattern: cost stays polynomial of low degree
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not a valid, linear-enough regular expression (None: fine).
+
+    Python's engine backtracks: a nested quantifier (``(a+)+``), a quantified alternation
+    (``(a|a)*``), backreferences and lookarounds can take exponential time on a crafted host name.
+    Those are refused, and so are more than :data:`MAX_UNBOUNDED_REPEATS` unbounded repeats."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"not a valid regular expression: {exc}"
+    try:
+        from re import _constants as c  # Python 3.11+
+        from re import _parser as sre_parse
+    except ImportError:  # pragma: no cover - Python < 3.11
+        import sre_constants as c  # type: ignore[no-redef]
+        import sre_parse  # type: ignore[no-redef]
+    repeats = {c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)}
+    refused = {c.GROUPREF, c.GROUPREF_EXISTS, c.ASSERT, c.ASSERT_NOT}
+    unbounded = 0
+
+    def walk(items: Any, in_repeat: bool) -> str | None:
+        nonlocal unbounded
+        for op, av in items:
+            if op in refused:
+                return "backreferences and lookarounds are not allowed (they make matching slow)"
+            if op in repeats:
+                _lo, hi, body = av
+                if in_repeat:
+                    return "a quantifier inside a quantified group can take exponential time; rewrite it"
+                if hi == c.MAXREPEAT:
+                    unbounded += 1
+                why = walk(body, hi > 1)
+                if why:
+                    return why
+            elif op == c.BRANCH:
+                if in_repeat:
+                    return "an alternation inside a quantified group can take exponential time; rewrite it"
+                for branch in av[1]:
+                    why = walk(branch, in_repeat)
+                    if why:
+                        return why
+            elif op == c.SUBPATTERN:
+                why = walk(av[-1], in_repeat)
+                if why:
+                    return why
+            elif op == getattr(c, "ATOMIC_GROUP", None):
+                why = walk(av, in_repeat)
+                if why:
+                    return why
+        return None
+
+    why = walk(sre_parse.parse(pattern), False)
+    if why is None and unbounded > MAX_UNBOUNDED_REPEATS:
+        why = f"more than {MAX_UNBOUNDED_REPEATS} unbounded repeats ('*', '+', '{{n,}}'); be more specific"
+    return f"refused: {why}" if why else None
+
+
+MAX_TOTAL_HOSTS = 100_000  # names all hostlists of the model may expand to, together
+_TOP_COMMA = re.compile(r",(?![^\[]*\])")
+_BRACKET = re.compile(r"\[([^\]]*)\]")
+_RANGE = re.compile(r"^([0-9]{1,18})(?:-([0-9]{1,18}))?$")
+
+
+def hostlist_size(expr: str) -> int:
+    """How many names a hostlist expression expands to, counted without expanding it (an
+    unparsable part counts 1: the hostlist parser reports it)."""
+    total = 0
+    for term in _TOP_COMMA.split(expr):
+        n = 1
+        for group in _BRACKET.findall(term):
+            count = 0
+            for item in group.split(","):
+                m = _RANGE.match(item)
+                count += (abs(int(m.group(2)) - int(m.group(1))) + 1) if m and m.group(2) else 1
+            n *= max(count, 1)
+        total += n
+    return total
+
+
+def bound_issues(raw: RawModel) -> list[Issue]:
+    """The hostlists of the whole model (pins, excludes, fabric exclusions, allowed moves) expand to
+    at most :data:`MAX_TOTAL_HOSTS` names together (each alone is bounded by the hostlist parser)."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for pi, p in enumerate(_list(raw.data.get("gpufleet_pools"))):
+        for key in ("pin", "exclude"):
+            for i, e in enumerate(_list(_dict(p).get(key))):
+                found.append((("gpufleet_pools", pi, key, i), e))
+    for ci, cl in enumerate(_list(raw.data.get("gpufleet_clusters"))):
+        fab = _dict(_dict(cl).get("fabric"))
+        for key in ("exclude_hosts", "exclude_switches"):
+            for i, e in enumerate(_list(fab.get(key))):
+                found.append((("gpufleet_clusters", ci, "fabric", key, i), e))
+        for mi, m in enumerate(_list(_dict(cl).get("allow_node_moves"))):
+            for i, e in enumerate(_list(_dict(m).get("nodes"))):
+                found.append((("gpufleet_clusters", ci, "allow_node_moves", mi, "nodes", i), e))
+    total = 0
+    for path, expr in found:
+        if not isinstance(expr, str):
+            continue
+        total += hostlist_size(expr)
+        if total > MAX_TOTAL_HOSTS:
+            return [
+                raw.issue(
+                    path,
+                    f"refused: the model's hostlists expand to more than {MAX_TOTAL_HOSTS} names together"
+                    " (this one passes the bound); list fewer or narrower ranges",
+                )
+            ]
+    return []
+
+
 def path_issues(raw: RawModel) -> list[Issue]:
     """Snapshot paths stay inside the inventory: no part of them may be a symbolic link (the pool
     lock is written beside the nodes snapshot; a link would send it, or a read, elsewhere)."""
@@ -254,6 +375,14 @@ def path_issues(raw: RawModel) -> list[Issue]:
                 val = _dict(val).get(k)
             if not isinstance(val, str) or not grammar.fullmatch(grammar.REL_PATH, val):
                 continue  # absent, or the schema says why
+            bound = MAX_SNAPSHOT_BYTES if key == ("nodes_snapshot",) else MAX_FABRIC_BYTES
+            target = inv / val
+            if not target.is_symlink() and target.is_file() and target.stat().st_size > bound:
+                issues.append(
+                    raw.issue(
+                        ("gpufleet_clusters", ci, *key), f"{target}: refused: larger than {bound} bytes (read nothing)"
+                    )
+                )
             cur = inv
             for part in val.split("/"):
                 cur = cur / part
@@ -266,6 +395,48 @@ def path_issues(raw: RawModel) -> list[Issue]:
                         )
                     )
                     break
+    return issues
+
+
+def inside_inputs_issues(raw: RawModel) -> list[Issue]:
+    """The renderer writes the tree (``gitops.path``, from the repository root) and each pool lock
+    (beside ``nodes_snapshot``); neither may land in the vars folders Ansible reads."""
+    issues = []
+    inv = raw.inventory_dir.resolve()
+    readers = [inv / "group_vars", inv / "host_vars"]
+
+    def inside(p: Path) -> bool:
+        return any(p == r or r in p.parents for r in readers)
+
+    gitops = _dict(_dict(raw.data.get("gpufleet_fleet")).get("gitops"))
+    gp = gitops.get("path", "gitops")
+    if isinstance(gp, str) and grammar.fullmatch(grammar.REL_PATH, gp):
+        root = inv
+        while not (root / ".git").exists() and root.parent != root:
+            root = root.parent
+        if not (root / ".git").exists():
+            root = Path.cwd().resolve()
+        tree = root / gp
+        if inside(tree):
+            issues.append(
+                raw.issue(("gpufleet_fleet", "gitops", "path"), f"{tree} is inside the inventory's vars folders")
+            )
+        if tree == inv or tree in inv.parents:
+            issues.append(
+                raw.issue(
+                    ("gpufleet_fleet", "gitops", "path"), f"{tree} holds the inventory: the tree would replace it"
+                )
+            )
+    for ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",)):
+        ns = c.get("nodes_snapshot")
+        if isinstance(ns, str) and grammar.fullmatch(grammar.REL_PATH, ns) and inside((inv / ns).parent):
+            issues.append(
+                raw.issue(
+                    ("gpufleet_clusters", ci, "nodes_snapshot"),
+                    "inside group_vars/ or host_vars/: the pool lock written beside it would become a vars file;"
+                    " keep snapshots under snapshots/",
+                )
+            )
     return issues
 
 
@@ -352,6 +523,8 @@ def build_fleet(raw: RawModel) -> Fleet:
             kubeconfig=c.get("kubeconfig"),
             context=c.get("context"),
             monitoring=_cluster_monitoring(c.get("monitoring", {})),
+            tenant_overrides=dict(sorted(c.get("tenant_overrides", {}).items())),
+            allow_node_moves=tuple(h for m in c.get("allow_node_moves", ()) for h in m["nodes"]),
         )
     owner = {p: t["name"] for t in d.get("gpufleet_tenants", []) for p in t["pools"]}
     pools = {}
@@ -452,6 +625,8 @@ def _partition_access_issues(raw: RawModel) -> list[Issue]:
 def validate(raw: RawModel) -> Fleet:
     issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw) + exposure_issues(raw)
     issues += identity.identity_issues(raw) + _partition_access_issues(raw)
+    issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw) + inside_inputs_issues(raw)
+    issues += bound_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

@@ -120,6 +120,23 @@ class Assignment:
                 out.append(Move(n, before, after))
         return out
 
+    def owner_moves(
+        self, previous: Mapping[str, str] | None, owners: Mapping[str, str] | None = None
+    ) -> list[tuple[Move, str | None, str | None]]:
+        """(move, tenant before, tenant after) of the nodes whose tenant changes against ``previous``
+        (node -> pool) and ``owners`` (pool -> tenant when ``previous`` was written; the current
+        owner where it does not say): a node that changes pool, or stays in a pool that changed tenant."""
+        prev, was = dict(previous or {}), dict(owners or {})
+        out = []
+        for n in sorted(set(prev) & set(self.pool_of)):
+            before, after = prev[n], self.pool_of[n]
+            cur = self.pools.get(before)
+            a = was[before] if before in was else (cur.tenant if cur else None)
+            b = self.pools[after].tenant
+            if a != b or (before != after and (a or b)):
+                out.append((Move(n, before, after), a, b))
+        return out
+
     def rows(self) -> list[PoolRow]:
         out = []
         for n in sorted(self.nodes):
@@ -238,7 +255,11 @@ class _Ctx:
         return f"gpufleet_pools[{self.index[pool.name]}].{attr}"
 
     def err(self, pool: Pool, attr: str, msg: str) -> PoolError:
-        return PoolError(f"pool {pool.name!r} (cluster {self.cluster!r}, {self.key(pool, attr)}): {msg}")
+        where = ""
+        if self.fleet.source is not None and pool.name in self.index:
+            file, line = self.fleet.source.locate(("gpufleet_pools", self.index[pool.name], attr))
+            where = f"{file}:{line}: " if line else f"{file}: "
+        return PoolError(f"{where}pool {pool.name!r} (cluster {self.cluster!r}, {self.key(pool, attr)}): {msg}")
 
 
 def _expand_all(ctx: _Ctx, pool: Pool, attr: str, exprs: Iterable[str]) -> list[str]:
@@ -497,7 +518,9 @@ def assign(
     ctx.sorted_names = sorted(node_map)
     eligible_count = {p.name: len(ctx.eligible[p.name]) for p in sized}
 
-    # pins: fixed members, checked first
+    # pins: fixed members, checked first; a pin never takes another tenant's node unless the
+    # platform allows that node's move (gpufleet_clusters[].allow_node_moves)
+    allowed_moves = allowed_node_moves(fleet, cluster)
     pinned_by: dict[str, str] = {}
     pins: dict[str, set[str]] = {}
     for p in pools:
@@ -509,6 +532,16 @@ def assign(
             if n in pinned_by:
                 other = fleet.pools[pinned_by[n]]
                 raise ctx.err(p, "pin", f"node {n!r} is also pinned by pool {other.name!r} ({ctx.key(other, 'pin')})")
+            before = (previous or {}).get(n)
+            owner = fleet.pools[before].tenant if before in fleet.pools else None
+            if owner is not None and owner != p.tenant and n not in allowed_moves:
+                raise ctx.err(
+                    p,
+                    "pin",
+                    f"pinned node {n!r} belongs to pool {before!r} of tenant {owner!r} (pools.lock.yaml): a pin may"
+                    f" not take a node from another tenant; the platform allows this move in"
+                    f" gpufleet_clusters[{list(fleet.clusters).index(cluster)}].allow_node_moves",
+                )
             if p is not rest and n not in ctx.eligible[p.name]:
                 raise ctx.err(
                     p, "pin", f"pinned node {n!r} cannot be in the pool: {_why_not(p, node_map[n], excluded[p.name])}"
@@ -562,6 +595,48 @@ def assign(
         nodes=dict(sorted(node_map.items())),
         node_group=dict(sorted(group.items())),
     )
+
+
+def allowed_node_moves(fleet: Fleet, cluster: str) -> set[str]:
+    """Nodes the platform lets change tenant (``gpufleet_clusters[].allow_node_moves``)."""
+    out: set[str] = set()
+    for expr in fleet.clusters[cluster].allow_node_moves:
+        try:
+            out.update(_expand(expr))
+        except GpufleetError as exc:
+            raise PoolError(f"cluster {cluster!r}: allow_node_moves: bad hostlist {expr!r}: {exc}") from None
+    return out
+
+
+def check_owner_moves(
+    fleet: Fleet,
+    assignment: Assignment,
+    previous: Mapping[str, str] | None,
+    source: str = "pools.lock.yaml",
+    owners: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The plan's lines for nodes that change tenant; PoolError for those the platform did not allow.
+
+    A node never goes from one tenant to another on a tenant's word (a pin, a pool moved to another
+    tenant's list, a shrink and a grow in one change): the node carries the previous tenant's state
+    (privileged slurmd, local disks), so the platform allows each such node explicitly."""
+    allowed = allowed_node_moves(fleet, assignment.cluster)
+    lines, refused = [], []
+    for m, a, b in assignment.owner_moves(previous, owners):
+        line = f"node {m.node}: pool {m.before} (tenant {a or '-'}) -> pool {m.after} (tenant {b or '-'})"
+        lines.append(line)
+        if a is not None and b is not None and a != b and m.node not in allowed:
+            refused.append(line)
+    if refused:
+        ci = list(fleet.clusters).index(assignment.cluster)
+        more = f" (and {len(refused) - 10} more)" if len(refused) > 10 else ""
+        raise PoolError(
+            f"{source}: nodes: cluster {assignment.cluster!r}: {len(refused)} node(s) would change tenant:"
+            f" {'; '.join(refused[:10])}{more};"
+            f" a node moves between tenants only when the platform lists it in"
+            f" gpufleet_clusters[{ci}].allow_node_moves (with a reason)"
+        )
+    return lines
 
 
 def _check(ctx: _Ctx, sized: list[Pool], held: dict[str, set[str]]) -> None:

@@ -41,6 +41,17 @@ _TENANT_PATH = re.compile(r"/tenants/([^/]+)/")
 VCLUSTER_DIRS = ("objects", "accounting", "accounting-db")
 
 
+def chart_host_names(tenant: str) -> list[tuple[str, str]]:
+    """(kind, name) of the cluster-scoped objects the vcluster chart (0.36) creates on the host for a
+    tenant's release, after the chart's own truncation (``vcluster.clusterRoleName``: ``vc-<release>-v-
+    <namespace>``, ``trunc 63``, ``trimSuffix "-"``). Distinct tenants can share one after truncation."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace
+
+    name = f"vc-{tenant}-v-{vcluster_namespace(tenant)}"[:63]
+    name = name[:-1] if name.endswith("-") else name
+    return [("ClusterRole", name), ("ClusterRoleBinding", name)]
+
+
 def _owner_of(obj: dict[str, Any], path: str) -> str:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     if labels.get(argo.LABEL_TENANT):
@@ -101,6 +112,9 @@ def check_cluster(
 
     for kind, ns, name in ARGOCD_BUILTIN:
         add("host", kind, ns, name, ARGOCD, "built into Argo CD")
+    for t in sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name):  # names the charts generate
+        for kind, name in chart_host_names(t.name):
+            add("host", kind, "", name, t.name, f"the vcluster chart of tenant {t.name!r}, name truncated to 63")
     project_owner: dict[str, str] = {}
     app_objs: list[tuple[str, dict[str, Any], str]] = []
     for fname, obj in sorted(apps.items()):

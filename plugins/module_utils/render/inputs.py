@@ -17,10 +17,19 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import C
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import (
     assign,
+    check_owner_moves,
     node_resources,
     render_pool_table,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME, read_lock, render_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
+    LOCK_NAME,
+    lock_text_at,
+    parse_lock,
+    parse_lock_owners,
+    read_lock,
+    render_lock,
+    verify_lock,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import topology_guard
 from ansible_collections.gpufleet.core.plugins.module_utils.topology import load as topology_load
@@ -97,10 +106,12 @@ def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
     )
 
 
-def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) -> ClusterInputs:
+def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None, base: str | None = None) -> ClusterInputs:
     """Nodes, topology and pool assignment of one cluster, from its snapshots.
 
-    ``cache``: a directory for parsed snapshots (see above); None parses every time.
+    ``cache``: a directory for parsed snapshots (see above); None parses every time. ``base``: a
+    Git revision (the pull request's base): the previous assignment is the lock committed there,
+    and the working tree's lock must be that one or the one computed from it (pools/lock.py).
     """
     if not cluster.nodes_snapshot.is_file():
         raise RenderInputError(
@@ -110,9 +121,23 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
     nodes = render_cache.cached_nodes(cluster, ccache)
     topo = render_cache.cached_topology(cluster, nodes, ccache, load_topology)
     lock_path = cluster.snapshot_dir / LOCK_NAME
-    previous = read_lock(lock_path, cluster.name)
+    previous = working = read_lock(lock_path, cluster.name)
+    owners = parse_lock_owners(lock_path.read_bytes(), str(lock_path)) if previous is not None else {}
+    if base is not None:
+        text = lock_text_at(base, lock_path)
+        previous = parse_lock(text, f"{lock_path} (at {base})", cluster.name) if text is not None else None
+        owners = parse_lock_owners(text, f"{lock_path} (at {base})")
     node_group = dict(topo.node_group) if topo is not None else {}
     assignment = assign(fleet, cluster.name, nodes, node_group, previous)
+    if base is not None:
+        verify_lock(lock_path, working, previous, dict(assignment.pool_of), base)
+    moves: list[str] = []
+    refused: Exception | None = None
+    if previous:
+        try:
+            moves = check_owner_moves(fleet, assignment, previous, str(lock_path), owners)
+        except GpufleetError as exc:  # raised after the render's own checks (render/tree.py): a
+            refused = exc  # colliding or reserved name explains more than the moves it causes
     members = {p.name: list(assignment.members(p.name)) for p in fleet.cluster_pools(cluster.name)}
     pool_of = {n: p for p, ns in members.items() for n in ns}
     slurm_nodes = sorted(n for p in fleet.cluster_pools(cluster.name) if p.kind == "slurm" for n in members[p.name])
@@ -127,7 +152,7 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None) ->
         lock_bytes=_as_bytes(render_lock(assignment)),
         pool_table=_as_text(render_pool_table(assignment)),
         assignment=assignment,
-        extra={"warnings": warnings},
+        extra={"warnings": warnings, "moves": moves, "refused_moves": refused},
     )
 
 

@@ -225,13 +225,21 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
         sts["persistence"] = {"volumeClaim": {"storageClass": sc}}
     if sts:
         ours["controlPlane"]["statefulSet"] = sts
-    quota = tenant_quota(cluster, tenant, gpus, slurm, deep_merge(ours, tenant.vcluster_values))
+    # the tenant's allow-listed values (model/tenant_values.py), then the platform's override
+    given = deep_merge(tenant.vcluster_values, cluster.tenant_override(tenant.name, "vcluster"))
+    quota = tenant_quota(cluster, tenant, gpus, slurm, deep_merge(ours, given))
     ours["policies"]["resourceQuota"]["quota"] = quota
     # No sync.fromHost.secrets: the chart turns it into a ClusterRole with cluster-wide Secret
     # list/watch (docs/adr/vcluster-secrets.md). The Slurm keys are written straight into the
     # vCluster by the apply step (tenant role), where the slurm chart reads them by secretRef.
-    merged = deep_merge(ours, tenant.vcluster_values)
-    check_vcluster_values(tenant.name, merged)
+    merged = deep_merge(ours, given)
+    where = None
+    if cluster.tenant_override(tenant.name, "vcluster") and fleet.source is not None:
+        ci = list(fleet.clusters).index(cluster.name)
+        key = ("gpufleet_clusters", ci, "tenant_overrides", tenant.name, "vcluster", "values")
+        file, line = fleet.source.locate(key)
+        where = f"{file}:{line}: gpufleet_clusters[{ci}].tenant_overrides.{tenant.name}.vcluster.values"
+    check_vcluster_values(tenant.name, merged, where)
     return merged
 
 
@@ -240,14 +248,19 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
 HOST_READ_SYNCERS = ("secrets", "configMaps")
 
 
-def check_vcluster_values(tenant: str, values: dict[str, Any]) -> None:
-    """Fail closed when the (inventory-merged) vCluster values would let the vCluster read host Secrets."""
+def check_vcluster_values(tenant: str, values: dict[str, Any], where: str | None = None) -> None:
+    """Fail closed when the (inventory-merged) vCluster values would let the vCluster read host Secrets.
+
+    Tenant values cannot reach these keys (model/tenant_values.py); this is the absolute rule that
+    holds even for the platform's ``tenant_overrides`` (``where``: that key, with file and line)."""
+    at = where or f"gpufleet_tenants[{tenant}].vcluster.values"
+
     from_host = ((values.get("sync") or {}).get("fromHost") or {}) if isinstance(values.get("sync"), dict) else {}
     for kind in HOST_READ_SYNCERS:
         spec = from_host.get(kind) if isinstance(from_host, dict) else None
         if isinstance(spec, dict) and spec.get("enabled"):
             raise GpufleetError(
-                f"gpufleet_tenants[{tenant}].vcluster.values.sync.fromHost.{kind}.enabled: not allowed: the vcluster"
+                f"{at}.sync.fromHost.{kind}.enabled: not allowed: the vcluster"
                 f" chart grants the vCluster cluster-wide list/watch on host {kind} for it (other tenants' keys,"
                 " Argo CD cluster credentials); put what the tenant needs inside its vCluster instead"
             )
@@ -256,7 +269,7 @@ def check_vcluster_values(tenant: str, values: dict[str, Any]) -> None:
     for rule in [*(cr.get("extraRules") or []), *(cr.get("overwriteRules") or [])]:
         if isinstance(rule, dict) and {"secrets", "*"} & set(rule.get("resources") or []):
             raise GpufleetError(
-                f"gpufleet_tenants[{tenant}].vcluster.values.rbac.clusterRole: a cluster-wide rule on Secrets is"
+                f"{at}.rbac.clusterRole: a cluster-wide rule on Secrets is"
                 " not allowed (it lets the vCluster read every tenant's Secrets)"
             )
 
@@ -374,7 +387,8 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
     if tenant.identity is not None:
         sssd.add_to_values(tenant.name, tenant.identity, values)
     values = observe(tenant, values)
-    return deep_merge(values, tenant.slurm_values), ann
+    given = deep_merge(tenant.slurm_values, cluster.tenant_override(tenant.name, "slurm"))
+    return deep_merge(values, given), ann
 
 
 def observe(tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:

@@ -166,7 +166,7 @@ def _index(fleet: Fleet, summary: dict[str, Any]) -> bytes:
     return "\n".join(lines).encode("utf-8")
 
 
-def render_fleet(fleet: Fleet, cache: Path | None = None) -> RenderResult:
+def render_fleet(fleet: Fleet, cache: Path | None = None, base: str | None = None) -> RenderResult:
     """Render every cluster of the fleet. Raises a GpufleetError subclass on bad input.
 
     ``cache``: directory for parsed snapshots (speed only; the output is the same without it).
@@ -175,8 +175,10 @@ def render_fleet(fleet: Fleet, cache: Path | None = None) -> RenderResult:
     locks: dict[Path, bytes] = {}
     summary: dict[str, Any] = {}
     for name in sorted(fleet.clusters):
-        inputs = cluster_inputs(fleet, fleet.clusters[name], cache)
+        inputs = cluster_inputs(fleet, fleet.clusters[name], cache, base)
         files.update(_cluster_files(fleet, name, inputs))
+        if inputs.extra.get("refused_moves") is not None:
+            raise inputs.extra["refused_moves"]
         locks[inputs.lock_path] = inputs.lock_bytes
         summary[name] = {
             "nodes": len(inputs.nodes),
@@ -185,6 +187,8 @@ def render_fleet(fleet: Fleet, cache: Path | None = None) -> RenderResult:
         }
         if inputs.extra.get("warnings"):
             summary[name]["warnings"] = list(inputs.extra["warnings"])
+        if inputs.extra.get("moves"):
+            summary[name]["moves"] = list(inputs.extra["moves"])
     files["README.md"] = _index(fleet, summary)
     return RenderResult(fleet=fleet, files=dict(sorted(files.items())), locks=locks, summary=summary)
 
@@ -230,15 +234,18 @@ def render_and_write(
     dest: str | os.PathLike[str] | None = None,
     check: bool = False,
     fleet: Fleet | None = None,
+    base: str | None = None,
 ) -> tuple[Fleet, Path, RenderResult | None, WriteReport]:
-    """Load, render (unless the tree is known current) and write or plan. One call for the fleet."""
+    """Load, render (unless the tree is known current) and write or plan. One call for the fleet.
+
+    ``base``: the Git revision whose pool locks are trusted (CI: the pull request's base)."""
     fleet = fleet or load_fleet(inventory)
     out = Path(dest) if dest else default_out(fleet)
-    digest = render_cache.input_digest(fleet)
+    digest = render_cache.input_digest(fleet) if base is None else None  # the base's locks are not in the digest
     current = render_cache.cached_current(out, digest)
     if current is not None:
         return fleet, out, None, WriteReport(plan=tree_writer.Plan(out=out, unchanged=current))
-    result = render_fleet(fleet, render_cache.cache_dir(out) if digest is not None else None)
+    result = render_fleet(fleet, render_cache.cache_dir(out) if digest is not None else None, base)
     report = plan_render(result, out) if check else write_render(result, out)
     if not report.changed or (not check and not report.locks_changed):
         render_cache.record_cache(out, digest)

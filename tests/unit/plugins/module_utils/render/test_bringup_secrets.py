@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from render_fixtures import make_inventory
+from render_fixtures import edit_vars, make_inventory
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
@@ -53,7 +53,22 @@ def test_rendered_vclusters_sync_no_secret_like_kind_from_the_host(tmp_path) -> 
     ],
 )
 def test_inventory_cannot_let_a_vcluster_read_host_secrets(tmp_path, override) -> None:
+    """Refused in the tenant's entry (outside the allow-list, issue 18) and, as defence in depth,
+    even when the platform sets it in ``tenant_overrides``."""
     inv = make_inventory(tmp_path)
     edit_tenant(inv, "research", vcluster={"values": override})
-    with pytest.raises(GpufleetError, match=r"gpufleet_tenants\[research\]\.vcluster\.values"):
+    with pytest.raises(GpufleetError, match=r"gpufleet_tenants\[1\]\.vcluster\.values\.(sync|rbac): .*tenant may not"):
+        render_inventory(inv)
+    edit_tenant(inv, "research", vcluster={})
+    edit_vars(
+        inv,
+        "clusters.yml",
+        lambda d: d["gpufleet_clusters"][0].__setitem__(
+            "tenant_overrides", {"research": {"reason": "test", "vcluster": {"values": override}}}
+        ),
+    )
+    with pytest.raises(
+        GpufleetError,
+        match=r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.tenant_overrides\.research\.vcluster\.values\.",
+    ):
         render_inventory(inv)

@@ -53,6 +53,7 @@ HOSTILE = [
 ]
 VALUES = st.one_of(
     st.sampled_from(HOSTILE),
+    st.sampled_from([1.0, 2.5, float("inf"), float("nan"), 1e308, 10**30]),
     st.text(max_size=20),
     st.integers(min_value=-(2**40), max_value=2**40),
     st.booleans(),
@@ -176,6 +177,70 @@ def test_fuzz_fabric(data: st.DataObject) -> None:
             if not lines:
                 break
         p.write_bytes(b"\n".join(lines))
+        check(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# keys a tenant's chart values fuzzer draws from: allow-listed names and the fence's own
+VALUE_KEYS = [
+    "controlPlane", "statefulSet", "resources", "limits", "requests", "cpu", "memory", "coredns",
+    "deployment", "replicas", "telemetry", "enabled", "logging", "encoding", "sync", "fromHost", "toHost",
+    "nodes", "selector", "pods", "enforceTolerations", "rbac", "clusterRole", "policies", "resourceQuota",
+    "experimental", "deploy", "host", "manifests", "plugins", "controller", "extraConfMap", "SchedulerParameters",
+    "configFiles", "nodesets", "loginsets", "main", "login", "image", "scheduling", "nodeSelector",
+]  # fmt: skip
+LEAVES = st.one_of(
+    st.sampled_from(["1", "8", "16Gi", "17Gi", "1e3", "json", "x y", "bf_window=60", "*", ""]),
+    st.integers(-5, 2**31),
+    st.booleans(),
+    st.floats(allow_nan=True),
+    st.none(),
+)
+TREES = st.recursive(
+    LEAVES,
+    lambda kids: st.dictionaries(st.sampled_from(VALUE_KEYS), kids, max_size=3),
+    max_leaves=8,
+)
+FENCE = ("sync", "rbac", "policies", "experimental", "plugins", "networking", "exportKubeConfig")
+
+
+@SETTINGS
+@given(
+    chart=st.sampled_from(["vcluster", "slurm"]), values=st.dictionaries(st.sampled_from(VALUE_KEYS), TREES, max_size=3)
+)
+def test_fuzz_tenant_values_keep_the_fence(chart: str, values: dict) -> None:
+    """Random chart values in a tenant's entry: refused naming the key, or rendered with the
+    platform's fence (sync, RBAC, policies, ...) exactly as committed."""
+    root = fresh()
+    try:
+        p = root / "repo" / GV / "tenants.yml"
+        doc = yaml.safe_load(p.read_text())
+        doc["gpufleet_tenants"][1].setdefault(chart, {})["values"] = values
+        p.write_text(yaml.safe_dump(doc, allow_unicode=True))
+        if check(root) == "ok":
+            rel = "clusters/gpu-east/tenants/research/vcluster/values.yaml"
+            got = yaml.safe_load((root / "repo" / "gitops" / rel).read_text())
+            want = yaml.safe_load((REPO / "gitops" / rel).read_text())
+            for key in FENCE:
+                assert got.get(key) == want.get(key), key
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@SETTINGS
+@given(
+    field=st.sampled_from(["cpu: '224'", "memory: 2113363548Ki", "nvidia.com/gpu: '8'"]),
+    value=st.sampled_from(
+        [".inf", ".nan", "'\u00b2'", "'1e99999'", "9" * 5000, "[1, 2]", "{a: b}", "-1", "'0x10'", "1.5", "''"]
+    ),
+)
+def test_fuzz_nodes_snapshot_numbers(field: str, value: str) -> None:
+    root = fresh()
+    try:
+        p = root / "repo" / INV / "snapshots/gpu-east/nodes.yaml"
+        key = field.split(":")[0]
+        p.write_text(p.read_text().replace(field, f"{key}: {value}", 1))
         check(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
