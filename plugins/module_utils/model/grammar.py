@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
+from ansible_collections.gpufleet.core.plugins.module_utils.model.tenant_values import quantity
 
 try:
     import jsonschema
@@ -96,8 +97,6 @@ def _pattern_properties(validator: Any, props: dict[str, Any], instance: Any, sc
 
 def _max_quantity(validator: Any, maximum: str, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
     """``maxQuantity`` (gpufleet keyword): a Kubernetes quantity string no larger than ``maximum``."""
-    from ansible_collections.gpufleet.core.plugins.module_utils.model.tenant_values import quantity
-
     if not validator.is_type(instance, "string"):
         return
     got, top = quantity(instance), quantity(maximum)

@@ -135,6 +135,7 @@ _ALL_NAMES = {"all", *(f"all{ext}" for ext in VARS_EXTENSIONS)}
 ROLES = (
     "argocd",
     "cilium",
+    "cluster_access",
     "component",
     "fabric_discovery",
     "gitops_render",

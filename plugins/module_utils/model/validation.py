@@ -11,6 +11,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+try:  # the regular-expression parser, to refuse patterns that can backtrack badly (regex_problem)
+    from re import _constants as sre_c  # Python 3.11+
+    from re import _parser as sre_parse
+except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_constants as sre_c  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar, identity, tenant_values
@@ -261,14 +268,8 @@ def regex_problem(pattern: str) -> str | None:
         re.compile(pattern)
     except re.error as exc:
         return f"not a valid regular expression: {exc}"
-    try:
-        from re import _constants as c  # Python 3.11+
-        from re import _parser as sre_parse
-    except ImportError:  # pragma: no cover - Python < 3.11
-        import sre_constants as c  # type: ignore[no-redef]
-        import sre_parse  # type: ignore[no-redef]
-    repeats = {c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)}
-    refused = {c.GROUPREF, c.GROUPREF_EXISTS, c.ASSERT, c.ASSERT_NOT}
+    repeats = {sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", sre_c.MAX_REPEAT)}
+    refused = {sre_c.GROUPREF, sre_c.GROUPREF_EXISTS, sre_c.ASSERT, sre_c.ASSERT_NOT}
     unbounded = 0
 
     def walk(items: Any, in_repeat: bool) -> str | None:
@@ -280,23 +281,23 @@ def regex_problem(pattern: str) -> str | None:
                 _lo, hi, body = av
                 if in_repeat:
                     return "a quantifier inside a quantified group can take exponential time; rewrite it"
-                if hi == c.MAXREPEAT:
+                if hi == sre_c.MAXREPEAT:
                     unbounded += 1
                 why = walk(body, hi > 1)
                 if why:
                     return why
-            elif op == c.BRANCH:
+            elif op == sre_c.BRANCH:
                 if in_repeat:
                     return "an alternation inside a quantified group can take exponential time; rewrite it"
                 for branch in av[1]:
                     why = walk(branch, in_repeat)
                     if why:
                         return why
-            elif op == c.SUBPATTERN:
+            elif op == sre_c.SUBPATTERN:
                 why = walk(av[-1], in_repeat)
                 if why:
                     return why
-            elif op == getattr(c, "ATOMIC_GROUP", None):
+            elif op == getattr(sre_c, "ATOMIC_GROUP", None):
                 why = walk(av, in_repeat)
                 if why:
                     return why

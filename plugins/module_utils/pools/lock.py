@@ -22,6 +22,7 @@ does not exist), ``render_lock(assignment) -> str``.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
@@ -63,8 +64,6 @@ def lock_text_at(rev: str, path: str | Path) -> bytes | None:
     """The lock file as committed at Git revision ``rev`` (the base of a pull request), or None when
     it does not exist there. That is the trusted previous assignment: the working tree's lock is part
     of the pull request."""
-    import subprocess
-
     p = Path(path)
     if not _REV.match(rev):
         raise LockError(f"--base {rev!r}: not a Git revision name")

@@ -29,7 +29,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import C
 from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import is_system_namespace
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import namespace_of
-from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_server
+from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace, vcluster_server
 
 PLATFORM = "platform"
 HOST_COMPONENTS = ("cilium", "cert_manager", "gpu_operator", "shared_storage", "argocd")  # on the host cluster
@@ -45,8 +45,6 @@ def chart_host_names(tenant: str) -> list[tuple[str, str]]:
     """(kind, name) of the cluster-scoped objects the vcluster chart (0.36) creates on the host for a
     tenant's release, after the chart's own truncation (``vcluster.clusterRoleName``: ``vc-<release>-v-
     <namespace>``, ``trunc 63``, ``trimSuffix "-"``). Distinct tenants can share one after truncation."""
-    from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace
-
     name = f"vc-{tenant}-v-{vcluster_namespace(tenant)}"[:63]
     name = name[:-1] if name.endswith("-") else name
     return [("ClusterRole", name), ("ClusterRoleBinding", name)]
