@@ -7,7 +7,7 @@ this module alone knows every parser, so nothing imports back.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.file import parse_fabric_yaml
@@ -25,13 +25,28 @@ PARSERS: dict[str, Callable[[str, str], Fabric]] = {
 
 _PATH_SUFFIXES = (".out", ".txt", ".yaml", ".yml", ".json", ".ibnetdiscover", ".ibnd")
 
+# parsers that take the text as an iterable of blocks (each ending at a line break)
+STREAMED: dict[str, Callable[[Iterable[str], str], Fabric]] = {
+    "ibnetdiscover": parse_default,
+    "ibnetdiscover-ports": parse_ports,
+}
+
 KINDS = ("auto", "ibnetdiscover", "ibnetdiscover-ports", "labels", "file")
 
 
-def _read(path_or_text: str | Path) -> tuple[str, str]:
+_BLOCK = 1 << 22  # bytes read at a time (cut at a line break): a dump is streamed, never held whole
+_HEAD = 1 << 20  # detect_kind looks at the first lines only
+_BAD_CHARS = re.compile("[\udc80-\udcff\ufffd]")  # undecodable command output (surrogates), U+FFFD
+_NOT_UTF8 = (
+    "not UTF-8 text; node descriptions must be ASCII: fix the host's NodeDescription (rdma-ndd) and run discover again"
+)
+
+
+def _path_of(path_or_text: str | Path) -> Path | None:
+    """The path named by ``path_or_text``, or None when it is the text itself."""
     if isinstance(path_or_text, Path):
-        p = path_or_text
-    elif (
+        return path_or_text
+    if (
         "\n" not in path_or_text
         and len(path_or_text) < 4096
         and (
@@ -43,31 +58,92 @@ def _read(path_or_text: str | Path) -> tuple[str, str]:
             )
         )
     ):
-        p = Path(path_or_text)
-    else:
-        return path_or_text, "<text>"
+        return Path(path_or_text)
+    return None
+
+
+def _line_at(text: str, pos: int) -> int:
+    """Line number (as ``str.splitlines`` counts them) of the character at ``pos``."""
+    before = text[:pos].splitlines(keepends=True)
+    if not before:
+        return 1
+    last = before[-1]
+    return len(before) + (1 if last.splitlines()[0] != last else 0)
+
+
+def _check_text(text: str, source: str) -> None:
+    """Surrogates or U+FFFD anywhere: one C-level search (none possible in ASCII text, O(1) to know)."""
+    if text.isascii():
+        return
+    m = _BAD_CHARS.search(text)
+    if m is not None:
+        raise FabricError(_NOT_UTF8, file=source, line=_line_at(text, m.start()))
+
+
+def _blocks(p: Path) -> Iterator[str]:
+    """The file as text blocks of about ``_BLOCK`` bytes, each ending at a line break, checked
+    (strict UTF-8, no U+FFFD) block by block; a bad byte is reported with its line."""
+    source = str(p)
     try:
-        data = p.read_bytes()
-        return data.decode("utf-8"), str(p)
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise FabricError(
-            f"not UTF-8 text (byte {e.start}); node descriptions must be ASCII: fix the host's NodeDescription"
-            " (rdma-ndd) and run discover again",
-            file=str(p),
-            line=line,
-        ) from None
+        with p.open("rb") as f:
+            offset = 0  # bytes before ``data``
+            nl = 0  # line breaks before ``data``
+            parts: list[bytes] = []  # a line longer than a block, so far
+            while True:
+                more = f.read(_BLOCK)
+                cut = more.rfind(b"\n") + 1 if more else len(more)
+                if more and cut == 0:  # no line break yet: read on
+                    parts.append(more)
+                    continue
+                data = b"".join([*parts, more[:cut]])
+                parts = [more[cut:]] if cut < len(more) else []
+                if not data:
+                    return
+                cut = len(data)
+                if data.isascii():
+                    yield data.decode("ascii")
+                else:
+                    try:
+                        text = data.decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        raise FabricError(
+                            f"not UTF-8 text (byte {offset + e.start}); node descriptions must be ASCII: fix the"
+                            " host's NodeDescription (rdma-ndd) and run discover again",
+                            file=source,
+                            line=nl + data[: e.start].count(b"\n") + 1,
+                        ) from None
+                    m = _BAD_CHARS.search(text)
+                    if m is not None:
+                        with p.open("rb") as g:  # the error path only: count lines as splitlines does
+                            before = g.read(offset).decode("utf-8", "replace")
+                        raise FabricError(_NOT_UTF8, file=source, line=_line_at(before + text, len(before) + m.start()))
+                    yield text
+                offset += cut
+                nl += data.count(b"\n")
     except IsADirectoryError:
-        raise FabricError("is a directory, expected a fabric file", file=str(p)) from None
+        raise FabricError("is a directory, expected a fabric file", file=source) from None
     except FileNotFoundError:
-        raise FabricError("fabric file not found", file=str(p)) from None
+        raise FabricError("fabric file not found", file=source) from None
     except OSError as e:
-        raise FabricError(f"cannot read fabric file: {e.strerror or e}", file=str(p)) from None
+        raise FabricError(f"cannot read fabric file: {e.strerror or e}", file=source) from None
+
+
+def _scan(p: Path) -> tuple[str, bool, bool]:
+    """Check a whole file before parsing it (encoding first, as for text): (head, any non-blank, any NUL)."""
+    head, blank, nul = "", True, False
+    for text in _blocks(p):
+        if len(head) < _HEAD:
+            head += text[: _HEAD - len(head)]
+        if blank and text.strip():
+            blank = False
+        if not nul and "\x00" in text:
+            nul = True
+    return head, not blank, nul
 
 
 def detect_kind(text: str) -> str:
     """Guess the input format from its first meaningful lines."""
-    for raw in text.splitlines()[:400]:
+    for raw in text[:_HEAD].splitlines()[:400]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -116,18 +192,22 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
         for item in items:
             merge_into(merged, load_fabric(item, kind))
         return merged.finish()
-    text, source = _read(path_or_text)
-    for lineno, line in enumerate(text.splitlines(), 1):  # undecodable command output (surrogates)
-        if any("\udc80" <= ch <= "\udcff" or ch == "\ufffd" for ch in line):
-            raise FabricError("not UTF-8 text; node descriptions must be ASCII: fix the host's NodeDescription"
-                              " (rdma-ndd) and run discover again", file=source, line=lineno)
+    p = _path_of(path_or_text)
+    if p is None:
+        text = str(path_or_text)
+        source = "<text>"
+        _check_text(text, source)
+        head, nonblank, nul = text, bool(text.strip()), "\x00" in text
+    else:
+        source = str(p)
+        head, nonblank, nul = _scan(p)
     if kind == "auto":
-        if not text.strip():
+        if not nonblank:
             raise FabricError("the fabric snapshot is empty; run discover again", file=source)
-        if "\x00" in text:
+        if nul:
             raise FabricError("the fabric snapshot is binary, not ibnetdiscover text; run discover again", file=source)
         try:
-            k = detect_kind(text)
+            k = detect_kind(head)
         except FabricError as exc:
             raise FabricError(
                 f"{exc.message.removesuffix('; pass kind=')}: check the file, or the fabric source"
@@ -136,4 +216,8 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
             ) from None
     else:
         k = kind
-    return PARSERS[k](text, source)
+    if p is None:
+        return PARSERS[k](text, source)
+    if k in STREAMED:  # line by line, block by block: the dump is never held whole
+        return STREAMED[k](_blocks(p), source)
+    return PARSERS[k]("".join(_blocks(p)), source)
