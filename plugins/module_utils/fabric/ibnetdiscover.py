@@ -24,6 +24,7 @@ _PORT = re.compile(
 )
 _QUOTED = re.compile(r'"([^"]*)"')
 _KIND = {"Switch": "S", "Ca": "H", "Rt": "R"}
+_STEP = 1 << 22  # characters per chunk of a text given whole
 _MASK_PORTS = 256  # IB port numbers are 8 bits; seen ports below this live in one int per node
 _MAX_PORT_DIGITS = 6  # a longer port number is garbage (and int() of 4,300+ digits raises)
 
@@ -84,7 +85,7 @@ def chunks(text: Text) -> Iterator[str]:
     if not isinstance(text, str):
         yield from text
         return
-    n, step, i = len(text), 1 << 22, 0
+    n, step, i = len(text), _STEP, 0
     while i < n:
         j = text.find("\n", min(i + step, n) - 1)
         j = n if j < 0 else j + 1
