@@ -24,7 +24,7 @@ _PORT = re.compile(
 )
 _QUOTED = re.compile(r'"([^"]*)"')
 _KIND = {"Switch": "S", "Ca": "H", "Rt": "R"}
-_STEP = 1 << 22  # characters per chunk of a text given whole
+_STEP = 1 << 20  # characters per chunk of a text given whole
 _MASK_PORTS = 256  # IB port numbers are 8 bits; seen ports below this live in one int per node
 _MAX_PORT_DIGITS = 6  # a longer port number is garbage (and int() of 4,300+ digits raises)
 

@@ -34,7 +34,7 @@ STREAMED: dict[str, Callable[[Iterable[str], str], Fabric]] = {
 KINDS = ("auto", "ibnetdiscover", "ibnetdiscover-ports", "labels", "file")
 
 
-_BLOCK = 1 << 22  # bytes read at a time (cut at a line break): a dump is streamed, never held whole
+_BLOCK = 1 << 20  # bytes read at a time (cut at a line break): a dump is streamed, never held whole
 _HEAD = 1 << 20  # detect_kind looks at the first lines only
 _BAD_CHARS = re.compile("[\udc80-\udcff\ufffd]")  # undecodable command output (surrogates), U+FFFD
 _NOT_UTF8 = (
