@@ -39,16 +39,15 @@ _HDR = r"(?:#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=)"
 _BORING = re.compile(r"\n[ \t]*(?:" + _HDR + r"|(?=\n))")
 _ROWS = re.compile(
     r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*)[ \t]*(?:"
-    # a port line: _PORT on one line
-    r"\[(\d+)\](?:\[ext \d+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*"
-    r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d+)\](?:\[ext \d+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*(?:#([^\n]*))?(?=\n)'
+    # a port line, whole, and its port number (enough to skip a cable seen from its other end)
+    r"(\[(\d+)\](?:[^\n]*[^\s])?)"
     # a node line: _NODE on one line
     r'|(Switch|Ca|Rt)[ \t]+\d+[ \t]+"([SHR])-([0-9a-fA-F]{1,16})"[ \t]*(?:#[ \t]*"([^"\n]*)"[^\n]*)?(?=\n)'
     # any other line (not blank, a comment or a header) for the plain checks and their errors
     r"|(?!" + _HDR + r")([^\n]*[^\s]))"
 )
 _ODD = b"\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip / str.splitlines treat as space or line break
-_Row = tuple[str, str, str, str, str, str, str, str, str, str, str]
+_Row = tuple[str, str, str, str, str, str, str, str]
 
 
 def _rows(chunk: str) -> tuple[list[_Row], int] | None:
@@ -75,7 +74,7 @@ def _plain_rows(chunk: str) -> tuple[list[_Row], int]:
         if not line or line[0] == "#" or line.startswith(_HEADERS):
             gap += 1
             continue
-        rows.append(("\n" * gap, "", "", "", "", "", "", "", "", "", line))
+        rows.append(("\n" * gap, "", "", "", "", "", "", line))
         gap = 0
     return rows, n
 
@@ -165,12 +164,18 @@ def parse_default(text: Text, source: str = "<text>") -> Fabric:
     for chunk in chunks(text):
         start = lineno
         rows, count = _rows(chunk) or _plain_rows(chunk)
-        for pre, ps, rkind, rhex, rps, comment, ntype, nkind, nhex, ndesc, line in rows:
+        for pre, pline, ps, ntype, nkind, nhex, ndesc, line in rows:
             lineno += pre.count("\n") + 1 if pre else 1
-            if line:  # not parsed by the regex pass: the checks line by line
+            if pline:  # a port line ("[<digits>]...") found by the regex pass
+                if cur is not None and len(ps) <= _MAX_PORT_DIGITS:
+                    p = int(ps)  # the same cable printed from its other end: skip the regex
+                    if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
+                        continue
+                line = pline
+            if line:  # the checks line by line
                 c = line[0]
                 if c == "[":
-                    if cur is not None:
+                    if cur is not None and not pline:
                         # the same cable printed from its other end (switches come first): skip the regex
                         ps = line[1 : line.find("]")]
                         if ps.isdigit() and ps.isascii() and len(ps) <= _MAX_PORT_DIGITS:
@@ -186,17 +191,14 @@ def parse_default(text: Text, source: str = "<text>") -> Fabric:
                     if m is None:
                         raise FabricError(f"cannot parse node line: {_clip(line)}", source, lineno)
                     ntype, nkind, nhex, ndesc = m.group(1, 3, 4, 5)
+                    ps = ""
                 else:
                     raise FabricError(f"unrecognised line: {_clip(line)}", source, lineno)
-            elif ps and cur is not None and len(ps) <= _MAX_PORT_DIGITS:
-                p = int(ps)  # the same skip, on the port number the regex pass read
-                if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
-                    continue
             if ps:  # a port line
                 if cur is None:
                     raise FabricError("port line outside a Switch/Ca block", source, lineno)
                 if len(ps) > _MAX_PORT_DIGITS or len(rps) > _MAX_PORT_DIGITS:
-                    raise FabricError(f"port number out of range: [{_clip(ps)}]", source, lineno)
+                    raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
                 if rkind == "S":
                     rid = "S-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("S", rhex)
                     known: Switch | CA | None = sw_get(rid)
