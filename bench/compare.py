@@ -130,7 +130,7 @@ def _med(fig: Figure, side: str, key: str) -> float:
     return statistics.median(s[key] for s in fig.samples[side])
 
 
-def report(figs: list[Figure], header: str) -> int:
+def report(figs: list[Figure], header: str, threshold: float = THRESHOLD) -> int:
     print(header)
     print()
     print(
@@ -148,9 +148,9 @@ def report(figs: list[Figure], header: str) -> int:
         rc = _ratios(f, "cpu")
         mem = _med(f, "head", "rss") / _med(f, "base", "rss")
         verdict = []
-        if f.headline and statistics.median(r) > THRESHOLD:
+        if f.headline and statistics.median(r) > threshold:
             verdict.append("REGRESSION (time)")
-        if f.headline and mem > THRESHOLD:
+        if f.headline and mem > threshold:
             verdict.append("REGRESSION (memory)")
         bad += bool(verdict)
         verdict_s = ", ".join(verdict) or ("ok" if f.headline else "ok (not a headline)")
@@ -161,7 +161,7 @@ def report(figs: list[Figure], header: str) -> int:
         )
     print()
     print(
-        f"ratio = head / base, pair by pair (n = runs per side); > {THRESHOLD} on a headline figure is a "
+        f"ratio = head / base, pair by pair (n = runs per side); > {threshold} on a headline figure is a "
         "regression. Seconds: wall time of the measured step inside the child (medians); peak: ru_maxrss."
     )
     return 1 if bad else 0
@@ -210,6 +210,7 @@ def main() -> int:
         help="figures to run, comma-separated substrings of: topology-2k, topology-16k, topology-38k, "
         "render-uncached, render-cached, render-noop",
     )
+    ap.add_argument("--threshold", type=float, default=THRESHOLD, help="regression ratio (default 1.2)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     a = ap.parse_args()
 
@@ -266,6 +267,7 @@ def main() -> int:
             for f in figs:
                 if i >= f.runs or f.errors:
                     continue
+                print(f"pair {i + 1}/{f.runs}: {f.name}", file=sys.stderr, flush=True)
                 for s in order:
                     try:
                         f.samples[s].append(child(colls[s], f, s, envs[s]))
@@ -277,7 +279,7 @@ def main() -> int:
             f"pairs per figure: {a.runs} ({a.big_runs} for the 208 MB dump), order alternating; "
             f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; {time.perf_counter() - t0:.0f} s in all"
         )
-        return report(figs, header)
+        return report(figs, header, a.threshold)
     finally:
         if a.keep:
             print(f"kept {tmp}")
