@@ -174,26 +174,42 @@ SIZES = {  # tag -> (label, hosts, tiers, headline)
 }
 
 
-def make_dump(work: Path, tag: str) -> Path:
+# Inputs are generated in child processes too: a child's ru_maxrss counts its parent's memory at
+# fork time (Linux keeps the high-water mark across exec), so the parent must stay small.
+GEN = r"""
+import shutil, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from checkout_path import use_checkout
+use_checkout()
+what, out = sys.argv[2], Path(sys.argv[3])
+if what == "dump":
     from gpufleet_testlib import fabric_gen
-
-    _, hosts, tiers, _ = SIZES[tag]
+    hosts, tiers = int(sys.argv[4]), int(sys.argv[5])
     spec = fabric_gen.GenSpec(hosts=hosts, rails=8, su_size=32, tiers=tiers, sharp=-1, unnamed=4, cut_cables=4, seed=7)
+    out.write_text(fabric_gen.render_ibnetdiscover(fabric_gen.generate(spec)), encoding="utf-8")
+else:  # a fleet, copied for each side (a render writes pool locks into the inventory)
+    from render_fixtures import make_big_inventory
+    src = make_big_inventory(out / "fleet", int(sys.argv[4]), int(sys.argv[5]), True)
+    for side in ("base", "head"):
+        shutil.copytree(src, out / f"inv-{side}", symlinks=True)
+"""
+
+
+def _generate(*args: str) -> None:
+    subprocess.run([sys.executable, "-c", GEN, str(REPO / "scripts"), *args], check=True)
+
+
+def make_dump(work: Path, tag: str) -> Path:
+    _, hosts, tiers, _ = SIZES[tag]
     path = work / f"fabric-{tag}.ibnetdiscover"
-    path.write_text(fabric_gen.render_ibnetdiscover(fabric_gen.generate(spec)), encoding="utf-8")
+    _generate("dump", str(path), str(hosts), str(tiers))
     return path
 
 
 def make_inventories(work: Path, nodes: int, tenants: int) -> dict[str, Path]:
-    """One generated fleet, copied for each side (a render writes pool locks into the inventory)."""
-    from render_fixtures import make_big_inventory
-
-    src = make_big_inventory(work / "fleet", nodes, tenants, True)
-    out = {}
-    for side in ("base", "head"):
-        out[side] = work / f"inv-{side}"
-        shutil.copytree(src, out[side], symlinks=True)
-    return out
+    _generate("fleet", str(work), str(nodes), str(tenants))
+    return {side: work / f"inv-{side}" for side in ("base", "head")}
 
 
 def main() -> int:
