@@ -134,7 +134,7 @@ def _scan(p: Path) -> tuple[str, bool, bool]:
     for text in _blocks(p):
         if len(head) < _HEAD:
             head += text[: _HEAD - len(head)]
-        if blank and text.strip():
+        if blank and not text.isspace():
             blank = False
         if not nul and "\x00" in text:
             nul = True
@@ -197,7 +197,7 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
         text = str(path_or_text)
         source = "<text>"
         _check_text(text, source)
-        head, nonblank, nul = text, bool(text.strip()), "\x00" in text
+        head, nonblank, nul = text, bool(text) and not text.isspace(), "\x00" in text  # no copy of the text
     else:
         source = str(p)
         head, nonblank, nul = _scan(p)
