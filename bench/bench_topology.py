@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -49,20 +50,26 @@ print(json.dumps({"switches": len(fab.switches), "lines": lines, "groups": len(t
 """
 
 
-def run(hosts: int, rails: int, tiers: int, ports: bool) -> dict:
-    from gpufleet_testlib import fabric_gen
+# The dump is generated in its own process: a child's peak RSS (ru_maxrss) counts the memory its
+# parent had when it forked (Linux keeps the high-water mark across exec), so this process stays small.
+GEN = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from gpufleet_testlib import fabric_gen
+hosts, rails, tiers, ports, path = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
+spec = fabric_gen.GenSpec(hosts=hosts, rails=rails, su_size=32, tiers=tiers, sharp=-1, unnamed=4, cut_cables=4, seed=7)
+g = fabric_gen.generate(spec)
+with open(path, "w", encoding="utf-8") as f:
+    f.write(fabric_gen.render_ports(g) if ports else fabric_gen.render_ibnetdiscover(g))
+"""
 
-    spec = fabric_gen.GenSpec(
-        hosts=hosts, rails=rails, su_size=32, tiers=tiers, sharp=-1, unnamed=4, cut_cables=4, seed=7
-    )
-    g = fabric_gen.generate(spec)
-    text = fabric_gen.render_ports(g) if ports else fabric_gen.render_ibnetdiscover(g)
-    del g
-    with tempfile.NamedTemporaryFile("w", suffix=".out", delete=False, encoding="utf-8") as f:
-        f.write(text)
-        path = f.name
-    del text
+
+def run(hosts: int, rails: int, tiers: int, ports: bool) -> dict:
+    fd, path = tempfile.mkstemp(suffix=".out")
+    os.close(fd)
     try:
+        gen = [str(ROOT / "tests" / "lib"), str(hosts), str(rails), str(tiers), "1" if ports else "0", path]
+        subprocess.run([sys.executable, "-c", GEN, *gen], check=True)
         kind = "ibnetdiscover-ports" if ports else "ibnetdiscover"
         p = subprocess.run(
             [sys.executable, "-c", CHILD, str(_COLL), path, kind], capture_output=True, text=True, check=True
