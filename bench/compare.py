@@ -35,6 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "bench"))
 from checkout_path import COLLECTIONS, use_checkout
 
 THRESHOLD = 1.2
@@ -182,33 +183,27 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from checkout_path import use_checkout
 use_checkout()
-what, out = sys.argv[2], Path(sys.argv[3])
-if what == "dump":
-    from gpufleet_testlib import fabric_gen
-    hosts, tiers = int(sys.argv[4]), int(sys.argv[5])
-    spec = fabric_gen.GenSpec(hosts=hosts, rails=8, su_size=32, tiers=tiers, sharp=-1, unnamed=4, cut_cables=4, seed=7)
-    out.write_text(fabric_gen.render_ibnetdiscover(fabric_gen.generate(spec)), encoding="utf-8")
-else:  # a fleet, copied for each side (a render writes pool locks into the inventory)
-    from render_fixtures import make_big_inventory
-    src = make_big_inventory(out / "fleet", int(sys.argv[4]), int(sys.argv[5]), True)
-    for side in ("base", "head"):
-        shutil.copytree(src, out / f"inv-{side}", symlinks=True)
+from render_fixtures import make_big_inventory
+out = Path(sys.argv[2])
+src = make_big_inventory(out / "fleet", int(sys.argv[3]), int(sys.argv[4]), True)
+for side in ("base", "head"):  # one copy per side: a render writes pool locks into the inventory
+    shutil.copytree(src, out / f"inv-{side}", symlinks=True)
 """
 
 
-def _generate(*args: str) -> None:
-    subprocess.run([sys.executable, "-c", GEN, str(REPO / "scripts"), *args], check=True)
-
-
 def make_dump(work: Path, tag: str) -> Path:
+    """The dump of one size, written by bench_topology's generator (in its own process too)."""
+    from bench_topology import GEN as DUMP
+
     _, hosts, tiers, _ = SIZES[tag]
     path = work / f"fabric-{tag}.ibnetdiscover"
-    _generate("dump", str(path), str(hosts), str(tiers))
+    args = [str(REPO / "tests" / "lib"), str(hosts), "8", str(tiers), "0", str(path)]
+    subprocess.run([sys.executable, "-c", DUMP, *args], check=True)
     return path
 
 
 def make_inventories(work: Path, nodes: int, tenants: int) -> dict[str, Path]:
-    _generate("fleet", str(work), str(nodes), str(tenants))
+    subprocess.run([sys.executable, "-c", GEN, str(REPO / "scripts"), str(work), str(nodes), str(tenants)], check=True)
     return {side: work / f"inv-{side}" for side in ("base", "head")}
 
 
