@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from gpufleet_testlib import fabric_gen
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric import ibnetdiscover, load
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default
@@ -101,3 +103,40 @@ def test_overlong_port_numbers_fail_clearly() -> None:
             with pytest.raises(FabricError, match="port number out of range") as e:
                 parse_default(text, "f")
             assert e.value.line == 2
+
+
+_SMALL = fabric_gen.render_ibnetdiscover(
+    fabric_gen.generate(fabric_gen.GenSpec(hosts=8, rails=2, su_size=4, sharp=1, unnamed=1, cut_cables=1))
+)
+_JUNK = st.sampled_from(["[", "]", '"', "#", " ", "\t", "9", "S", "Ca", "x", "=", "(", "\x00", "é", "\x0b", "H-"])
+
+
+def _outcome(text: str) -> tuple:
+    try:
+        return ("ok", _dump(parse_default(text, "f")))
+    except FabricError as e:
+        return ("error", str(e), e.line)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_fuzz_regex_pass_is_the_plain_loop(data: st.DataObject) -> None:
+    """Mutated dumps: the regex pass (LF) and the plain loop (CRLF) agree on the fabric or the error."""
+    lines = _SMALL.splitlines()
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(lines) - 1))
+        op = data.draw(st.sampled_from(["cut", "dup", "junk", "del", "swap"]))
+        if op == "cut":
+            lines[i] = lines[i][: data.draw(st.integers(0, max(0, len(lines[i]) - 1)))]
+        elif op == "dup":
+            lines.insert(i, lines[i])
+        elif op == "junk":
+            j = data.draw(st.integers(0, len(lines[i])))
+            lines[i] = lines[i][:j] + "".join(data.draw(st.lists(_JUNK, min_size=1, max_size=3))) + lines[i][j:]
+        elif op == "del":
+            del lines[i]
+        else:
+            j = data.draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+    text = "\n".join(lines) + "\n"
+    assert _outcome(text) == _outcome(text.replace("\n", "\r\n"))
