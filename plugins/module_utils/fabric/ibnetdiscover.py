@@ -40,7 +40,7 @@ _BORING = re.compile(r"\n[ \t]*(?:" + _HDR + r"|(?=\n))")
 _ROWS = re.compile(
     r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*)[ \t]*(?:"
     # a port line, whole, and its port number (enough to skip a cable seen from its other end)
-    r"(\[(\d+)\](?:[^\n]*[^\s])?)"
+    r"(\[(\d{1,6})\](?:[^\n]*[^\s])?)"
     # a node line: _NODE on one line
     r'|(Switch|Ca|Rt)[ \t]+\d+[ \t]+"([SHR])-([0-9a-fA-F]{1,16})"[ \t]*(?:#[ \t]*"([^"\n]*)"[^\n]*)?(?=\n)'
     # any other line (not blank, a comment or a header) for the plain checks and their errors
@@ -166,11 +166,10 @@ def parse_default(text: Text, source: str = "<text>") -> Fabric:
         rows, count = _rows(chunk) or _plain_rows(chunk)
         for pre, pline, ps, ntype, nkind, nhex, ndesc, line in rows:
             lineno += pre.count("\n") + 1 if pre else 1
-            if pline:  # a port line ("[<digits>]...") found by the regex pass
-                if cur is not None and len(ps) <= _MAX_PORT_DIGITS:
-                    p = int(ps)  # the same cable printed from its other end: skip the regex
-                    if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
-                        continue
+            if pline:  # a port line ("[<1 to 6 digits>]...") found by the regex pass
+                p = int(ps)  # the same cable printed from its other end: skip the regex (cur_mask is 0 outside a block)
+                if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
+                    continue
                 line = pline
             if line:  # the checks line by line
                 c = line[0]
