@@ -17,9 +17,15 @@ check:
 test: setup
 	scripts/test.sh
 
+# make bench: every benchmark as tables. make bench BASE=<rev> [BIG=1] [RUNS=n]: this checkout against
+# <rev>, pair by pair, ratios and peak memory; REGRESSION (exit 1) above 1.2 on a headline figure.
 bench:
 	scripts/setup.sh --python-only
+ifdef BASE
+	.venv/bin/python bench/compare.py --base '$(BASE)' $(if $(BIG),--big) $(if $(RUNS),--runs $(RUNS))
+else
 	for b in bench/bench_*.py; do .venv/bin/python $$b || exit 1; done
+endif
 
 clean:
 	rm -rf .build tests/output .pytest_cache .ruff_cache

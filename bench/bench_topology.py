@@ -1,18 +1,20 @@
 #!/usr/bin/env python
 """Benchmark: ibnetdiscover text -> Fabric -> Topology -> topology.conf, on generated fabrics.
 
-Each size runs in a fresh child process that reads the saved ibnetdiscover output from a file,
-parses it, builds the topology and renders topology.conf (tree) and the block file, so the peak
-RSS column is the whole pipeline including the input text (Python interpreter included).
+Each size runs in a fresh child process that parses the saved ibnetdiscover output from its file
+(streamed, as the modules and the renderer read it), builds the topology and renders topology.conf
+(tree) and the block file, so the peak RSS column is the whole pipeline (Python interpreter
+included). `make bench BASE=<rev>` compares these figures with another revision (bench/README.md).
 Columns: hosts x rails, tiers, switches, input lines, leaf groups, tree lines, seconds for parse /
-build / render / total (wall), CPU seconds, peak RSS MiB. Bars: 2,048 x 8 < 1 s,
-16,384 x 8 < 10 s, memory < 1 GiB, near-linear growth.
+build / render / total (wall), CPU seconds, peak RSS MiB. Targets (issue 23): 16,384 x 8 < 3 s and
+< 300 MiB; 38,912 x 8 (208 MB) < 10 s and < 600 MiB; near-linear growth.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -24,7 +26,7 @@ from checkout_path import use_checkout
 
 ROOT = use_checkout()
 
-SIZES = [(256, 8, 2), (1024, 8, 2), (2048, 8, 2), (4096, 8, 3), (8192, 8, 3), (16384, 8, 3)]
+SIZES = [(256, 8, 2), (1024, 8, 2), (2048, 8, 2), (4096, 8, 3), (8192, 8, 3), (16384, 8, 3), (38912, 8, 3)]
 
 CHILD = r"""
 import json, resource, sys, time
@@ -32,35 +34,42 @@ sys.path.insert(0, sys.argv[1])
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import render_block, render_tree
-text = open(sys.argv[2], encoding="utf-8").read()
+with open(sys.argv[2], "rb") as f:
+    lines = sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
 c0 = time.process_time(); t0 = time.perf_counter()
-fab = load_fabric(text, kind=sys.argv[3])
+fab = load_fabric(sys.argv[2], kind=sys.argv[3])  # streamed from the file
 t1 = time.perf_counter()
 topo = build_topology(fab)
 t2 = time.perf_counter()
 conf = render_tree(topo)
 render_block(topo)
 t3 = time.perf_counter(); c3 = time.process_time()
-print(json.dumps({"switches": len(fab.switches), "lines": text.count("\n"), "groups": len(topo.leaf_groups),
+print(json.dumps({"switches": len(fab.switches), "lines": lines, "groups": len(topo.leaf_groups),
     "conf_lines": conf.count("\n"), "parse": t1 - t0, "build": t2 - t1, "render": t3 - t2, "total": t3 - t0,
     "cpu": c3 - c0, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
-def run(hosts: int, rails: int, tiers: int, ports: bool) -> dict:
-    from gpufleet_testlib import fabric_gen
+# The dump is generated in its own process: a child's peak RSS (ru_maxrss) counts the memory its
+# parent had when it forked (Linux keeps the high-water mark across exec), so this process stays small.
+GEN = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from gpufleet_testlib import fabric_gen
+hosts, rails, tiers, ports, path = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
+spec = fabric_gen.GenSpec(hosts=hosts, rails=rails, su_size=32, tiers=tiers, sharp=-1, unnamed=4, cut_cables=4, seed=7)
+g = fabric_gen.generate(spec)
+with open(path, "w", encoding="utf-8") as f:
+    f.write(fabric_gen.render_ports(g) if ports else fabric_gen.render_ibnetdiscover(g))
+"""
 
-    spec = fabric_gen.GenSpec(
-        hosts=hosts, rails=rails, su_size=32, tiers=tiers, sharp=-1, unnamed=4, cut_cables=4, seed=7
-    )
-    g = fabric_gen.generate(spec)
-    text = fabric_gen.render_ports(g) if ports else fabric_gen.render_ibnetdiscover(g)
-    del g
-    with tempfile.NamedTemporaryFile("w", suffix=".out", delete=False, encoding="utf-8") as f:
-        f.write(text)
-        path = f.name
-    del text
+
+def run(hosts: int, rails: int, tiers: int, ports: bool) -> dict:
+    fd, path = tempfile.mkstemp(suffix=".out")
+    os.close(fd)
     try:
+        gen = [str(ROOT / "tests" / "lib"), str(hosts), str(rails), str(tiers), "1" if ports else "0", path]
+        subprocess.run([sys.executable, "-c", GEN, *gen], check=True)
         kind = "ibnetdiscover-ports" if ports else "ibnetdiscover"
         p = subprocess.run(
             [sys.executable, "-c", CHILD, str(_COLL), path, kind], capture_output=True, text=True, check=True

@@ -2,32 +2,137 @@
 
 Both run in one pass over the lines, keep each link once (it is printed from both ends) and
 raise :class:`FabricError` with the line number for anything they do not understand.
+
+Input is the text itself or an iterable of text chunks that each end at a line break (what
+``fabric.load`` streams from a file), so a dump of hundreds of MB is never held whole, nor as one
+list of lines. The hot loop is written for fabrics of 10^5 HCAs: the second sighting of a cable
+(every cable is printed from both ends) is skipped on the port number alone, before any regex.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import CA, Fabric, FabricError, Switch
 
-_HEADER_KEYS = ("vendid", "devid", "sysimgguid", "switchguid", "caguid", "rtguid")
+_HEADERS = ("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=")
 _NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"([^"]*)"(.*))?$')
 _PORT = re.compile(
     r"^\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*"
     r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?\s*(?:#(.*))?$'
 )
 _QUOTED = re.compile(r'"([^"]*)"')
-_PREFIX = {"S": "S-", "H": "H-", "R": "R-"}
 _KIND = {"Switch": "S", "Ca": "H", "Rt": "R"}
+_STEP = 1 << 20  # characters per chunk of a text given whole
+_MASK_PORTS = 256  # IB port numbers are 8 bits; seen ports below this live in one int per node
+_MAX_PORT_DIGITS = 6  # a longer port number is garbage (and int() of 4,300+ digits raises)
+
+Text = str | Iterable[str]
+
+# A block of plain ASCII without carriage returns or other odd separators is parsed by one regex
+# pass in C (``_ROWS``: each port and node line with its fields, plus the blank, comment and header
+# lines before it), so Python sees one tuple per port/node line and never a header line. Every line
+# must be blank, a comment, a header (key=value), a port or a node line (``_BORING`` counts the
+# first three), else the block goes through the plain line loop, which reports the bad line.
+_HDR = r"(?:#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=)"
+_BORING = re.compile(r"\n[ \t]*(?:" + _HDR + r"|(?=\n))")
+_ROWS = re.compile(
+    r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*)[ \t]*(?:"
+    # a port line, whole, and its port number (enough to skip a cable seen from its other end)
+    r"(\[(\d{1,6})\](?:[^\n]*[^\s])?)"
+    # a node line: _NODE on one line
+    r'|(Switch|Ca|Rt)[ \t]+\d+[ \t]+"([SHR])-([0-9a-fA-F]{1,16})"[ \t]*(?:#[ \t]*"([^"\n]*)"[^\n]*)?(?=\n)'
+    # any other line (not blank, a comment or a header) for the plain checks and their errors
+    r"|(?!" + _HDR + r")([^\n]*[^\s]))"
+)
+_ODD = b"\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip / str.splitlines treat as space or line break
+_Row = tuple[str, str, str, str, str, str, str, str]
 
 
-def _gid(kind: str, hexid: str, cache: dict[str, str]) -> str:
-    key = kind + hexid
-    got = cache.get(key)
-    if got is None:
-        got = _PREFIX[kind] + hexid.lower().zfill(16)
-        cache[key] = got
-    return got
+def _rows(chunk: str) -> tuple[list[_Row], int] | None:
+    """The block's rows from the one regex pass and its line count, or None for the plain loop."""
+    if not chunk.isascii():
+        return None
+    raw = chunk.encode("ascii")
+    if len(raw.translate(None, _ODD)) != len(raw):
+        return None
+    t = "\n" + chunk if chunk.endswith("\n") else "\n" + chunk + "\n"
+    rows = _ROWS.findall(t)
+    total = t.count("\n") - 1
+    if len(rows) + len(_BORING.findall(t)) != total:
+        return None  # some line is none of those: the plain loop names it
+    return rows, total
+
+
+def _plain_rows(chunk: str) -> tuple[list[_Row], int]:
+    """The same rows, line by line (any text): every line but blanks, comments and headers, unparsed."""
+    rows: list[_Row] = []
+    gap = n = 0
+    for n, raw in enumerate(chunk.splitlines(), 1):  # noqa: B007 (n: the line count)
+        line = raw.strip()
+        if not line or line[0] == "#" or line.startswith(_HEADERS):
+            gap += 1
+            continue
+        rows.append(("\n" * gap, "", "", "", "", "", "", line))
+        gap = 0
+    return rows, n
+
+
+def chunks(text: Text) -> Iterator[str]:
+    """The input as chunks ending at line breaks: a str is sliced (never split into one big list)."""
+    if not isinstance(text, str):
+        yield from text
+        return
+    n, step, i = len(text), _STEP, 0
+    while i < n:
+        j = text.find("\n", min(i + step, n) - 1)
+        j = n if j < 0 else j + 1
+        yield text[i:j]
+        i = j
+
+
+class _Ids:
+    """Canonical node ids (``S-`` + 16 lower-case hex digits), one string object per device."""
+
+    __slots__ = ("nodes", "odd")
+
+    def __init__(self, fab: Fabric) -> None:
+        self.odd: dict[str, str] = {}  # non-canonical spellings (short, upper case) -> id
+        self.nodes = {"S": fab.switches, "H": fab.cas}
+
+    def odd_id(self, kind: str, hexid: str) -> str:
+        key = kind + hexid
+        got = self.odd.get(key)
+        if got is None:
+            got = self.odd[key] = kind + "-" + hexid.lower().zfill(16)
+        return got
+
+    def get(self, kind: str, hexid: str) -> str:
+        gid = kind + "-" + hexid if len(hexid) == 16 and hexid.lower() == hexid else self.odd_id(kind, hexid)
+        known = self.nodes.get(kind, {}).get(gid)
+        return known.id if known is not None else gid
+
+
+class _Seen:
+    """Ports already linked (a cable is printed from both ends): an int bit mask per node."""
+
+    __slots__ = ("big", "mask")
+
+    def __init__(self) -> None:
+        self.mask: dict[str, int] = {}
+        self.big: set[tuple[str, int]] = set()  # ports >= 256 (not valid IB, but parsed as before)
+
+    def has(self, gid: str, port: int) -> bool:
+        if port < _MASK_PORTS:
+            return (self.mask.get(gid, 0) >> port) & 1 == 1
+        return (gid, port) in self.big
+
+    def add(self, gid: str, port: int) -> None:
+        if port < _MASK_PORTS:
+            self.mask[gid] = self.mask.get(gid, 0) | (1 << port)
+        else:
+            self.big.add((gid, port))
 
 
 def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -> None:
@@ -38,79 +143,137 @@ def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -
     # routers: links through them are not part of a Slurm tree; ignored
 
 
-def parse_default(text: str, source: str = "<text>") -> Fabric:
+def parse_default(text: Text, source: str = "<text>") -> Fabric:
     """Parse the default ``ibnetdiscover`` output (``Switch``/``Ca`` blocks with ``[port]`` lines)."""
     fab = Fabric(source=source, kind="ibnetdiscover")
-    cache: dict[str, str] = {}
-    ports_seen: set[tuple[str, int]] = set()
+    ids = _Ids(fab)
+    mask: dict[str, int] = {}  # node id -> bit mask of its ports already linked (cables print twice)
+    mask_get = mask.get
+    big: set[tuple[str, int]] = set()  # the same for ports >= 256 (not valid IB, parsed as before)
     cur: str | None = None  # id of the node whose block we are in
+    cur_mask = 0  # mask[cur], kept at hand
+    cur_node: Switch | CA | None = None
     cur_kind = ""
     headers: dict[str, int] = {}  # node id -> line of its block header
     switches, cas = fab.switches, fab.cas
+    sw_get, ca_get = switches.get, cas.get
     node_match = _NODE.match
     port_match = _PORT.match
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line[0] == "#":
-            continue
-        c = line[0]
-        if c == "[":
-            if cur is not None:
-                # the same cable printed from its other end (switches come first): skip the regex
-                i = line.find("]")
-                ps = line[1:i]
-                if ps.isdigit() and ps.isascii() and (cur, int(ps)) in ports_seen:
+    quoted = _QUOTED.search
+    lineno = 0
+    for chunk in chunks(text):
+        start = lineno
+        rows, count = _rows(chunk) or _plain_rows(chunk)
+        for pre, pline, ps, ntype, nkind, nhex, ndesc, line in rows:
+            lineno += pre.count("\n") + 1 if pre else 1
+            if pline:  # a port line ("[<1 to 6 digits>]...") found by the regex pass
+                p = int(ps)  # the same cable printed from its other end: skip the regex (cur_mask is 0 outside a block)
+                if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
                     continue
-            m = port_match(line)
-            if m is None:
-                raise FabricError(f"cannot parse port line: {_clip(line)}", source, lineno)
-            ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
-            if cur is None:
-                raise FabricError("port line outside a Switch/Ca block", source, lineno)
-            port, rport = int(ps), int(rps)
-            rid = _gid(rkind, rhex, cache)
-            known = switches.get(rid) if rkind == "S" else cas.get(rid) if rkind == "H" else None
-            if known is None or not known.desc:
-                q = _QUOTED.search(comment or "")
-                _add_node(fab, rkind, rid, q.group(1) if q else None, lineno)
-            if cur_kind == "R" or rkind == "R":
-                continue
-            a = (cur, port)
-            if a in ports_seen:
-                continue
-            ports_seen.add(a)
-            ports_seen.add((rid, rport))
-            if cur_kind == "S":
-                if rkind == "S":
-                    fab.link_switches(cur, rid)
+                line = pline
+            if line:  # the checks line by line
+                c = line[0]
+                if c == "[":
+                    if cur is not None and not pline:
+                        # the same cable printed from its other end (switches come first): skip the regex
+                        ps = line[1 : line.find("]")]
+                        if ps.isdigit() and ps.isascii() and len(ps) <= _MAX_PORT_DIGITS:
+                            p = int(ps)
+                            if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
+                                continue
+                    m = port_match(line)
+                    if m is None:
+                        raise FabricError(f"cannot parse port line: {_clip(line)}", source, lineno)
+                    ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
+                elif c in "SCR":
+                    m = node_match(line)
+                    if m is None:
+                        raise FabricError(f"cannot parse node line: {_clip(line)}", source, lineno)
+                    ntype, nkind, nhex, ndesc = m.group(1, 3, 4, 5)
+                    ps = ""
                 else:
-                    fab.link_ca(rid, cur)
-            elif rkind == "S":
-                fab.link_ca(cur, rid)
-            continue
-        if c in "SCR":
-            m = node_match(line)
-            if m is None:
-                raise FabricError(f"cannot parse node line: {_clip(line)}", source, lineno)
-            kind = _KIND[m.group(1)]
-            if kind != m.group(3):
-                raise FabricError(f"{m.group(1)} line with a {m.group(3)}- GUID", source, lineno)
-            cur = _gid(kind, m.group(4), cache)
+                    raise FabricError(f"unrecognised line: {_clip(line)}", source, lineno)
+            if ps:  # a port line
+                if cur is None:
+                    raise FabricError("port line outside a Switch/Ca block", source, lineno)
+                if len(ps) > _MAX_PORT_DIGITS or len(rps) > _MAX_PORT_DIGITS:
+                    raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
+                if rkind == "S":
+                    rid = "S-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("S", rhex)
+                    known: Switch | CA | None = sw_get(rid)
+                elif rkind == "H":
+                    rid = "H-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("H", rhex)
+                    known = ca_get(rid)
+                else:
+                    continue  # routers: links through them are not part of a Slurm tree
+                if known is None or not known.desc:
+                    q = quoted(comment or "")
+                    desc = q.group(1) if q else None
+                    known = fab.switch(rid, desc, lineno) if rkind == "S" else fab.ca(rid, desc, lineno)
+                rid = known.id  # one string object per device
+                if cur_kind == "R":
+                    continue
+                port, rport = int(ps), int(rps)
+                if port < _MASK_PORTS:
+                    if (cur_mask >> port) & 1:
+                        continue
+                    cur_mask |= 1 << port
+                    mask[cur] = cur_mask
+                elif (cur, port) in big:
+                    continue
+                else:
+                    big.add((cur, port))
+                if rport >= _MASK_PORTS:
+                    big.add((rid, rport))
+                elif rid is cur or rid == cur:
+                    cur_mask |= 1 << rport
+                    mask[cur] = cur_mask
+                else:
+                    mask[rid] = mask_get(rid, 0) | (1 << rport)
+                if cur_kind == "S":
+                    if rkind == "S":
+                        if rid != cur:
+                            pa, pb = cur_node.peers, known.peers  # type: ignore[union-attr]
+                            pa[rid] = pa.get(rid, 0) + 1
+                            pb[cur] = pb.get(cur, 0) + 1
+                    elif cur not in known.switches:  # type: ignore[union-attr]
+                        known.switches.append(cur)  # type: ignore[union-attr]
+                        cur_node.cas.append(rid)  # type: ignore[union-attr]
+                elif rkind == "S" and rid not in cur_node.switches:  # type: ignore[union-attr]
+                    cur_node.switches.append(rid)  # type: ignore[union-attr]
+                    known.cas.append(cur)  # type: ignore[union-attr]
+                continue
+            # a node line: Switch / Ca / Rt
+            kind = _KIND[ntype]
+            if kind != nkind:
+                raise FabricError(f"{ntype} line with a {nkind}- GUID", source, lineno)
+            if len(nhex) == 16 and nhex.lower() == nhex:
+                cur = kind + "-" + nhex
+            else:
+                cur = ids.odd_id(kind, nhex)
             cur_kind = kind
             if cur in headers:  # two blocks with one GUID would silently merge two devices
                 raise FabricError(
-                    f"duplicate {'switch' if kind == 'S' else 'device'} GUID {m.group(4)} (first block at line"
+                    f"duplicate {'switch' if kind == 'S' else 'device'} GUID {nhex} (first block at line"
                     f" {headers[cur]}); a GUID names one device: fix the dump",
                     source,
                     lineno,
                 )
             headers[cur] = lineno
-            _add_node(fab, kind, cur, m.group(5) if m.group(5) is not None else "", lineno)
-            continue
-        key, eq, _value = line.partition("=")
-        if eq and key in _HEADER_KEYS:
-            continue
-        raise FabricError(f"unrecognised line: {_clip(line)}", source, lineno)
+            if kind == "S":
+                cur_node = sw_get(cur)
+                if cur_node is None or not cur_node.desc:
+                    cur_node = fab.switch(cur, ndesc or "", lineno)
+            elif kind == "H":
+                cur_node = ca_get(cur)
+                if cur_node is None or not cur_node.desc:
+                    cur_node = fab.ca(cur, ndesc or "", lineno)
+            else:
+                cur_node = None  # routers: links through them are not part of a Slurm tree; ignored
+            if cur_node is not None:
+                cur = cur_node.id
+            cur_mask = mask_get(cur, 0)
+        lineno = start + count
     return fab.finish()
 
 
@@ -122,54 +285,59 @@ _PDOWN = re.compile(r"^(SW|CA|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]{1,16})\s+(.*?
 _PKIND = {"SW": "S", "CA": "H", "RT": "R"}
 
 
-def parse_ports(text: str, source: str = "<text>") -> Fabric:
+def parse_ports(text: Text, source: str = "<text>") -> Fabric:
     """Parse ``ibnetdiscover -p`` (one line per port: local end, ``-``, remote end, both descriptions)."""
     fab = Fabric(source=source, kind="ibnetdiscover-ports")
-    cache: dict[str, str] = {}
-    ports_seen: set[tuple[str, int]] = set()
+    ids = _Ids(fab)
+    seen = _Seen()
+    sighted: dict[str, str] = {}  # "S" + hex as printed -> id, for the cheap second-sighting skip
     match = _PLINE.match
     switches, cas = fab.switches, fab.cas
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line[0] == "#":
-            continue
-        head = line.split(None, 4)
-        if len(head) == 5 and head[2].isdigit() and head[2].isascii():
-            known = cache.get(head[0][:1] + head[3][2:])
-            if known is not None and (known, int(head[2])) in ports_seen:
-                continue  # the cable printed from its other end
-        m = match(line)
-        if m is None:
-            d = _PDOWN.match(line)
-            if d is None:
-                raise FabricError(f"cannot parse ports line: {_clip(line)}", source, lineno)
-            k = _PKIND[d.group(1)]
-            _add_node(fab, k, _gid(k, d.group(4), cache), d.group(6), lineno)
-            continue
-        t1, p1, g1, t2, p2, g2, d1, d2 = m.group(1, 3, 4, 6, 8, 9, 10, 11)
-        ka, kb = _PKIND[t1], _PKIND[t2]
-        a = _gid(ka, g1, cache)
-        b = _gid(kb, g2, cache)
-        cache[t1[:1] + g1] = a
-        cache[t2[:1] + g2] = b
-        for k, gid, desc in ((ka, a, d1), (kb, b, d2)):
-            node = switches.get(gid) if k == "S" else cas.get(gid) if k == "H" else None
-            if node is None or not node.desc:
-                _add_node(fab, k, gid, desc, lineno)
-        if ka == "R" or kb == "R":
-            continue
-        pa, pb = (a, int(p1)), (b, int(p2))
-        if pa in ports_seen:
-            continue
-        ports_seen.add(pa)
-        ports_seen.add(pb)
-        if ka == "S":
-            if kb == "S":
-                fab.link_switches(a, b)
-            else:
-                fab.link_ca(b, a)
-        elif kb == "S":
-            fab.link_ca(a, b)
+    lineno = 0
+    for chunk in chunks(text):
+        for lineno, raw in enumerate(chunk.splitlines(), lineno + 1):  # noqa: B020 (line count runs on)
+            line = raw.strip()
+            if not line or line[0] == "#":
+                continue
+            head = line.split(None, 4)
+            if len(head) == 5 and head[2].isdigit() and head[2].isascii() and len(head[2]) <= _MAX_PORT_DIGITS:
+                known = sighted.get(head[0][:1] + head[3][2:])
+                if known is not None and seen.has(known, int(head[2])):
+                    continue  # the cable printed from its other end
+            m = match(line)
+            if m is None:
+                d = _PDOWN.match(line)
+                if d is None:
+                    raise FabricError(f"cannot parse ports line: {_clip(line)}", source, lineno)
+                k = _PKIND[d.group(1)]
+                _add_node(fab, k, ids.get(k, d.group(4)), d.group(6), lineno)
+                continue
+            t1, p1, g1, t2, p2, g2, d1, d2 = m.group(1, 3, 4, 6, 8, 9, 10, 11)
+            if len(p1) > _MAX_PORT_DIGITS or len(p2) > _MAX_PORT_DIGITS:
+                raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
+            ka, kb = _PKIND[t1], _PKIND[t2]
+            a = ids.get(ka, g1)
+            b = ids.get(kb, g2)
+            sighted[t1[:1] + g1] = a
+            sighted[t2[:1] + g2] = b
+            for k, gid, desc in ((ka, a, d1), (kb, b, d2)):
+                node = switches.get(gid) if k == "S" else cas.get(gid) if k == "H" else None
+                if node is None or not node.desc:
+                    _add_node(fab, k, gid, desc, lineno)
+            if ka == "R" or kb == "R":
+                continue
+            pa = int(p1)
+            if seen.has(a, pa):
+                continue
+            seen.add(a, pa)
+            seen.add(b, int(p2))
+            if ka == "S":
+                if kb == "S":
+                    fab.link_switches(a, b)
+                else:
+                    fab.link_ca(b, a)
+            elif kb == "S":
+                fab.link_ca(a, b)
     return fab.finish()
 
 

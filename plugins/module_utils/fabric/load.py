@@ -7,7 +7,7 @@ this module alone knows every parser, so nothing imports back.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.file import parse_fabric_yaml
@@ -27,14 +27,30 @@ PARSERS: dict[str, Callable[[str, str], Fabric]] = {
 _PATH_SUFFIXES = (".out", ".txt", ".yaml", ".yml", ".json", ".ibnetdiscover", ".ibnd")
 
 MAX_DIGITS = 64  # digits in one number of a fabric snapshot (checked before parsing: int() of 5,000 fails)
-_LONG_NUMBER = re.compile(r"\d{65}")  # Unicode digits too (what the parsers' \d accepts)
+_LONG_NUMBER = re.compile(r"\d{65}")  # Unicode digits too (as the parsers' \d); linear: <= 65 steps a position
+
+# parsers that take the text as an iterable of blocks (each ending at a line break)
+STREAMED: dict[str, Callable[[Iterable[str], str], Fabric]] = {
+    "ibnetdiscover": parse_default,
+    "ibnetdiscover-ports": parse_ports,
+}
+
 KINDS = ("auto", "ibnetdiscover", "ibnetdiscover-ports", "labels", "file")
 
 
-def _read(path_or_text: str | Path) -> tuple[str, str]:
+_BLOCK = 1 << 20  # bytes read at a time (cut at a line break): a dump is streamed, never held whole
+_HEAD = 1 << 20  # detect_kind looks at the first lines only
+_BAD_CHARS = re.compile("[\udc80-\udcff\ufffd]")  # undecodable command output (surrogates), U+FFFD
+_NOT_UTF8 = (
+    "not UTF-8 text; node descriptions must be ASCII: fix the host's NodeDescription (rdma-ndd) and run discover again"
+)
+
+
+def _path_of(path_or_text: str | Path) -> Path | None:
+    """The path named by ``path_or_text``, or None when it is the text itself."""
     if isinstance(path_or_text, Path):
-        p = path_or_text
-    elif (
+        return path_or_text
+    if (
         "\n" not in path_or_text
         and len(path_or_text) < 4096
         and (
@@ -46,33 +62,105 @@ def _read(path_or_text: str | Path) -> tuple[str, str]:
             )
         )
     ):
-        p = Path(path_or_text)
-    else:
-        return path_or_text, "<text>"
+        return Path(path_or_text)
+    return None
+
+
+def _line_at(text: str, pos: int) -> int:
+    """Line number (as ``str.splitlines`` counts them) of the character at ``pos``."""
+    before = text[:pos].splitlines(keepends=True)
+    if not before:
+        return 1
+    last = before[-1]
+    return len(before) + (1 if last.splitlines()[0] != last else 0)
+
+
+def _check_text(text: str, source: str) -> None:
+    """Surrogates or U+FFFD anywhere: one C-level search (none possible in ASCII text, O(1) to know)."""
+    if text.isascii():
+        return
+    m = _BAD_CHARS.search(text)
+    if m is not None:
+        raise FabricError(_NOT_UTF8, file=source, line=_line_at(text, m.start()))
+
+
+def _blocks(p: Path) -> Iterator[str]:
+    """The file as text blocks of about ``_BLOCK`` bytes, each ending at a line break, checked
+    (strict UTF-8, no U+FFFD) block by block; a bad byte is reported with its line."""
+    source = str(p)
     try:
         if p.stat().st_size > MAX_FABRIC_BYTES:  # bound before reading (a PR can commit any file)
-            raise FabricError(f"refused: larger than {MAX_FABRIC_BYTES} bytes", file=str(p))
-        data = p.read_bytes()
-        return data.decode("utf-8"), str(p)
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise FabricError(
-            f"not UTF-8 text (byte {e.start}); node descriptions must be ASCII: fix the host's NodeDescription"
-            " (rdma-ndd) and run discover again",
-            file=str(p),
-            line=line,
-        ) from None
+            raise FabricError(f"refused: larger than {MAX_FABRIC_BYTES} bytes", file=source)
+        with p.open("rb") as f:
+            offset = 0  # bytes before ``data``
+            nl = 0  # line breaks before ``data``
+            parts: list[bytes] = []  # a line longer than a block, so far
+            while True:
+                more = f.read(_BLOCK)
+                cut = more.rfind(b"\n") + 1 if more else len(more)
+                if more and cut == 0:  # no line break yet: read on
+                    parts.append(more)
+                    continue
+                data = b"".join([*parts, more[:cut]])
+                parts = [more[cut:]] if cut < len(more) else []
+                if not data:
+                    return
+                cut = len(data)
+                if data.isascii():
+                    yield data.decode("ascii")
+                else:
+                    try:
+                        text = data.decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        raise FabricError(
+                            f"not UTF-8 text (byte {offset + e.start}); node descriptions must be ASCII: fix the"
+                            " host's NodeDescription (rdma-ndd) and run discover again",
+                            file=source,
+                            line=nl + data[: e.start].count(b"\n") + 1,
+                        ) from None
+                    m = _BAD_CHARS.search(text)
+                    if m is not None:
+                        with p.open("rb") as g:  # the error path only: count lines as splitlines does
+                            before = g.read(offset).decode("utf-8", "replace")
+                        raise FabricError(_NOT_UTF8, file=source, line=_line_at(before + text, len(before) + m.start()))
+                    yield text
+                offset += cut
+                nl += data.count(b"\n")
     except IsADirectoryError:
-        raise FabricError("is a directory, expected a fabric file", file=str(p)) from None
+        raise FabricError("is a directory, expected a fabric file", file=source) from None
     except FileNotFoundError:
-        raise FabricError("fabric file not found", file=str(p)) from None
+        raise FabricError("fabric file not found", file=source) from None
     except OSError as e:
-        raise FabricError(f"cannot read fabric file: {e.strerror or e}", file=str(p)) from None
+        raise FabricError(f"cannot read fabric file: {e.strerror or e}", file=source) from None
+
+
+def _check_numbers(text: str, source: str, lines_before: int = 0) -> None:
+    """No number longer than MAX_DIGITS (one linear regex search over the text)."""
+    long = _LONG_NUMBER.search(text)
+    if long:
+        line = lines_before + text.count("\n", 0, long.start()) + 1
+        raise FabricError(f"refused: a number longer than {MAX_DIGITS} digits", file=source, line=line)
+
+
+def _scan(p: Path) -> tuple[str, bool, bool]:
+    """Check a whole file before parsing it (encoding first, as for text): (head, any non-blank, any NUL)."""
+    head, blank, nul = "", True, False
+    lines = 0
+    for text in _blocks(p):
+        _check_numbers(text, str(p), lines)
+        lines += text.count("\n")
+        if len(head) < _HEAD:
+            head += text[: _HEAD - len(head)]
+        if blank and not text.isspace():
+            blank = False
+        if not nul and "\x00" in text:
+            nul = True
+    return head, not blank, nul
 
 
 def detect_kind(text: str) -> str:
     """Guess the input format from its first meaningful lines."""
-    for raw in text.splitlines()[:400]:
+    for raw in text[:_HEAD].splitlines()[:400]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -121,22 +209,23 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
         for item in items:
             merge_into(merged, load_fabric(item, kind))
         return merged.finish()
-    text, source = _read(path_or_text)
-    long = _LONG_NUMBER.search(text)  # linear: at most 65 steps from each position
-    if long:
-        line = text.count("\n", 0, long.start()) + 1
-        raise FabricError(f"refused: a number longer than {MAX_DIGITS} digits", file=source, line=line)
-    for lineno, line in enumerate(text.splitlines(), 1):  # undecodable command output (surrogates)
-        if any("\udc80" <= ch <= "\udcff" or ch == "\ufffd" for ch in line):
-            raise FabricError("not UTF-8 text; node descriptions must be ASCII: fix the host's NodeDescription"
-                              " (rdma-ndd) and run discover again", file=source, line=lineno)
+    p = _path_of(path_or_text)
+    if p is None:
+        text = str(path_or_text)
+        source = "<text>"
+        _check_text(text, source)
+        _check_numbers(text, source)
+        head, nonblank, nul = text, bool(text) and not text.isspace(), "\x00" in text  # no copy of the text
+    else:
+        source = str(p)
+        head, nonblank, nul = _scan(p)
     if kind == "auto":
-        if not text.strip():
+        if not nonblank:
             raise FabricError("the fabric snapshot is empty; run discover again", file=source)
-        if "\x00" in text:
+        if nul:
             raise FabricError("the fabric snapshot is binary, not ibnetdiscover text; run discover again", file=source)
         try:
-            k = detect_kind(text)
+            k = detect_kind(head)
         except FabricError as exc:
             raise FabricError(
                 f"{exc.message.removesuffix('; pass kind=')}: check the file, or the fabric source"
@@ -145,4 +234,8 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
             ) from None
     else:
         k = kind
-    return PARSERS[k](text, source)
+    if p is None:
+        return PARSERS[k](text, source)
+    if k in STREAMED:  # line by line, block by block: the dump is never held whole
+        return STREAMED[k](_blocks(p), source)
+    return PARSERS[k]("".join(_blocks(p)), source)

@@ -39,21 +39,6 @@ except ImportError:  # importing works without it; the first use raises a clear 
 # the settings that shape the result and the parsing code; a miss or an unreadable entry parses again.
 
 _CODE_DIR = Path(__file__).resolve().parent.parent  # plugins/module_utils
-_PARSE_CODE = (
-    "model/nodes.py",
-    "fabric/model.py",
-    "fabric/load.py",
-    "fabric/ibnetdiscover.py",
-    "fabric/labels.py",
-    "fabric/file.py",
-    "topology/build.py",
-    "topology/health.py",
-    "topology/model.py",
-    "topology/names.py",
-    "topology/load.py",
-    "render/inputs.py",
-    "render/cache.py",
-)
 
 
 def _key(*parts: bytes | str) -> str:
@@ -87,10 +72,12 @@ def code_files() -> dict[str, bytes] | None:
 
 
 def _code() -> bytes | None:
+    """Every module_utils file: a hand-kept list of the parsing code would go stale when a parser
+    gains a helper module (hashing ~1 MB of source costs milliseconds)."""
     files = code_files()
     if files is None:
         return None
-    return b"".join(files.get(f, b"") for f in _PARSE_CODE)
+    return b"".join(_key(name, data).encode() for name, data in sorted(files.items()))
 
 
 def _cache_get(cache: Path | None, name: str) -> Any:
