@@ -11,7 +11,7 @@ import sys
 from typing import Any
 from unittest import mock
 
-from ansible.module_utils import basic
+from ansible.module_utils import _internal, basic
 from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
 
@@ -43,6 +43,9 @@ def run_module(name: str, args: dict[str, Any], check: bool = False, diff: bool 
         patch_module_args({**args, "_ansible_check_mode": check, "_ansible_diff": diff}),
         mock.patch.object(basic.AnsibleModule, "exit_json", _exit_json),
         mock.patch.object(basic.AnsibleModule, "fail_json", _fail_json),
+        # once any test imported controller code, module warnings would go to the controller's Display
+        # (printed, not returned): a module process never has the controller loaded
+        mock.patch.object(_internal, "is_controller", False),
     ):
         try:
             module.main()
