@@ -117,9 +117,10 @@ def _component(extra: dict[str, Any] | None = None, enabled: bool = True) -> dic
 
 # a Helm repository URL (https; http only to a loopback mirror) or an OCI registry path without
 # scheme: no spaces, quotes or wildcards (it lands in AppProject sourceRepos, where '*' matches all)
+_REPO_HOST = r"[A-Za-z0-9][-A-Za-z0-9.]*(:[0-9]{1,5})?"
 _CHART_REPO = (
-    r"^(https://|http://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]{1,5})?/|(?!https?:))"
-    r"[A-Za-z0-9][-A-Za-z0-9.]*(:[0-9]{1,5})?(/[-A-Za-z0-9._~%/]*)?$"
+    rf"^(https://{_REPO_HOST}|http://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]{{1,5}})?|(?!https?:){_REPO_HOST})"
+    r"(/[-A-Za-z0-9._~%/]*)?$"
 )
 
 SCHEMA: dict[str, Any] = {

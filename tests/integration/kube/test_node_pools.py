@@ -158,7 +158,7 @@ def run_module(setup: dict, *flags: str, gitops_dir: Path | None = None) -> dict
     playbook_bin = Path(sys.executable).parent / "ansible-playbook"
     if not playbook_bin.exists():
         playbook_bin = Path(helpers.require_tool("ansible-playbook", "runs the node_pools module"))
-    play = setup["inventory"] / "apply.yml"
+    play = setup["inventory"].with_name(setup["inventory"].name + "-apply.yml")  # a playbook is not inventory
     play.write_text(
         yaml.safe_dump(
             [
