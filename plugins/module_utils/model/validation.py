@@ -5,9 +5,11 @@ Every problem found in one run is reported together, each with its file, line an
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +142,175 @@ def _dupes(raw: RawModel, key: str, items: list[tuple[int, dict[str, Any]]], wha
     return out
 
 
+@dataclasses.dataclass
+class _Refs:
+    """What the cross-reference rules read, and what they learn as they go (pool owners, the one
+    sizeless spare pool per cluster, the partitions each tenant uses)."""
+
+    raw: RawModel
+    cluster_names: set[str]
+    pool_by_name: dict[str, dict[str, Any]]
+    owner: dict[str, str] = dataclasses.field(default_factory=dict)
+    sizeless_spare: dict[str, str] = dataclasses.field(default_factory=dict)
+    partitions: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+
+
+def _tenant_cluster(r: _Refs, ti: int, t: dict[str, Any]) -> list[Issue]:
+    if t["cluster"] in r.cluster_names:
+        return []
+    return [
+        r.raw.issue(
+            ("gpufleet_tenants", ti, "cluster"),
+            f"cluster {t['cluster']!r} is not defined in gpufleet_clusters"
+            f" (known: {', '.join(sorted(r.cluster_names))})",
+        )
+    ]
+
+
+def _tenant_pools(r: _Refs, ti: int, t: dict[str, Any]) -> list[Issue]:
+    """Each pool a tenant lists exists, is a tenant kind, has one owner and is in the tenant's cluster."""
+    issues = []
+    for pi, pname in enumerate(_list(t.get("pools"))):
+        path = ("gpufleet_tenants", ti, "pools", pi)
+        if not isinstance(pname, str):
+            continue
+        if pname not in r.pool_by_name:
+            issues.append(r.raw.issue(path, f"pool {pname!r} is not defined in gpufleet_pools"))
+            continue
+        pool = r.pool_by_name[pname]
+        if pool["kind"] not in ("slurm", "kubernetes"):
+            issues.append(
+                r.raw.issue(
+                    path, f"pool {pname!r} is of kind {pool['kind']!r}: tenants own only slurm or kubernetes pools"
+                )
+            )
+        if pname in r.owner:
+            issues.append(r.raw.issue(path, f"pool {pname!r} already belongs to tenant {r.owner[pname]!r}"))
+        else:
+            r.owner[pname] = t["name"]
+        if pool["cluster"] != t["cluster"]:
+            issues.append(
+                r.raw.issue(path, f"pool {pname!r} is in cluster {pool['cluster']!r}, tenant is in {t['cluster']!r}")
+            )
+    return issues
+
+
+def _pool_cluster(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
+    if p["cluster"] in r.cluster_names:
+        return []
+    return [
+        r.raw.issue(("gpufleet_pools", pi, "cluster"), f"cluster {p['cluster']!r} is not defined in gpufleet_clusters")
+    ]
+
+
+def _pool_owned(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
+    if p["kind"] not in ("slurm", "kubernetes") or p["name"] in r.owner:
+        return []
+    return [
+        r.raw.issue(
+            ("gpufleet_pools", pi, "name"), f"{p['kind']} pool {p['name']!r} is not listed in any tenant's pools"
+        )
+    ]
+
+
+def _pool_size(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
+    """A size on every pool but one spare pool per cluster, which takes the rest."""
+    if "size" in p:
+        return []
+    base = ("gpufleet_pools", pi)
+    if p["kind"] != "spare":
+        return [r.raw.issue(base, "size is required (nodes: N or gpus: N); only a spare pool may omit it")]
+    if p["cluster"] in r.sizeless_spare:
+        return [
+            r.raw.issue(
+                base,
+                f"a second spare pool without size in cluster {p['cluster']!r} "
+                f"(first: {r.sizeless_spare[p['cluster']]!r}); only one may take the rest",
+            )
+        ]
+    r.sizeless_spare[p["cluster"]] = p["name"]
+    return []
+
+
+def _pool_slurm(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
+    if "slurm" in p and p["kind"] != "slurm":
+        return [r.raw.issue(("gpufleet_pools", pi, "slurm"), f"slurm settings on a {p['kind']} pool")]
+    return []
+
+
+def _pool_partition(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
+    """Slurm partition names are unique among one tenant's pools."""
+    part = _dict(p.get("slurm")).get("partition", p["name"])
+    if p["kind"] != "slurm" or p["name"] not in r.owner or not isinstance(part, str):  # else the schema says why
+        return []
+    key = (r.owner[p["name"]], part)
+    first = r.partitions.get(key)
+    r.partitions[key] = p["name"]
+    if first is None:
+        return []
+    return [
+        r.raw.issue(
+            ("gpufleet_pools", pi, "slurm", "partition"),
+            f"partition {part!r} already used by pool {first!r} of the same tenant",
+        )
+    ]
+
+
+def _tenant_accounting(r: _Refs, ti: int, t: dict[str, Any]) -> list[Issue]:
+    return accounting.reference_issues(
+        r.raw, ("gpufleet_tenants", ti, "slurm", "accounting"), _dict(t.get("slurm")).get("accounting")
+    )
+
+
+def _cluster_node_name_map(r: _Refs, ci: int, c: dict[str, Any]) -> list[Issue]:
+    fab = _dict(c.get("fabric"))
+    nmap = _dict(fab.get("node_name_map"))
+    path = ("gpufleet_clusters", ci, "fabric", "node_name_map")
+    issues = []
+    if fab.get("node_name_map") is not None and ("replacement" in nmap) == ("replace" in nmap):
+        issues.append(r.raw.issue(path, "needs exactly one of replacement (or its former name, replace)"))
+    if isinstance(nmap.get("pattern"), str):
+        why = regex_problem(nmap["pattern"])
+        if why:
+            issues.append(r.raw.issue((*path, "pattern"), why))
+    return issues
+
+
+def _cluster_fabric_path(r: _Refs, ci: int, c: dict[str, Any]) -> list[Issue]:
+    fab = _dict(c.get("fabric"))
+    if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
+        return [r.raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")]
+    return []
+
+
+def _cluster_shared_storage(r: _Refs, ci: int, c: dict[str, Any]) -> list[Issue]:
+    ss = _dict(_dict(c.get("components")).get("shared_storage"))
+    if ss.get("enabled", True) and ss and not (ss.get("nfs_server") and ss.get("nfs_share")):
+        return [
+            r.raw.issue(
+                ("gpufleet_clusters", ci, "components", "shared_storage"),
+                "shared_storage needs nfs_server and nfs_share (or enabled: false)",
+            )
+        ]
+    return []
+
+
+_Rule = Callable[[_Refs, int, dict[str, Any]], list[Issue]]
+
+# (list key, the string keys its items need, the rules run on each item, in order). The passes run
+# in this order: the pool rules read the owners the tenant pass records.
+_REFERENCE_PASSES: tuple[tuple[str, tuple[str, ...], tuple[_Rule, ...]], ...] = (
+    ("gpufleet_tenants", ("name", "cluster"), (_tenant_cluster, _tenant_pools)),
+    (
+        "gpufleet_pools",
+        ("name", "cluster", "kind"),
+        (_pool_cluster, _pool_owned, _pool_size, _pool_slurm, _pool_partition),
+    ),
+    ("gpufleet_tenants", ("name", "cluster"), (_tenant_accounting,)),
+    ("gpufleet_clusters", ("name",), (_cluster_node_name_map, _cluster_fabric_path, _cluster_shared_storage)),
+)
+
+
 def reference_issues(raw: RawModel) -> list[Issue]:
     """Cross-reference checks, on every item whose shape allows them (even when the schema failed)."""
     d = raw.data
@@ -149,109 +320,11 @@ def reference_issues(raw: RawModel) -> list[Issue]:
     issues = _dupes(raw, "gpufleet_clusters", clusters, "cluster")
     issues += _dupes(raw, "gpufleet_tenants", tenants, "tenant")
     issues += _dupes(raw, "gpufleet_pools", pools, "pool")
-    cluster_names = {c["name"] for c in dict(clusters).values()}
-    pool_by_name = {p["name"]: p for p in dict(pools).values()}
-    owner: dict[str, str] = {}
-    for ti, t in tenants:
-        if t["cluster"] not in cluster_names:
-            issues.append(
-                raw.issue(
-                    ("gpufleet_tenants", ti, "cluster"),
-                    f"cluster {t['cluster']!r} is not defined in gpufleet_clusters"
-                    f" (known: {', '.join(sorted(cluster_names))})",
-                )
-            )
-        tpools = t.get("pools") if isinstance(t.get("pools"), list) else []
-        for pi, pname in enumerate(tpools):
-            path = ("gpufleet_tenants", ti, "pools", pi)
-            if not isinstance(pname, str):
-                continue
-            if pname not in pool_by_name:
-                issues.append(raw.issue(path, f"pool {pname!r} is not defined in gpufleet_pools"))
-                continue
-            pool = pool_by_name[pname]
-            if pool["kind"] not in ("slurm", "kubernetes"):
-                issues.append(
-                    raw.issue(
-                        path, f"pool {pname!r} is of kind {pool['kind']!r}: tenants own only slurm or kubernetes pools"
-                    )
-                )
-            if pname in owner:
-                issues.append(raw.issue(path, f"pool {pname!r} already belongs to tenant {owner[pname]!r}"))
-            else:
-                owner[pname] = t["name"]
-            if pool["cluster"] != t["cluster"]:
-                issues.append(
-                    raw.issue(path, f"pool {pname!r} is in cluster {pool['cluster']!r}, tenant is in {t['cluster']!r}")
-                )
-    sizeless_spare: dict[str, str] = {}
-    partitions: dict[tuple[str, str], str] = {}
-    for pi, p in pools:
-        base = ("gpufleet_pools", pi)
-        if p["cluster"] not in cluster_names:
-            issues.append(
-                raw.issue((*base, "cluster"), f"cluster {p['cluster']!r} is not defined in gpufleet_clusters")
-            )
-        if p["kind"] in ("slurm", "kubernetes") and p["name"] not in owner:
-            issues.append(
-                raw.issue((*base, "name"), f"{p['kind']} pool {p['name']!r} is not listed in any tenant's pools")
-            )
-        if "size" not in p:
-            if p["kind"] != "spare":
-                issues.append(raw.issue(base, "size is required (nodes: N or gpus: N); only a spare pool may omit it"))
-            elif p["cluster"] in sizeless_spare:
-                issues.append(
-                    raw.issue(
-                        base,
-                        f"a second spare pool without size in cluster {p['cluster']!r} "
-                        f"(first: {sizeless_spare[p['cluster']]!r}); only one may take the rest",
-                    )
-                )
-            else:
-                sizeless_spare[p["cluster"]] = p["name"]
-        if "slurm" in p and p["kind"] != "slurm":
-            issues.append(raw.issue((*base, "slurm"), f"slurm settings on a {p['kind']} pool"))
-        part = _dict(p.get("slurm")).get("partition", p["name"])
-        if p["kind"] == "slurm" and p["name"] in owner and isinstance(part, str):  # else the schema says why
-            key = (owner[p["name"]], part)
-            if key in partitions:
-                issues.append(
-                    raw.issue(
-                        (*base, "slurm", "partition"),
-                        f"partition {part!r} already used by pool {partitions[key]!r} of the same tenant",
-                    )
-                )
-            partitions[key] = p["name"]
-    for ti, t in tenants:
-        issues += accounting.reference_issues(
-            raw, ("gpufleet_tenants", ti, "slurm", "accounting"), _dict(t.get("slurm")).get("accounting")
-        )
-    for ci, c in clusters:
-        fab = _dict(c.get("fabric"))
-        nmap = _dict(fab.get("node_name_map"))
-        if fab.get("node_name_map") is not None and ("replacement" in nmap) == ("replace" in nmap):
-            issues.append(
-                raw.issue(
-                    ("gpufleet_clusters", ci, "fabric", "node_name_map"),
-                    "needs exactly one of replacement (or its former name, replace)",
-                )
-            )
-        if isinstance(nmap.get("pattern"), str):
-            why = regex_problem(nmap["pattern"])
-            if why:
-                issues.append(raw.issue(("gpufleet_clusters", ci, "fabric", "node_name_map", "pattern"), why))
-        if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
-            issues.append(
-                raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")
-            )
-        ss = _dict(_dict(c.get("components")).get("shared_storage"))
-        if ss.get("enabled", True) and ss and not (ss.get("nfs_server") and ss.get("nfs_share")):
-            issues.append(
-                raw.issue(
-                    ("gpufleet_clusters", ci, "components", "shared_storage"),
-                    "shared_storage needs nfs_server and nfs_share (or enabled: false)",
-                )
-            )
+    refs = _Refs(raw, {c["name"] for c in dict(clusters).values()}, {p["name"]: p for p in dict(pools).values()})
+    for key, needs, rules in _REFERENCE_PASSES:
+        for i, item in _shaped(d.get(key), needs):
+            for rule in rules:
+                issues += rule(refs, i, item)
     return issues
 
 
