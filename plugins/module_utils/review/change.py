@@ -396,7 +396,7 @@ def _owners_cell(owners: tuple[Owner, ...]) -> str:
     return ", ".join(str(o) for o in owners)
 
 
-def render_markdown(rv: Review) -> str:
+def _md_head(rv: Review) -> list[str]:
     verdict = "✅ passes" if rv.ok else f"❌ fails ({len(rv.problems)} problem{'s' * (len(rv.problems) != 1)})"
     lines = [f"## gpufleet review: {verdict}", ""]
     lines += [f"Base `{_cell(rv.base)}` (merge base `{rv.base_commit[:12]}`); change: {rv.kind}.", ""]
@@ -406,8 +406,12 @@ def render_markdown(rv: Review) -> str:
         lines.append(f"Note: {n}")
     if rv.notes:
         lines.append("")
+    return lines
 
-    lines += [f"### Changed inputs ({len(rv.inputs)})", ""]
+
+def _md_files(rv: Review) -> list[str]:
+    """Changed inputs, rendered changes, committed changes no input explains, shared platform files."""
+    lines = [f"### Changed inputs ({len(rv.inputs)})", ""]
     if rv.inputs:
         lines += _table(
             ["file", "owner", "change"], [[_code(c.path), _owners_cell(c.owners), c.change] for c in rv.inputs]
@@ -442,8 +446,12 @@ def render_markdown(rv: Review) -> str:
     else:
         lines.append("None.")
     lines.append("")
+    return lines
 
-    lines += [f"### Node moves ({len(rv.moves)})", ""]
+
+def _md_moves(rv: Review) -> list[str]:
+    """Node moves and the fabric pictures of the clusters where nodes move."""
+    lines = [f"### Node moves ({len(rv.moves)})", ""]
     if rv.moves:
         rows = [
             [
@@ -461,24 +469,33 @@ def render_markdown(rv: Review) -> str:
     lines.append("")
     for cluster, picture in sorted(rv.pictures.items()):
         lines += [f"#### The fabric of `{_cell(cluster)}` after the change", "", *picture, ""]
+    return lines
 
+
+def _md_drains(rv: Review) -> list[str]:
+    if not rv.drains:
+        return []
+    lines = ["### Drain before merging", ""]
+    for d in rv.drains:
+        hosts = compress(list(d.nodes))
+        lines += [
+            f"Slurm pool `{d.pool}` of tenant `{d.tenant}` (partition `{d.partition}`) loses"
+            f" {len(d.nodes)} node(s), `{hosts}` (to {', '.join(f'`{t}`' for t in d.to)})."
+            f" In the tenant's Slurm (vCluster `{d.tenant}`),"
+            " drain them and let their jobs finish before this is merged:",
+            "",
+            "```",
+            f'scontrol update NodeName={hosts} State=DRAIN Reason="gpufleet: leaving pool {d.pool}"',
+            f"squeue --nodelist={hosts}                 # wait until no job is left",
+            f"sinfo --nodes={hosts} --format='%N %T'   # all drained",
+            "```",
+            "",
+        ]
+    return lines
+
+
+def render_markdown(rv: Review) -> str:
+    lines = _md_head(rv) + _md_files(rv) + _md_moves(rv)
     lines += object_sections(rv.partitions, rv.nodesets, rv.topology)
-
-    if rv.drains:
-        lines += ["### Drain before merging", ""]
-        for d in rv.drains:
-            hosts = compress(list(d.nodes))
-            lines += [
-                f"Slurm pool `{d.pool}` of tenant `{d.tenant}` (partition `{d.partition}`) loses"
-                f" {len(d.nodes)} node(s), `{hosts}` (to {', '.join(f'`{t}`' for t in d.to)})."
-                f" In the tenant's Slurm (vCluster `{d.tenant}`),"
-                " drain them and let their jobs finish before this is merged:",
-                "",
-                "```",
-                f'scontrol update NodeName={hosts} State=DRAIN Reason="gpufleet: leaving pool {d.pool}"',
-                f"squeue --nodelist={hosts}                 # wait until no job is left",
-                f"sinfo --nodes={hosts} --format='%N %T'   # all drained",
-                "```",
-                "",
-            ]
+    lines += _md_drains(rv)
     return "\n".join(lines).rstrip() + "\n"
