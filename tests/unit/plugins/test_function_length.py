@@ -19,10 +19,6 @@ MAX_LINES = 80
 
 # "path relative to plugins/::function": why it is still over MAX_LINES
 EXCEPTIONS: dict[str, str] = {
-    "module_utils/fabric/ibnetdiscover.py::parse_default": (
-        "the streamed fabric parse loop (issue 23): one loop with its state in locals; split into calls per"
-        " line it is slower (bench/README.md)"
-    ),
     "module_utils/render/tenant.py::render_tenant": "being reworked into chart-app rows with render/platform.py",
     "module_utils/render/report.py::render_report": "one Markdown section after another; not yet split",
     "module_utils/render/monitoring.py::dashboard": "the Grafana dashboard panels; being reworked with tenant.py",
