@@ -143,6 +143,79 @@ def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -
     # routers: links through them are not part of a Slurm tree; ignored
 
 
+def _plain_line(
+    line: str, cur: str | None, cur_mask: int, big: set[tuple[str, int]], source: str, lineno: int
+) -> tuple[str, str, str, str, str | None, str, str, str, str | None] | None:
+    """A line the regex pass did not split (the plain loop, or a line no row pattern takes): its
+    port fields (ps, rkind, rhex, rps, comment) or node fields (ntype, nkind, nhex, ndesc); None for
+    the second sighting of a cable."""
+    c = line[0]
+    if c == "[":
+        if cur is not None:  # the same cable printed from its other end (switches come first): skip the regex
+            ps = line[1 : line.find("]")]
+            if ps.isdigit() and ps.isascii() and len(ps) <= _MAX_PORT_DIGITS:
+                p = int(ps)
+                if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
+                    return None
+        m = _PORT.match(line)
+        if m is None:
+            raise FabricError(f"cannot parse port line: {_clip(line)}", source, lineno)
+        return (*m.group(1, 3, 4, 5, 7), "", "", "", None)
+    if c in "SCR":
+        m = _NODE.match(line)
+        if m is None:
+            raise FabricError(f"cannot parse node line: {_clip(line)}", source, lineno)
+        return ("", "", "", "", None, *m.group(1, 3, 4, 5))
+    raise FabricError(f"unrecognised line: {_clip(line)}", source, lineno)
+
+
+def _open_block(
+    fab: Fabric, ids: _Ids, headers: dict[str, int], node: tuple[str, str, str, str | None], source: str, lineno: int
+) -> tuple[str, str, Switch | CA | None]:
+    """A ``Switch``/``Ca``/``Rt`` line: (id, kind, node) of the block it opens (node None for a router:
+    links through routers are not part of a Slurm tree). Once per device, off the per-port path."""
+    ntype, nkind, nhex, ndesc = node
+    kind = _KIND[ntype]
+    if kind != nkind:
+        raise FabricError(f"{ntype} line with a {nkind}- GUID", source, lineno)
+    cur = kind + "-" + nhex if len(nhex) == 16 and nhex.lower() == nhex else ids.odd_id(kind, nhex)
+    if cur in headers:  # two blocks with one GUID would silently merge two devices
+        raise FabricError(
+            f"duplicate {'switch' if kind == 'S' else 'device'} GUID {nhex} (first block at line"
+            f" {headers[cur]}); a GUID names one device: fix the dump",
+            source,
+            lineno,
+        )
+    headers[cur] = lineno
+    cur_node: Switch | CA | None = None
+    if kind == "S":
+        cur_node = fab.switches.get(cur)
+        if cur_node is None or not cur_node.desc:
+            cur_node = fab.switch(cur, ndesc or "", lineno)
+    elif kind == "H":
+        cur_node = fab.cas.get(cur)
+        if cur_node is None or not cur_node.desc:
+            cur_node = fab.ca(cur, ndesc or "", lineno)
+    return (cur_node.id if cur_node is not None else cur), kind, cur_node
+
+
+def _link(cur_kind: str, cur: str, cur_node: Switch | CA, rkind: str, rid: str, known: Switch | CA) -> None:
+    """Record a new cable between the block's node and the remote one: switch peers (counted per
+    cable), or a CA's switches and a switch's CAs. Once per cable."""
+    if cur_kind == "S":
+        if rkind == "S":
+            if rid != cur:
+                pa, pb = cur_node.peers, known.peers  # type: ignore[union-attr]
+                pa[rid] = pa.get(rid, 0) + 1
+                pb[cur] = pb.get(cur, 0) + 1
+        elif cur not in known.switches:  # type: ignore[union-attr]
+            known.switches.append(cur)  # type: ignore[union-attr]
+            cur_node.cas.append(rid)  # type: ignore[union-attr]
+    elif rkind == "S" and rid not in cur_node.switches:  # type: ignore[union-attr]
+        cur_node.switches.append(rid)  # type: ignore[union-attr]
+        known.cas.append(cur)  # type: ignore[union-attr]
+
+
 def parse_default(text: Text, source: str = "<text>") -> Fabric:
     """Parse the default ``ibnetdiscover`` output (``Switch``/``Ca`` blocks with ``[port]`` lines)."""
     fab = Fabric(source=source, kind="ibnetdiscover")
@@ -155,9 +228,7 @@ def parse_default(text: Text, source: str = "<text>") -> Fabric:
     cur_node: Switch | CA | None = None
     cur_kind = ""
     headers: dict[str, int] = {}  # node id -> line of its block header
-    switches, cas = fab.switches, fab.cas
-    sw_get, ca_get = switches.get, cas.get
-    node_match = _NODE.match
+    sw_get, ca_get = fab.switches.get, fab.cas.get
     port_match = _PORT.match
     quoted = _QUOTED.search
     lineno = 0
@@ -170,109 +241,57 @@ def parse_default(text: Text, source: str = "<text>") -> Fabric:
                 p = int(ps)  # the same cable printed from its other end: skip the regex (cur_mask is 0 outside a block)
                 if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
                     continue
+                m = port_match(pline)
+                if m is None:
+                    raise FabricError(f"cannot parse port line: {_clip(pline)}", source, lineno)
+                ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
                 line = pline
-            if line:  # the checks line by line
-                c = line[0]
-                if c == "[":
-                    if cur is not None and not pline:
-                        # the same cable printed from its other end (switches come first): skip the regex
-                        ps = line[1 : line.find("]")]
-                        if ps.isdigit() and ps.isascii() and len(ps) <= _MAX_PORT_DIGITS:
-                            p = int(ps)
-                            if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
-                                continue
-                    m = port_match(line)
-                    if m is None:
-                        raise FabricError(f"cannot parse port line: {_clip(line)}", source, lineno)
-                    ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
-                elif c in "SCR":
-                    m = node_match(line)
-                    if m is None:
-                        raise FabricError(f"cannot parse node line: {_clip(line)}", source, lineno)
-                    ntype, nkind, nhex, ndesc = m.group(1, 3, 4, 5)
-                    ps = ""
-                else:
-                    raise FabricError(f"unrecognised line: {_clip(line)}", source, lineno)
-            if ps:  # a port line
-                if cur is None:
-                    raise FabricError("port line outside a Switch/Ca block", source, lineno)
-                if len(ps) > _MAX_PORT_DIGITS or len(rps) > _MAX_PORT_DIGITS:
-                    raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
-                if rkind == "S":
-                    rid = "S-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("S", rhex)
-                    known: Switch | CA | None = sw_get(rid)
-                elif rkind == "H":
-                    rid = "H-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("H", rhex)
-                    known = ca_get(rid)
-                else:
-                    continue  # routers: links through them are not part of a Slurm tree
-                if known is None or not known.desc:
-                    q = quoted(comment or "")
-                    desc = q.group(1) if q else None
-                    known = fab.switch(rid, desc, lineno) if rkind == "S" else fab.ca(rid, desc, lineno)
-                rid = known.id  # one string object per device
-                if cur_kind == "R":
+            elif line:  # the checks line by line
+                got = _plain_line(line, cur, cur_mask, big, source, lineno)
+                if got is None:
                     continue
-                port, rport = int(ps), int(rps)
-                if port < _MASK_PORTS:
-                    if (cur_mask >> port) & 1:
-                        continue
-                    cur_mask |= 1 << port
-                    mask[cur] = cur_mask
-                elif (cur, port) in big:
-                    continue
-                else:
-                    big.add((cur, port))
-                if rport >= _MASK_PORTS:
-                    big.add((rid, rport))
-                elif rid is cur or rid == cur:
-                    cur_mask |= 1 << rport
-                    mask[cur] = cur_mask
-                else:
-                    mask[rid] = mask_get(rid, 0) | (1 << rport)
-                if cur_kind == "S":
-                    if rkind == "S":
-                        if rid != cur:
-                            pa, pb = cur_node.peers, known.peers  # type: ignore[union-attr]
-                            pa[rid] = pa.get(rid, 0) + 1
-                            pb[cur] = pb.get(cur, 0) + 1
-                    elif cur not in known.switches:  # type: ignore[union-attr]
-                        known.switches.append(cur)  # type: ignore[union-attr]
-                        cur_node.cas.append(rid)  # type: ignore[union-attr]
-                elif rkind == "S" and rid not in cur_node.switches:  # type: ignore[union-attr]
-                    cur_node.switches.append(rid)  # type: ignore[union-attr]
-                    known.cas.append(cur)  # type: ignore[union-attr]
+                ps, rkind, rhex, rps, comment, ntype, nkind, nhex, ndesc = got
+            if not ps:  # a node line: Switch / Ca / Rt
+                cur, cur_kind, cur_node = _open_block(fab, ids, headers, (ntype, nkind, nhex, ndesc), source, lineno)
+                cur_mask = mask_get(cur, 0)
                 continue
-            # a node line: Switch / Ca / Rt
-            kind = _KIND[ntype]
-            if kind != nkind:
-                raise FabricError(f"{ntype} line with a {nkind}- GUID", source, lineno)
-            if len(nhex) == 16 and nhex.lower() == nhex:
-                cur = kind + "-" + nhex
+            if cur is None:
+                raise FabricError("port line outside a Switch/Ca block", source, lineno)
+            if len(ps) > _MAX_PORT_DIGITS or len(rps) > _MAX_PORT_DIGITS:
+                raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
+            if rkind == "S":
+                rid = "S-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("S", rhex)
+                known: Switch | CA | None = sw_get(rid)
+            elif rkind == "H":
+                rid = "H-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("H", rhex)
+                known = ca_get(rid)
             else:
-                cur = ids.odd_id(kind, nhex)
-            cur_kind = kind
-            if cur in headers:  # two blocks with one GUID would silently merge two devices
-                raise FabricError(
-                    f"duplicate {'switch' if kind == 'S' else 'device'} GUID {nhex} (first block at line"
-                    f" {headers[cur]}); a GUID names one device: fix the dump",
-                    source,
-                    lineno,
-                )
-            headers[cur] = lineno
-            if kind == "S":
-                cur_node = sw_get(cur)
-                if cur_node is None or not cur_node.desc:
-                    cur_node = fab.switch(cur, ndesc or "", lineno)
-            elif kind == "H":
-                cur_node = ca_get(cur)
-                if cur_node is None or not cur_node.desc:
-                    cur_node = fab.ca(cur, ndesc or "", lineno)
+                continue  # routers: links through them are not part of a Slurm tree
+            if known is None or not known.desc:
+                q = quoted(comment or "")
+                desc = q.group(1) if q else None
+                known = fab.switch(rid, desc, lineno) if rkind == "S" else fab.ca(rid, desc, lineno)
+            rid = known.id  # one string object per device
+            if cur_kind == "R":
+                continue
+            port, rport = int(ps), int(rps)
+            if port < _MASK_PORTS:
+                if (cur_mask >> port) & 1:
+                    continue
+                cur_mask |= 1 << port
+                mask[cur] = cur_mask
+            elif (cur, port) in big:
+                continue
             else:
-                cur_node = None  # routers: links through them are not part of a Slurm tree; ignored
-            if cur_node is not None:
-                cur = cur_node.id
-            cur_mask = mask_get(cur, 0)
+                big.add((cur, port))
+            if rport >= _MASK_PORTS:
+                big.add((rid, rport))
+            elif rid is cur or rid == cur:
+                cur_mask |= 1 << rport
+                mask[cur] = cur_mask
+            else:
+                mask[rid] = mask_get(rid, 0) | (1 << rport)
+            _link(cur_kind, cur, cur_node, rkind, rid, known)  # type: ignore[arg-type]
         lineno = start + count
     return fab.finish()
 

@@ -497,17 +497,12 @@ def _check_inventory_file(f: Path, issues: list[Issue]) -> None:
                 todo.append((gnodes.get("children"), group["children"], base + "children."))
 
 
-def load_inventory(inventory: str | Path) -> RawModel:
-    """Load and merge the ``gpufleet_*`` variables; raise ModelError listing every problem found.
-
-    Every file the apply step's Ansible reads is checked too: ``gpufleet_*`` variables only in
-    ``group_vars/all`` (the model), role variables nowhere, ``ansible_*`` only the connection
-    variables in :data:`ANSIBLE_VARS`, no Jinja in the model (see :func:`variable_problem`)."""
+def _inventory_dir(inventory: str | Path) -> Path:
+    """The inventory folder (``hosts.yml`` given: its folder); raise ModelError if it is missing or
+    its vars folders are symbolic links."""
     inv = Path(inventory)
     if inv.is_file():  # hosts.yml given: the inventory is its folder
         inv = inv.parent
-    raw = RawModel(inventory_dir=inv)
-    issues: list[Issue] = []
     if not inv.is_dir():
         raise ModelError([Issue(file=str(inv), line=None, path="", message="inventory directory not found")])
     for sub in ("group_vars", "host_vars"):  # never followed: a link would read another tree's vars
@@ -523,62 +518,83 @@ def load_inventory(inventory: str | Path) -> RawModel:
                     )
                 ]
             )
+    return inv
+
+
+def _variable_issue(
+    raw: RawModel, f: Path, key: str, val: Any, where: dict[tuple[str | int, ...], tuple[str, int]]
+) -> Issue | None:
+    """Why a ``gpufleet_*`` variable of a model file cannot join the model: a vault value, a Jinja
+    template, or a second definition."""
+    line = where.get((key,), (str(f), None))[1]
+    if _has_vault(val):
+        return Issue(
+            file=str(f),
+            line=line,
+            path=str(key),
+            message="holds a !vault value: secrets are not part of the fleet model (keep them out of"
+            " gpufleet_* variables)",
+        )
+    templ = jinja_path(val, (key,))
+    if templ:
+        return Issue(
+            file=str(f),
+            line=where.get(templ, where.get((key,), (str(f), None)))[1],
+            path=format_path(templ),
+            message="holds a Jinja template ('{{', '{%' or '{#'): Ansible would evaluate it (lookups run"
+            " commands on the controller); the model is plain data",
+        )
+    if key in raw.data:
+        first, first_line = raw.where[(key,)]
+        return Issue(
+            file=str(f),
+            line=line,
+            path=key,
+            message=f"defined again (first defined in {first}:{first_line}); define each variable once",
+        )
+    return None
+
+
+def _merge_model_file(raw: RawModel, inv: Path, f: Path, issues: list[Issue]) -> None:
+    """Add the ``gpufleet_*`` variables of one model file (group_vars/all) to ``raw``."""
+    got = _read_vars(f, issues)
+    if got is None:
+        return
+    node, value = got
+    where: dict[tuple[str | int, ...], tuple[str, int]] = {}
+    _record(node, (), str(f), where)
+    file_issues = tenant_files.check_file(inv, f, value, where)  # one file per tenant, nothing else in it
+    if file_issues:
+        issues += file_issues
+        return
+    _check_vars(f, node, value, True, issues)
+    for key, val in value.items():
+        if not str(key).startswith(PREFIX):
+            continue
+        issue = _variable_issue(raw, f, key, val, where)
+        if issue:
+            issues.append(issue)
+            continue
+        raw.data[key] = val
+        raw.where.update({p: w for p, w in where.items() if p and p[0] == key})
+
+
+def load_inventory(inventory: str | Path) -> RawModel:
+    """Load and merge the ``gpufleet_*`` variables; raise ModelError listing every problem found.
+
+    Every file the apply step's Ansible reads is checked too: ``gpufleet_*`` variables only in
+    ``group_vars/all`` (the model), role variables nowhere, ``ansible_*`` only the connection
+    variables in :data:`ANSIBLE_VARS`, no Jinja in the model (see :func:`variable_problem`)."""
+    inv = _inventory_dir(inventory)
+    raw = RawModel(inventory_dir=inv)
+    issues: list[Issue] = []
     files = vars_files(inv)
     if not files:
         raise ModelError(
             [Issue(file=str(inv / "group_vars"), line=None, path="", message="no group_vars/all(.yml|/) found")]
         )
     for f in files:
-        got = _read_vars(f, issues)
-        if got is None:
-            continue
-        node, value = got
-        where: dict[tuple[str | int, ...], tuple[str, int]] = {}
-        _record(node, (), str(f), where)
-        file_issues = tenant_files.check_file(inv, f, value, where)  # one file per tenant, nothing else in it
-        if file_issues:
-            issues += file_issues
-            continue
-        _check_vars(f, node, value, True, issues)
-        for key, val in value.items():
-            if not str(key).startswith(PREFIX):
-                continue
-            if _has_vault(val):
-                issues.append(
-                    Issue(
-                        file=str(f),
-                        line=where.get((key,), (str(f), None))[1],
-                        path=str(key),
-                        message="holds a !vault value: secrets are not part of the fleet model (keep them out of"
-                        " gpufleet_* variables)",
-                    )
-                )
-                continue
-            templ = jinja_path(val, (key,))
-            if templ:
-                issues.append(
-                    Issue(
-                        file=str(f),
-                        line=where.get(templ, where.get((key,), (str(f), None)))[1],
-                        path=format_path(templ),
-                        message="holds a Jinja template ('{{', '{%' or '{#'): Ansible would evaluate it (lookups run"
-                        " commands on the controller); the model is plain data",
-                    )
-                )
-                continue
-            if key in raw.data:
-                first, line = raw.where[(key,)]
-                issues.append(
-                    Issue(
-                        file=str(f),
-                        line=where.get((key,), (str(f), None))[1],
-                        path=key,
-                        message=f"defined again (first defined in {first}:{line}); define each variable once",
-                    )
-                )
-                continue
-            raw.data[key] = val
-            raw.where.update({p: w for p, w in where.items() if p and p[0] == key})
+        _merge_model_file(raw, inv, f, issues)
     tenant_files.fold_into_list(raw.data, raw.where)
     for f in other_vars_files(inv):
         got = _read_vars(f, issues)

@@ -5,9 +5,11 @@ Every problem found in one run is reported together, each with its file, line an
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +142,175 @@ def _dupes(raw: RawModel, key: str, items: list[tuple[int, dict[str, Any]]], wha
     return out
 
 
+@dataclasses.dataclass
+class _Refs:
+    """What the cross-reference rules read, and what they learn as they go (pool owners, the one
+    sizeless spare pool per cluster, the partitions each tenant uses)."""
+
+    raw: RawModel
+    cluster_names: set[str]
+    pool_by_name: dict[str, dict[str, Any]]
+    owner: dict[str, str] = dataclasses.field(default_factory=dict)
+    sizeless_spare: dict[str, str] = dataclasses.field(default_factory=dict)
+    partitions: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+
+
+def _tenant_cluster(r: _Refs, ti: int, t: dict[str, Any]) -> list[Issue]:
+    if t["cluster"] in r.cluster_names:
+        return []
+    return [
+        r.raw.issue(
+            ("gpufleet_tenants", ti, "cluster"),
+            f"cluster {t['cluster']!r} is not defined in gpufleet_clusters"
+            f" (known: {', '.join(sorted(r.cluster_names))})",
+        )
+    ]
+
+
+def _tenant_pools(r: _Refs, ti: int, t: dict[str, Any]) -> list[Issue]:
+    """Each pool a tenant lists exists, is a tenant kind, has one owner and is in the tenant's cluster."""
+    issues = []
+    for pi, pname in enumerate(_list(t.get("pools"))):
+        path = ("gpufleet_tenants", ti, "pools", pi)
+        if not isinstance(pname, str):
+            continue
+        if pname not in r.pool_by_name:
+            issues.append(r.raw.issue(path, f"pool {pname!r} is not defined in gpufleet_pools"))
+            continue
+        pool = r.pool_by_name[pname]
+        if pool["kind"] not in ("slurm", "kubernetes"):
+            issues.append(
+                r.raw.issue(
+                    path, f"pool {pname!r} is of kind {pool['kind']!r}: tenants own only slurm or kubernetes pools"
+                )
+            )
+        if pname in r.owner:
+            issues.append(r.raw.issue(path, f"pool {pname!r} already belongs to tenant {r.owner[pname]!r}"))
+        else:
+            r.owner[pname] = t["name"]
+        if pool["cluster"] != t["cluster"]:
+            issues.append(
+                r.raw.issue(path, f"pool {pname!r} is in cluster {pool['cluster']!r}, tenant is in {t['cluster']!r}")
+            )
+    return issues
+
+
+def _pool_cluster(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
+    if p["cluster"] in r.cluster_names:
+        return []
+    return [
+        r.raw.issue(("gpufleet_pools", pi, "cluster"), f"cluster {p['cluster']!r} is not defined in gpufleet_clusters")
+    ]
+
+
+def _pool_owned(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
+    if p["kind"] not in ("slurm", "kubernetes") or p["name"] in r.owner:
+        return []
+    return [
+        r.raw.issue(
+            ("gpufleet_pools", pi, "name"), f"{p['kind']} pool {p['name']!r} is not listed in any tenant's pools"
+        )
+    ]
+
+
+def _pool_size(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
+    """A size on every pool but one spare pool per cluster, which takes the rest."""
+    if "size" in p:
+        return []
+    base = ("gpufleet_pools", pi)
+    if p["kind"] != "spare":
+        return [r.raw.issue(base, "size is required (nodes: N or gpus: N); only a spare pool may omit it")]
+    if p["cluster"] in r.sizeless_spare:
+        return [
+            r.raw.issue(
+                base,
+                f"a second spare pool without size in cluster {p['cluster']!r} "
+                f"(first: {r.sizeless_spare[p['cluster']]!r}); only one may take the rest",
+            )
+        ]
+    r.sizeless_spare[p["cluster"]] = p["name"]
+    return []
+
+
+def _pool_slurm(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
+    if "slurm" in p and p["kind"] != "slurm":
+        return [r.raw.issue(("gpufleet_pools", pi, "slurm"), f"slurm settings on a {p['kind']} pool")]
+    return []
+
+
+def _pool_partition(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
+    """Slurm partition names are unique among one tenant's pools."""
+    part = _dict(p.get("slurm")).get("partition", p["name"])
+    if p["kind"] != "slurm" or p["name"] not in r.owner or not isinstance(part, str):  # else the schema says why
+        return []
+    key = (r.owner[p["name"]], part)
+    first = r.partitions.get(key)
+    r.partitions[key] = p["name"]
+    if first is None:
+        return []
+    return [
+        r.raw.issue(
+            ("gpufleet_pools", pi, "slurm", "partition"),
+            f"partition {part!r} already used by pool {first!r} of the same tenant",
+        )
+    ]
+
+
+def _tenant_accounting(r: _Refs, ti: int, t: dict[str, Any]) -> list[Issue]:
+    return accounting.reference_issues(
+        r.raw, ("gpufleet_tenants", ti, "slurm", "accounting"), _dict(t.get("slurm")).get("accounting")
+    )
+
+
+def _cluster_node_name_map(r: _Refs, ci: int, c: dict[str, Any]) -> list[Issue]:
+    fab = _dict(c.get("fabric"))
+    nmap = _dict(fab.get("node_name_map"))
+    path = ("gpufleet_clusters", ci, "fabric", "node_name_map")
+    issues = []
+    if fab.get("node_name_map") is not None and ("replacement" in nmap) == ("replace" in nmap):
+        issues.append(r.raw.issue(path, "needs exactly one of replacement (or its former name, replace)"))
+    if isinstance(nmap.get("pattern"), str):
+        why = regex_problem(nmap["pattern"])
+        if why:
+            issues.append(r.raw.issue((*path, "pattern"), why))
+    return issues
+
+
+def _cluster_fabric_path(r: _Refs, ci: int, c: dict[str, Any]) -> list[Issue]:
+    fab = _dict(c.get("fabric"))
+    if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
+        return [r.raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")]
+    return []
+
+
+def _cluster_shared_storage(r: _Refs, ci: int, c: dict[str, Any]) -> list[Issue]:
+    ss = _dict(_dict(c.get("components")).get("shared_storage"))
+    if ss.get("enabled", True) and ss and not (ss.get("nfs_server") and ss.get("nfs_share")):
+        return [
+            r.raw.issue(
+                ("gpufleet_clusters", ci, "components", "shared_storage"),
+                "shared_storage needs nfs_server and nfs_share (or enabled: false)",
+            )
+        ]
+    return []
+
+
+_Rule = Callable[[_Refs, int, dict[str, Any]], list[Issue]]
+
+# (list key, the string keys its items need, the rules run on each item, in order). The passes run
+# in this order: the pool rules read the owners the tenant pass records.
+_REFERENCE_PASSES: tuple[tuple[str, tuple[str, ...], tuple[_Rule, ...]], ...] = (
+    ("gpufleet_tenants", ("name", "cluster"), (_tenant_cluster, _tenant_pools)),
+    (
+        "gpufleet_pools",
+        ("name", "cluster", "kind"),
+        (_pool_cluster, _pool_owned, _pool_size, _pool_slurm, _pool_partition),
+    ),
+    ("gpufleet_tenants", ("name", "cluster"), (_tenant_accounting,)),
+    ("gpufleet_clusters", ("name",), (_cluster_node_name_map, _cluster_fabric_path, _cluster_shared_storage)),
+)
+
+
 def reference_issues(raw: RawModel) -> list[Issue]:
     """Cross-reference checks, on every item whose shape allows them (even when the schema failed)."""
     d = raw.data
@@ -149,109 +320,11 @@ def reference_issues(raw: RawModel) -> list[Issue]:
     issues = _dupes(raw, "gpufleet_clusters", clusters, "cluster")
     issues += _dupes(raw, "gpufleet_tenants", tenants, "tenant")
     issues += _dupes(raw, "gpufleet_pools", pools, "pool")
-    cluster_names = {c["name"] for c in dict(clusters).values()}
-    pool_by_name = {p["name"]: p for p in dict(pools).values()}
-    owner: dict[str, str] = {}
-    for ti, t in tenants:
-        if t["cluster"] not in cluster_names:
-            issues.append(
-                raw.issue(
-                    ("gpufleet_tenants", ti, "cluster"),
-                    f"cluster {t['cluster']!r} is not defined in gpufleet_clusters"
-                    f" (known: {', '.join(sorted(cluster_names))})",
-                )
-            )
-        tpools = t.get("pools") if isinstance(t.get("pools"), list) else []
-        for pi, pname in enumerate(tpools):
-            path = ("gpufleet_tenants", ti, "pools", pi)
-            if not isinstance(pname, str):
-                continue
-            if pname not in pool_by_name:
-                issues.append(raw.issue(path, f"pool {pname!r} is not defined in gpufleet_pools"))
-                continue
-            pool = pool_by_name[pname]
-            if pool["kind"] not in ("slurm", "kubernetes"):
-                issues.append(
-                    raw.issue(
-                        path, f"pool {pname!r} is of kind {pool['kind']!r}: tenants own only slurm or kubernetes pools"
-                    )
-                )
-            if pname in owner:
-                issues.append(raw.issue(path, f"pool {pname!r} already belongs to tenant {owner[pname]!r}"))
-            else:
-                owner[pname] = t["name"]
-            if pool["cluster"] != t["cluster"]:
-                issues.append(
-                    raw.issue(path, f"pool {pname!r} is in cluster {pool['cluster']!r}, tenant is in {t['cluster']!r}")
-                )
-    sizeless_spare: dict[str, str] = {}
-    partitions: dict[tuple[str, str], str] = {}
-    for pi, p in pools:
-        base = ("gpufleet_pools", pi)
-        if p["cluster"] not in cluster_names:
-            issues.append(
-                raw.issue((*base, "cluster"), f"cluster {p['cluster']!r} is not defined in gpufleet_clusters")
-            )
-        if p["kind"] in ("slurm", "kubernetes") and p["name"] not in owner:
-            issues.append(
-                raw.issue((*base, "name"), f"{p['kind']} pool {p['name']!r} is not listed in any tenant's pools")
-            )
-        if "size" not in p:
-            if p["kind"] != "spare":
-                issues.append(raw.issue(base, "size is required (nodes: N or gpus: N); only a spare pool may omit it"))
-            elif p["cluster"] in sizeless_spare:
-                issues.append(
-                    raw.issue(
-                        base,
-                        f"a second spare pool without size in cluster {p['cluster']!r} "
-                        f"(first: {sizeless_spare[p['cluster']]!r}); only one may take the rest",
-                    )
-                )
-            else:
-                sizeless_spare[p["cluster"]] = p["name"]
-        if "slurm" in p and p["kind"] != "slurm":
-            issues.append(raw.issue((*base, "slurm"), f"slurm settings on a {p['kind']} pool"))
-        part = _dict(p.get("slurm")).get("partition", p["name"])
-        if p["kind"] == "slurm" and p["name"] in owner and isinstance(part, str):  # else the schema says why
-            key = (owner[p["name"]], part)
-            if key in partitions:
-                issues.append(
-                    raw.issue(
-                        (*base, "slurm", "partition"),
-                        f"partition {part!r} already used by pool {partitions[key]!r} of the same tenant",
-                    )
-                )
-            partitions[key] = p["name"]
-    for ti, t in tenants:
-        issues += accounting.reference_issues(
-            raw, ("gpufleet_tenants", ti, "slurm", "accounting"), _dict(t.get("slurm")).get("accounting")
-        )
-    for ci, c in clusters:
-        fab = _dict(c.get("fabric"))
-        nmap = _dict(fab.get("node_name_map"))
-        if fab.get("node_name_map") is not None and ("replacement" in nmap) == ("replace" in nmap):
-            issues.append(
-                raw.issue(
-                    ("gpufleet_clusters", ci, "fabric", "node_name_map"),
-                    "needs exactly one of replacement (or its former name, replace)",
-                )
-            )
-        if isinstance(nmap.get("pattern"), str):
-            why = regex_problem(nmap["pattern"])
-            if why:
-                issues.append(raw.issue(("gpufleet_clusters", ci, "fabric", "node_name_map", "pattern"), why))
-        if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
-            issues.append(
-                raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")
-            )
-        ss = _dict(_dict(c.get("components")).get("shared_storage"))
-        if ss.get("enabled", True) and ss and not (ss.get("nfs_server") and ss.get("nfs_share")):
-            issues.append(
-                raw.issue(
-                    ("gpufleet_clusters", ci, "components", "shared_storage"),
-                    "shared_storage needs nfs_server and nfs_share (or enabled: false)",
-                )
-            )
+    refs = _Refs(raw, {c["name"] for c in dict(clusters).values()}, {p["name"]: p for p in dict(pools).values()})
+    for key, needs, rules in _REFERENCE_PASSES:
+        for i, item in _shaped(d.get(key), needs):
+            for rule in rules:
+                issues += rule(refs, i, item)
     return issues
 
 
@@ -489,98 +562,103 @@ def _identity(raw: RawModel, t: dict[str, Any]) -> identity.Identity | None:
     return identity.build_identity(spec, t["name"])
 
 
-def build_fleet(raw: RawModel) -> Fleet:
-    d = raw.data
-    inv = raw.inventory_dir
-    f = d["gpufleet_fleet"]
-    g = f["gitops"]
-    gitops = GitOps(
+def _gitops(g: dict[str, Any]) -> GitOps:
+    return GitOps(
         repo_url=g["repo_url"],
         revision=g.get("revision", "main"),
         path=g.get("path", "gitops"),
         remote=g.get("remote", "origin"),
         forge=Forge(**g.get("forge", {})),
     )
-    clusters = {}
-    for c in d["gpufleet_clusters"]:
-        fab = c.get("fabric", {})
-        topo = c.get("topology", {})
-        comps = c.get("components", {})
-        clusters[c["name"]] = Cluster(
-            name=c["name"],
-            server=c.get("server", "https://kubernetes.default.svc"),
-            nodes_snapshot=inv / c.get("nodes_snapshot", f"snapshots/{c['name']}/nodes.yaml"),
-            fabric=FabricSource(
-                source=fab.get("source", "none"),
-                path=inv / fab["path"] if fab.get("path") else None,
-                node_name_map=fab.get("node_name_map"),
-                exclude_hosts=tuple(fab.get("exclude_hosts", ())),
-                exclude_switches=tuple(fab.get("exclude_switches", ())),
-                allow_unmatched_hosts=fab.get("allow_unmatched_hosts", False),
-                allow_topology_problems=fab.get("allow_topology_problems", False),
-            ),
-            topology=TopologyConfig(plugin=topo.get("plugin", "tree"), block_sizes=tuple(topo.get("block_sizes", ()))),
-            components={name: _component(name, comps.get(name)) for name in COMPONENTS},
-            kubeconfig=c.get("kubeconfig"),
-            context=c.get("context"),
-            monitoring=_cluster_monitoring(c.get("monitoring", {})),
-            tenant_overrides=dict(sorted(c.get("tenant_overrides", {}).items())),
-            allow_node_moves=tuple(h for m in c.get("allow_node_moves", ()) for h in m["nodes"]),
+
+
+def _cluster(inv: Path, c: dict[str, Any]) -> Cluster:
+    fab = c.get("fabric", {})
+    topo = c.get("topology", {})
+    comps = c.get("components", {})
+    return Cluster(
+        name=c["name"],
+        server=c.get("server", "https://kubernetes.default.svc"),
+        nodes_snapshot=inv / c.get("nodes_snapshot", f"snapshots/{c['name']}/nodes.yaml"),
+        fabric=FabricSource(
+            source=fab.get("source", "none"),
+            path=inv / fab["path"] if fab.get("path") else None,
+            node_name_map=fab.get("node_name_map"),
+            exclude_hosts=tuple(fab.get("exclude_hosts", ())),
+            exclude_switches=tuple(fab.get("exclude_switches", ())),
+            allow_unmatched_hosts=fab.get("allow_unmatched_hosts", False),
+            allow_topology_problems=fab.get("allow_topology_problems", False),
+        ),
+        topology=TopologyConfig(plugin=topo.get("plugin", "tree"), block_sizes=tuple(topo.get("block_sizes", ()))),
+        components={name: _component(name, comps.get(name)) for name in COMPONENTS},
+        kubeconfig=c.get("kubeconfig"),
+        context=c.get("context"),
+        monitoring=_cluster_monitoring(c.get("monitoring", {})),
+        tenant_overrides=dict(sorted(c.get("tenant_overrides", {}).items())),
+        allow_node_moves=tuple(h for m in c.get("allow_node_moves", ()) for h in m["nodes"]),
+    )
+
+
+def _pool(p: dict[str, Any], tenant: str | None) -> Pool:
+    size = p.get("size", {})
+    slurm = None
+    if p["kind"] == "slurm":
+        s = p.get("slurm", {})
+        slurm = PoolSlurm(
+            partition=s.get("partition", p["name"]),
+            default=s.get("default", False),
+            max_time=s.get("max_time"),
+            autoscale=s.get("autoscale", False),
+            allow_groups=tuple(s.get("allow_groups", ())),
+            allow_accounts=tuple(s.get("allow_accounts", ())),
         )
+    return Pool(
+        name=p["name"],
+        cluster=p["cluster"],
+        kind=p["kind"],
+        tenant=tenant,
+        size_nodes=size.get("nodes"),
+        size_gpus=size.get("gpus"),
+        gpu_product=p.get("gpu_product"),
+        node_selector=dict(p.get("node_selector", {})),
+        pin=tuple(p.get("pin", ())),
+        exclude=tuple(p.get("exclude", ())),
+        split_nvlink_domains=p.get("split_nvlink_domains", False),
+        slurm=slurm,
+    )
+
+
+def _tenant(raw: RawModel, t: dict[str, Any]) -> Tenant:
+    s = t.get("slurm", {})
+    return Tenant(
+        name=t["name"],
+        cluster=t["cluster"],
+        pools=tuple(t["pools"]),
+        description=t.get("description", ""),
+        namespaces=tuple(t.get("namespaces", ())),
+        accounting=accounting.build_accounting(s.get("accounting", True)),
+        login_replicas=s.get("login_replicas", 1),
+        slurm_values=s.get("values", {}),
+        vcluster_values=t.get("vcluster", {}).get("values", {}),
+        monitoring=_tenant_monitoring(t.get("monitoring", {})),
+        health=_tenant_health(t.get("health", {})),
+        expose=Exposure.from_dict(t.get("expose")),
+        identity=_identity(raw, t),
+    )
+
+
+def build_fleet(raw: RawModel) -> Fleet:
+    """The typed Fleet of a valid raw model, defaults filled in (one builder per object kind)."""
+    d = raw.data
+    f = d["gpufleet_fleet"]
     owner = {p: t["name"] for t in d.get("gpufleet_tenants", []) for p in t["pools"]}
-    pools = {}
-    for p in d["gpufleet_pools"]:
-        size = p.get("size", {})
-        slurm = None
-        if p["kind"] == "slurm":
-            s = p.get("slurm", {})
-            slurm = PoolSlurm(
-                partition=s.get("partition", p["name"]),
-                default=s.get("default", False),
-                max_time=s.get("max_time"),
-                autoscale=s.get("autoscale", False),
-                allow_groups=tuple(s.get("allow_groups", ())),
-                allow_accounts=tuple(s.get("allow_accounts", ())),
-            )
-        pools[p["name"]] = Pool(
-            name=p["name"],
-            cluster=p["cluster"],
-            kind=p["kind"],
-            tenant=owner.get(p["name"]),
-            size_nodes=size.get("nodes"),
-            size_gpus=size.get("gpus"),
-            gpu_product=p.get("gpu_product"),
-            node_selector=dict(p.get("node_selector", {})),
-            pin=tuple(p.get("pin", ())),
-            exclude=tuple(p.get("exclude", ())),
-            split_nvlink_domains=p.get("split_nvlink_domains", False),
-            slurm=slurm,
-        )
-    tenants = {}
-    for t in d.get("gpufleet_tenants", []):
-        s = t.get("slurm", {})
-        tenants[t["name"]] = Tenant(
-            name=t["name"],
-            cluster=t["cluster"],
-            pools=tuple(t["pools"]),
-            description=t.get("description", ""),
-            namespaces=tuple(t.get("namespaces", ())),
-            accounting=accounting.build_accounting(s.get("accounting", True)),
-            login_replicas=s.get("login_replicas", 1),
-            slurm_values=s.get("values", {}),
-            vcluster_values=t.get("vcluster", {}).get("values", {}),
-            monitoring=_tenant_monitoring(t.get("monitoring", {})),
-            health=_tenant_health(t.get("health", {})),
-            expose=Exposure.from_dict(t.get("expose")),
-            identity=_identity(raw, t),
-        )
     return Fleet(
         name=f["name"],
-        inventory_dir=inv,
-        gitops=gitops,
-        clusters=clusters,
-        tenants=tenants,
-        pools=pools,
+        inventory_dir=raw.inventory_dir,
+        gitops=_gitops(f["gitops"]),
+        clusters={c["name"]: _cluster(raw.inventory_dir, c) for c in d["gpufleet_clusters"]},
+        tenants={t["name"]: _tenant(raw, t) for t in d.get("gpufleet_tenants", [])},
+        pools={p["name"]: _pool(p, owner.get(p["name"])) for p in d["gpufleet_pools"]},
         versions=d.get("gpufleet_versions", {}),
         source=raw,
         chart_mirrors=dict(d.get("gpufleet_chart_mirrors") or {}),

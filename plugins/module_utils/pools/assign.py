@@ -476,14 +476,8 @@ def _order(ctx: _Ctx, pools: list[Pool], eligible_count: dict[str, int]) -> list
     return sorted(pools, key=lambda p: (eligible_count[p.name], ctx.index[p.name]))
 
 
-def assign(
-    fleet: Fleet,
-    cluster: str,
-    nodes: Iterable[NodeInfo],
-    node_group: Mapping[str, str] | None = None,
-    previous: Mapping[str, str] | None = None,
-) -> Assignment:
-    """Assign every node of ``cluster`` to one of its pools (see the module docstring)."""
+def _context(fleet: Fleet, cluster: str, nodes: Iterable[NodeInfo], node_group: Mapping[str, str] | None) -> _Ctx:
+    """The nodes by name (each once), their leaf groups, and each NVLink domain's members and group."""
     if cluster not in fleet.clusters:
         raise PoolError(f"cluster {cluster!r} is not defined in gpufleet_clusters")
     node_map: dict[str, NodeInfo] = {}
@@ -504,28 +498,34 @@ def assign(
             counts[group.get(x, NO_GROUP)] = counts.get(group.get(x, NO_GROUP), 0) + 1
         domain_group[d] = min(counts, key=lambda g: (-counts[g], g))
     index = {p: i for i, p in enumerate(fleet.pools)}
-    ctx = _Ctx(fleet, cluster, node_map, group, index, domain_nodes, domain_group)
-    pools = fleet.cluster_pools(cluster)
-    infos = {p.name: PoolInfo(p.name, p.kind, p.tenant) for p in pools}
+    return _Ctx(fleet, cluster, node_map, group, index, domain_nodes, domain_group)
+
+
+def _rest_pool(ctx: _Ctx, pools: list[Pool]) -> Pool | None:
+    """The one spare pool without size, which takes the nodes no other pool holds."""
     rest_pools = [p for p in pools if p.kind == "spare" and p.size_nodes is None and p.size_gpus is None]
     if len(rest_pools) > 1:
         raise ctx.err(rest_pools[1], "size", "a second spare pool without size; only one may take the rest")
-    rest = rest_pools[0] if rest_pools else None
-    sized = [p for p in pools if p is not rest]
+    return rest_pools[0] if rest_pools else None
 
-    excluded = {p.name: set(_expand_all(ctx, p, "exclude", p.exclude)) for p in pools}
-    ctx.eligible = _eligible_sets(ctx, sized, excluded)
-    ctx.sorted_names = sorted(node_map)
-    eligible_count = {p.name: len(ctx.eligible[p.name]) for p in sized}
 
-    # pins: fixed members, checked first; a pin never takes another tenant's node unless the
-    # platform allows that node's move (gpufleet_clusters[].allow_node_moves)
+def _pins(
+    ctx: _Ctx,
+    pools: list[Pool],
+    rest: Pool | None,
+    excluded: dict[str, set[str]],
+    previous: Mapping[str, str] | None,
+) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """(node -> pool pinning it, pool -> its pinned nodes). Pins are fixed members, checked first; a
+    pin never takes another tenant's node unless the platform allows that node's move
+    (gpufleet_clusters[].allow_node_moves)."""
+    fleet, cluster = ctx.fleet, ctx.cluster
     allowed_moves = allowed_node_moves(fleet, cluster)
     pinned_by: dict[str, str] = {}
     pins: dict[str, set[str]] = {}
     for p in pools:
         names = _expand_all(ctx, p, "pin", p.pin)
-        unknown = [n for n in names if n not in node_map]
+        unknown = [n for n in names if n not in ctx.nodes]
         if unknown:
             raise ctx.err(p, "pin", f"pins node(s) not in the nodes snapshot: {', '.join(unknown[:10])}")
         for n in names:
@@ -544,19 +544,27 @@ def assign(
                 )
             if p is not rest and n not in ctx.eligible[p.name]:
                 raise ctx.err(
-                    p, "pin", f"pinned node {n!r} cannot be in the pool: {_why_not(p, node_map[n], excluded[p.name])}"
+                    p, "pin", f"pinned node {n!r} cannot be in the pool: {_why_not(p, ctx.nodes[n], excluded[p.name])}"
                 )
             pinned_by[n] = p.name
         pins[p.name] = set(names)
         if p.size_nodes is not None and len(names) > p.size_nodes:
             raise ctx.err(p, "pin", f"pins {len(names)} nodes but size.nodes is {p.size_nodes}")
+    return pinned_by, pins
 
-    # 1. start from the previous assignment, dropping what no longer fits
+
+def _held(
+    ctx: _Ctx,
+    sized: list[Pool],
+    previous: Mapping[str, str] | None,
+    pinned_by: dict[str, str],
+    pins: dict[str, set[str]],
+) -> dict[str, set[str]]:
+    """Step 1: start from the previous assignment and the pins, dropping what no longer fits."""
     held: dict[str, set[str]] = {p.name: set() for p in sized}
     for n, pname in sorted((previous or {}).items()):
-        if n not in node_map or pname not in held or n in pinned_by:
+        if n not in ctx.nodes or pname not in held or n in pinned_by:
             continue
-        p = fleet.pools[pname]
         if n in ctx.eligible[pname]:
             held[pname].add(n)
     for n, pname in pinned_by.items():
@@ -565,9 +573,33 @@ def assign(
     for p in sized:  # a pool that may not split a domain keeps none of a domain it holds only part of
         if p.split_nvlink_domains:
             continue
-        for d in sorted({node_map[n].nvlink_domain for n in held[p.name]} - {None}):
-            if not all(x in held[p.name] for x in domain_nodes[d]):
-                held[p.name] -= {x for x in domain_nodes[d] if x not in pins[p.name]}
+        for d in sorted({ctx.nodes[n].nvlink_domain for n in held[p.name]} - {None}):
+            if not all(x in held[p.name] for x in ctx.domain_nodes[d]):
+                held[p.name] -= {x for x in ctx.domain_nodes[d] if x not in pins[p.name]}
+    return held
+
+
+def assign(
+    fleet: Fleet,
+    cluster: str,
+    nodes: Iterable[NodeInfo],
+    node_group: Mapping[str, str] | None = None,
+    previous: Mapping[str, str] | None = None,
+) -> Assignment:
+    """Assign every node of ``cluster`` to one of its pools (see the module docstring)."""
+    ctx = _context(fleet, cluster, nodes, node_group)
+    node_map = ctx.nodes
+    pools = fleet.cluster_pools(cluster)
+    infos = {p.name: PoolInfo(p.name, p.kind, p.tenant) for p in pools}
+    rest = _rest_pool(ctx, pools)
+    sized = [p for p in pools if p is not rest]
+
+    excluded = {p.name: set(_expand_all(ctx, p, "exclude", p.exclude)) for p in pools}
+    ctx.eligible = _eligible_sets(ctx, sized, excluded)
+    ctx.sorted_names = sorted(node_map)
+    eligible_count = {p.name: len(ctx.eligible[p.name]) for p in sized}
+    pinned_by, pins = _pins(ctx, pools, rest, excluded, previous)
+    held = _held(ctx, sized, previous, pinned_by, pins)
 
     # 2. shrink pools above their size, 3. grow pools below it
     for p in sized:
@@ -593,7 +625,7 @@ def assign(
         pool_of=dict(sorted(pool_of.items())),
         pools=dict(sorted(infos.items())),
         nodes=dict(sorted(node_map.items())),
-        node_group=dict(sorted(group.items())),
+        node_group=dict(sorted(ctx.group.items())),
     )
 
 

@@ -78,113 +78,149 @@ def _issue(fleet: Fleet, owner: str, message: str) -> Issue:
     return Issue(file=str(fleet.inventory_dir), line=None, path="", message=message)
 
 
-def check_cluster(
-    fleet: Fleet, cluster: Cluster, apps: dict[str, dict[str, Any]], manifests: dict[str, list[dict[str, Any]]]
-) -> None:
-    """Raise ModelError when two owners render the same object (see the module docstring).
+class _Objects:
+    """The objects of one cluster by (scope, kind, namespace, name) with their first owner and file;
+    a second owner of the same object is an issue, blamed on the tenant of the two."""
 
-    ``apps``: file -> Application/AppProject (all in the Argo CD namespace of the host);
-    ``manifests``: file -> objects (host side, or inside a vCluster under ``tenants/<t>/<VCLUSTER_DIRS>/``).
-    """
-    issues: list[Issue] = []
-    seen: dict[tuple[str, str, str, str], tuple[str, str]] = {}
+    def __init__(self, fleet: Fleet, cluster: Cluster) -> None:
+        self.fleet, self.cluster = fleet, cluster
+        self.seen: dict[tuple[str, str, str, str], tuple[str, str]] = {}
+        self.issues: list[Issue] = []
 
-    def add(scope: str, kind: str, ns: str, name: str, owner: str, where: str) -> None:
+    def add(self, scope: str, kind: str, ns: str, name: str, owner: str, where: str) -> None:
         key = (scope, kind, ns, name)
-        if key in seen:
-            other, other_where = seen[key]
-            if other_where == where and other == owner:
-                return
-            blame = owner if owner not in (PLATFORM, ARGOCD) else other
-            issues.append(
-                _issue(
-                    fleet,
-                    blame,
-                    f"renders {kind} {name!r}{f' in namespace {ns!r}' if ns else ''} ({scope} of cluster"
-                    f" {cluster.name!r}, {where}), which {_describe(other if blame == owner else owner)} already"
-                    f" renders ({other_where if blame == owner else where}); choose another name",
-                )
-            )
+        if key not in self.seen:
+            self.seen[key] = (owner, where)
             return
-        seen[key] = (owner, where)
+        other, other_where = self.seen[key]
+        if other_where == where and other == owner:
+            return
+        blame = owner if owner not in (PLATFORM, ARGOCD) else other
+        self.issues.append(
+            _issue(
+                self.fleet,
+                blame,
+                f"renders {kind} {name!r}{f' in namespace {ns!r}' if ns else ''} ({scope} of cluster"
+                f" {self.cluster.name!r}, {where}), which {_describe(other if blame == owner else owner)} already"
+                f" renders ({other_where if blame == owner else where}); choose another name",
+            )
+        )
 
+
+def _object_clashes(
+    fleet: Fleet,
+    cluster: Cluster,
+    tenants: list[Any],
+    apps: dict[str, dict[str, Any]],
+    manifests: dict[str, list[dict[str, Any]]],
+) -> list[Issue]:
+    """Two owners of one object: Argo CD's own, the vcluster chart's host names, the Applications and
+    AppProjects, the rendered manifests and the cluster Secrets of the apply step."""
+    objs = _Objects(fleet, cluster)
     for kind, ns, name in ARGOCD_BUILTIN:
-        add("host", kind, ns, name, ARGOCD, "built into Argo CD")
-    for t in sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name):  # names the charts generate
+        objs.add("host", kind, ns, name, ARGOCD, "built into Argo CD")
+    for t in tenants:  # names the charts generate
         for kind, name in chart_host_names(t.name):
-            add("host", kind, "", name, t.name, f"the vcluster chart of tenant {t.name!r}, name truncated to 63")
-    project_owner: dict[str, str] = {}
-    app_objs: list[tuple[str, dict[str, Any], str]] = []
+            objs.add("host", kind, "", name, t.name, f"the vcluster chart of tenant {t.name!r}, name truncated to 63")
     for fname, obj in sorted(apps.items()):
         meta = obj.get("metadata") or {}
         owner = _owner_of(obj, fname)
-        add("host", str(obj.get("kind")), str(meta.get("namespace", "")), str(meta.get("name")), owner, f"apps/{fname}")
-        if obj.get("kind") == "AppProject":
-            project_owner[str(meta.get("name"))] = owner
-        else:
-            app_objs.append((fname, obj, owner))
-    for path, objs in sorted(manifests.items()):
-        for obj in objs:
+        objs.add(
+            "host", str(obj.get("kind")), str(meta.get("namespace", "")), str(meta.get("name")), owner, f"apps/{fname}"
+        )
+    for path, items in sorted(manifests.items()):
+        for obj in items:
             meta = obj.get("metadata") or {}
-            add(
-                _scope(path),
-                str(obj.get("kind")),
-                str(meta.get("namespace") or ""),
-                str(meta.get("name")),
-                _owner_of(obj, path),
-                path,
-            )
-    tenants = sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name)
+            kind, ns, name = str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name"))
+            objs.add(_scope(path), kind, ns, name, _owner_of(obj, path), path)
     for t in tenants:
-        add("host", "Secret", argo.ARGOCD_NS, default_secret_name(t.name), t.name, "cluster Secret (apply step)")
-    servers = {c.server for c in fleet.clusters.values()}
-    for t in tenants:
-        if vcluster_server(t.name) in servers:
-            issues.append(_issue(fleet, t.name, f"vCluster URL {vcluster_server(t.name)} is a cluster's API server"))
+        objs.add("host", "Secret", argo.ARGOCD_NS, default_secret_name(t.name), t.name, "cluster Secret (apply step)")
+    return objs.issues
 
-    host_ns: dict[str, tuple[str, str]] = {}
-    vc_ns: dict[str, set[str]] = {}
+
+def _server_clashes(fleet: Fleet, tenants: list[Any]) -> list[Issue]:
+    servers = {c.server for c in fleet.clusters.values()}
+    return [
+        _issue(fleet, t.name, f"vCluster URL {vcluster_server(t.name)} is a cluster's API server")
+        for t in tenants
+        if vcluster_server(t.name) in servers
+    ]
+
+
+class _Destinations:
+    """Where the Applications deploy: host namespace -> (owner, file); tenant -> namespaces its
+    Applications use inside its vCluster; plus the issues found on the way, in Application order."""
+
+    def __init__(self, apps: dict[str, dict[str, Any]]) -> None:
+        self.host_ns: dict[str, tuple[str, str]] = {}
+        self.vc_ns: dict[str, set[str]] = {}
+        self.issues: list[Issue] = []
+        self.project_owner = {
+            str((obj.get("metadata") or {}).get("name")): _owner_of(obj, fname)
+            for fname, obj in sorted(apps.items())
+            if obj.get("kind") == "AppProject"
+        }
+        self.flagged: set[str] = set()
+
+
+def _project_issue(fleet: Fleet, dests: _Destinations, fname: str, app: dict[str, Any], owner: str) -> Issue | None:
+    """A platform Application in an AppProject a tenant renders (reported once per project)."""
+    proj = str((app.get("spec") or {}).get("project"))
+    if owner != PLATFORM or dests.project_owner.get(proj, PLATFORM) == PLATFORM or proj in dests.flagged:
+        return None
+    dests.flagged.add(proj)
+    return _issue(
+        fleet,
+        dests.project_owner[proj],
+        f"AppProject {proj!r} is the project of the platform Application"
+        f" {(app.get('metadata') or {}).get('name')!r} (apps/{fname}): a tenant may not own it;"
+        " choose another name",
+    )
+
+
+def _destination_issue(fleet: Fleet, dests: _Destinations, fname: str, ns: str, owner: str) -> Issue | None:
+    """A tenant Application into a system namespace, or into a host namespace another owner uses."""
+    if owner not in (PLATFORM, ARGOCD) and is_system_namespace(ns):
+        dests.issues.append(_issue(fleet, owner, f"would deploy into the system namespace {ns!r} (apps/{fname})"))
+    prev = dests.host_ns.get(ns)
+    if not prev or prev[0] == owner:
+        dests.host_ns.setdefault(ns, (owner, f"apps/{fname}"))
+        return None
+    return _issue(
+        fleet,
+        owner if owner != PLATFORM else prev[0],
+        f"host namespace {ns!r} is used by both {_describe(prev[0])} ({prev[1]}) and"
+        f" {_describe(owner)} (apps/{fname}); choose another name",
+    )
+
+
+def _destinations(fleet: Fleet, cluster: Cluster, tenants: list[Any], apps: dict[str, dict[str, Any]]) -> _Destinations:
+    dests = _Destinations(apps)
     tenant_servers = {vcluster_server(t.name): t.name for t in tenants}
-    flagged: set[str] = set()
-    for fname, app, owner in app_objs:
-        spec = app.get("spec") or {}
-        proj = str(spec.get("project"))
-        if owner == PLATFORM and project_owner.get(proj, PLATFORM) != PLATFORM and proj not in flagged:
-            flagged.add(proj)
-            issues.append(
-                _issue(
-                    fleet,
-                    project_owner[proj],
-                    f"AppProject {proj!r} is the project of the platform Application"
-                    f" {(app.get('metadata') or {}).get('name')!r} (apps/{fname}): a tenant may not own it;"
-                    " choose another name",
-                )
-            )
+    for fname, app in sorted(apps.items()):
+        if app.get("kind") == "AppProject":
+            continue
+        owner = _owner_of(app, fname)
+        issue = _project_issue(fleet, dests, fname, app, owner)
+        if issue:
+            dests.issues.append(issue)
         if ((app.get("metadata") or {}).get("labels") or {}).get(argo.LABEL_COMPONENT) == argo.TENANT_ROOT:
             continue  # a tenant's root app-of-apps: it deploys that tenant's Applications into Argo CD's namespace
-        dest = spec.get("destination") or {}
+        dest = (app.get("spec") or {}).get("destination") or {}
         ns, server = str(dest.get("namespace", "")), str(dest.get("server", ""))
         if server in tenant_servers:
-            vc_ns.setdefault(tenant_servers[server], set()).add(ns)
-            continue
-        if server != cluster.server or not ns:
-            continue
-        if owner not in (PLATFORM, ARGOCD) and is_system_namespace(ns):
-            issues.append(_issue(fleet, owner, f"would deploy into the system namespace {ns!r} (apps/{fname})"))
-        prev = host_ns.get(ns)
-        if prev and prev[0] != owner:
-            blame = owner if owner != PLATFORM else prev[0]
-            issues.append(
-                _issue(
-                    fleet,
-                    blame,
-                    f"host namespace {ns!r} is used by both {_describe(prev[0])} ({prev[1]}) and"
-                    f" {_describe(owner)} (apps/{fname}); choose another name",
-                )
-            )
-        else:
-            host_ns.setdefault(ns, (owner, f"apps/{fname}"))
-    for comp in cluster.components.values():  # host components, also those installed without an app
+            dests.vc_ns.setdefault(tenant_servers[server], set()).add(ns)
+        elif server == cluster.server and ns:
+            issue = _destination_issue(fleet, dests, fname, ns, owner)
+            if issue:
+                dests.issues.append(issue)
+    return dests
+
+
+def _component_namespace_issues(fleet: Fleet, cluster: Cluster, host_ns: dict[str, tuple[str, str]]) -> list[Issue]:
+    """A tenant's host namespace that a platform component (with or without an app) uses."""
+    issues = []
+    for comp in cluster.components.values():
         if comp.enabled and comp.name in HOST_COMPONENTS:
             ns = namespace_of(comp)
             prev = host_ns.get(ns)
@@ -197,7 +233,13 @@ def check_cluster(
                         " choose another name",
                     )
                 )
+    return issues
+
+
+def _tenant_namespace_issues(fleet: Fleet, tenants: list[Any], vc_ns: dict[str, set[str]]) -> list[Issue]:
+    """A tenant namespace that is a system one, or one the renderer creates inside its vCluster."""
     raw = getattr(fleet, "source", None)
+    issues = []
     for t in tenants:
         reserved = vc_ns.get(t.name, set())
         for ns in t.namespaces:
@@ -208,14 +250,33 @@ def check_cluster(
                 if ns in reserved
                 else None
             )
-            if why:
-                msg = f"namespace {ns!r} is {why}; choose another name"
-                issue = _issue(fleet, t.name, msg)
-                if raw is not None:
-                    for i, item in enumerate(raw.data.get("gpufleet_tenants") or []):
-                        if isinstance(item, dict) and item.get("name") == t.name:
-                            j = list(item.get("namespaces") or []).index(ns)
-                            issue = raw.issue(("gpufleet_tenants", i, "namespaces", j), msg)
-                issues.append(issue)
+            if not why:
+                continue
+            msg = f"namespace {ns!r} is {why}; choose another name"
+            issue = _issue(fleet, t.name, msg)
+            if raw is not None:
+                for i, item in enumerate(raw.data.get("gpufleet_tenants") or []):
+                    if isinstance(item, dict) and item.get("name") == t.name:
+                        j = list(item.get("namespaces") or []).index(ns)
+                        issue = raw.issue(("gpufleet_tenants", i, "namespaces", j), msg)
+            issues.append(issue)
+    return issues
+
+
+def check_cluster(
+    fleet: Fleet, cluster: Cluster, apps: dict[str, dict[str, Any]], manifests: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Raise ModelError when two owners render the same object (see the module docstring).
+
+    ``apps``: file -> Application/AppProject (all in the Argo CD namespace of the host);
+    ``manifests``: file -> objects (host side, or inside a vCluster under ``tenants/<t>/<VCLUSTER_DIRS>/``).
+    """
+    tenants = sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name)
+    issues = _object_clashes(fleet, cluster, tenants, apps, manifests)
+    issues += _server_clashes(fleet, tenants)
+    dests = _destinations(fleet, cluster, tenants, apps)
+    issues += dests.issues
+    issues += _component_namespace_issues(fleet, cluster, dests.host_ns)
+    issues += _tenant_namespace_issues(fleet, tenants, dests.vc_ns)
     if issues:
         raise ModelError(issues)

@@ -136,77 +136,98 @@ def _pool_owner(fleet: Fleet, pool: str | None) -> Owner:
     return own.tenant(p.tenant) if p is not None and p.tenant else PLATFORM_OWNER
 
 
-def review_change(
-    repo: str | Path, base: str, inventories: list[str | Path], ignore: list[str | Path] | None = None
-) -> Review:
-    """Review the work tree of ``repo`` against the merge base of ``base``; ``ignore``: files that are not
-    part of the change (the review's own Markdown output)."""
-    root = Path(_git(Path(repo), "rev-parse", "--show-toplevel").decode().strip())
-    try:
-        base_commit = _git(root, "merge-base", base, "HEAD").decode().strip()
-    except CheckError:
-        base_commit = _git(root, "rev-parse", "--verify", f"{base}^{{commit}}").decode().strip()
-    rv = Review(base=base, base_commit=base_commit)
-    changed = _changed_paths(root, base_commit)
-    for path in ignore or ():
-        p = Path(path).resolve()
-        if p.is_relative_to(root):
-            changed.pop(p.relative_to(root).as_posix(), None)
-    inv_rels: list[str] = []
-    gitops_rels: list[str] = []
-    renders: list[tuple[str, Fleet, Fleet | None, render_tree.RenderResult, render_tree.RenderResult | None]] = []
-    for inv in inventories:
-        inv_path = (Path(repo) / inv).resolve() if not Path(inv).is_absolute() else Path(inv).resolve()
-        if inv_path.is_file():
-            inv_path = inv_path.parent
-        try:
-            rel = inv_path.relative_to(root).as_posix()
-        except ValueError:
-            raise GpufleetError(f"{inv}: the inventory is not inside the Git work tree {root}") from None
-        head = render_tree.render_inventory(inv_path)
-        out = render_tree.default_out(head.fleet)
-        gitops_rel = out.relative_to(root).as_posix() if out.is_relative_to(root) else str(out)
-        stale = render_tree.plan_render(head, out)
-        if stale.changed:
-            p = stale.plan
-            paths = [*p.added, *p.changed, *p.removed]
-            rv.problems.append(
-                f"`{gitops_rel}` is not the rendered `{rel}`: re-render (`gpufleet.py render --inventory {rel}`) and"
-                f" commit{'; differs: ' + ', '.join(paths[:10]) if paths else ''}"
-                + (f"{', ...' if len(paths) > 10 else ''}")
-                + ("; pool locks differ" if stale.locks_changed else "")
-            )
-        base_result: render_tree.RenderResult | None = None
-        with tempfile.TemporaryDirectory(prefix="gpufleet-review-") as tmp:
-            if _extract(root, base_commit, rel, Path(tmp)):
-                try:
-                    base_result = render_tree.render_inventory(Path(tmp) / rel)
-                except GpufleetError as exc:
-                    rv.notes.append(f"`{rel}` at the base does not render ({exc}); every rendered file counts as new")
-                if base_result is not None:  # read the base locks before the folder goes away
-                    for c in base_result.fleet.clusters:
-                        lp = lock_path(base_result.fleet, c)
-                        if lp not in base_result.locks and lp.is_file():
-                            base_result.locks[lp] = lp.read_bytes()
-                    # no more nodes move than the pool size changes need (scale.check's rule: no reshuffle)
-                    for c in sorted(set(head.fleet.clusters) & set(base_result.fleet.clusters)):
-                        check = _cluster_check(rel, c, base_result.fleet, head.fleet)
-                        if not check.ok:
-                            rv.problems.append(
-                                f"cluster `{c}`: {check.moved} node(s) change pool but the pool size changes need"
-                                f" only {check.required}: a reshuffle ({'; '.join(check.moves[:10])})"
-                            )
-            else:
-                rv.notes.append(f"`{rel}` does not exist at the base: a new inventory")
-        inv_rels.append(rel)
-        gitops_rels.append(gitops_rel)
-        renders.append((rel, head.fleet, base_result.fleet if base_result else None, head, base_result))
+@dataclass
+class _Inventory:
+    """One reviewed inventory: its path and GitOps tree (repository-relative), rendered at HEAD and at
+    the base (None: it does not exist or does not render there)."""
 
-    # inputs: every changed file outside the GitOps trees and the pool locks
+    rel: str
+    gitops_rel: str
+    head: render_tree.RenderResult
+    base: render_tree.RenderResult | None
+
+    @property
+    def fleet(self) -> Fleet:
+        return self.head.fleet
+
+    @property
+    def base_fleet(self) -> Fleet | None:
+        return self.base.fleet if self.base else None
+
+
+def _base_commit(root: Path, base: str) -> str:
+    try:
+        return _git(root, "merge-base", base, "HEAD").decode().strip()
+    except CheckError:
+        return _git(root, "rev-parse", "--verify", f"{base}^{{commit}}").decode().strip()
+
+
+def _stale_problem(head: render_tree.RenderResult, out: Path, rel: str, gitops_rel: str) -> str | None:
+    """The committed GitOps tree is not the rendered work tree."""
+    stale = render_tree.plan_render(head, out)
+    if not stale.changed:
+        return None
+    p = stale.plan
+    paths = [*p.added, *p.changed, *p.removed]
+    return (
+        f"`{gitops_rel}` is not the rendered `{rel}`: re-render (`gpufleet.py render --inventory {rel}`) and"
+        f" commit{'; differs: ' + ', '.join(paths[:10]) if paths else ''}"
+        + (f"{', ...' if len(paths) > 10 else ''}")
+        + ("; pool locks differ" if stale.locks_changed else "")
+    )
+
+
+def _render_base(rv: Review, root: Path, rel: str, head: render_tree.RenderResult) -> render_tree.RenderResult | None:
+    """Render the inventory as it is at the base (notes when it is new or does not render), with its
+    pool locks read in, and check that no more nodes move than the pool size changes need."""
+    with tempfile.TemporaryDirectory(prefix="gpufleet-review-") as tmp:
+        if not _extract(root, rv.base_commit, rel, Path(tmp)):
+            rv.notes.append(f"`{rel}` does not exist at the base: a new inventory")
+            return None
+        try:
+            base_result = render_tree.render_inventory(Path(tmp) / rel)
+        except GpufleetError as exc:
+            rv.notes.append(f"`{rel}` at the base does not render ({exc}); every rendered file counts as new")
+            return None
+        for c in base_result.fleet.clusters:  # read the base locks before the folder goes away
+            lp = lock_path(base_result.fleet, c)
+            if lp not in base_result.locks and lp.is_file():
+                base_result.locks[lp] = lp.read_bytes()
+        # no more nodes move than the pool size changes need (scale.check's rule: no reshuffle)
+        for c in sorted(set(head.fleet.clusters) & set(base_result.fleet.clusters)):
+            check = _cluster_check(rel, c, base_result.fleet, head.fleet)
+            if not check.ok:
+                rv.problems.append(
+                    f"cluster `{c}`: {check.moved} node(s) change pool but the pool size changes need"
+                    f" only {check.required}: a reshuffle ({'; '.join(check.moves[:10])})"
+                )
+        return base_result
+
+
+def _render_inventory(rv: Review, repo: str | Path, root: Path, inv: str | Path) -> _Inventory:
+    inv_path = (Path(repo) / inv).resolve() if not Path(inv).is_absolute() else Path(inv).resolve()
+    if inv_path.is_file():
+        inv_path = inv_path.parent
+    try:
+        rel = inv_path.relative_to(root).as_posix()
+    except ValueError:
+        raise GpufleetError(f"{inv}: the inventory is not inside the Git work tree {root}") from None
+    head = render_tree.render_inventory(inv_path)
+    out = render_tree.default_out(head.fleet)
+    gitops_rel = out.relative_to(root).as_posix() if out.is_relative_to(root) else str(out)
+    stale = _stale_problem(head, out, rel, gitops_rel)
+    if stale:
+        rv.problems.append(stale)
+    return _Inventory(rel, gitops_rel, head, _render_base(rv, root, rel, head))
+
+
+def _input_changes(rv: Review, changed: dict[str, str], invs: list[_Inventory]) -> None:
+    """Every changed file outside the GitOps trees and the pool locks, with its owner; a tenant's
+    change must be that tenant's alone."""
     for path, change in sorted(changed.items()):
-        if any(path == g or path.startswith(g + "/") for g in gitops_rels):
+        if any(path == i.gitops_rel or path.startswith(i.gitops_rel + "/") for i in invs):
             continue
-        inv_rel = next((r for r in inv_rels if path.startswith(r + "/")), None)
+        inv_rel = next((i.rel for i in invs if path.startswith(i.rel + "/")), None)
         if inv_rel is not None:
             sub = path[len(inv_rel) + 1 :]
             if own.is_lock(sub):
@@ -225,103 +246,146 @@ def review_change(
     elif len(tenants_touched) == 1:
         rv.tenant_pr = tenants_touched[0]
 
-    for (_rel, fleet, base_fleet, head, base_result), gitops_rel in zip(renders, gitops_rels, strict=True):
-        names = set(fleet.tenants) | set(base_fleet.tenants if base_fleet else ())
-        before = base_result.files if base_result else {}
-        for path in sorted(set(before) | set(head.files)):
-            a, b = before.get(path), head.files.get(path)
-            if a == b:
-                continue
-            owners = own.rendered_owners(path, a, b, names)
-            if not owners:
-                continue
-            full = f"{gitops_rel}/{path}"
-            rv.rendered.append(
-                FileChange(full, "added" if a is None else "removed" if b is None else "changed", tuple(sorted(owners)))
-            )
-            parts, nsets, topo = file_changes(full, a, b)
-            rv.partitions += parts
-            rv.nodesets += nsets
-            rv.topology += topo
-            if PLATFORM_OWNER in owners and own.is_shared_platform_file(path):
-                rv.shared_platform.append(full)
-        # what Argo CD will see is the committed tree: a committed change the inputs do not explain (the
-        # base's tree was not its rendered inputs, e.g. after a gpufleet upgrade) is named too
-        for full in sorted(p for p in changed if p.startswith(gitops_rel + "/")):
-            path = full[len(gitops_rel) + 1 :]
-            if own.is_manifest(path):
-                continue
-            committed = None if changed[full] == "added" else _git(root, "show", f"{base_commit}:{full}")
-            if committed != before.get(path):
-                owners = own.rendered_owners(path, committed, head.files.get(path), names) or {PLATFORM_OWNER}
-                rv.drift.append(FileChange(full, changed[full], tuple(sorted(owners))))
-        for cluster in sorted(fleet.clusters):
-            new = _assignment(fleet, head, cluster)
-            old = _assignment(base_fleet, base_result, cluster) if base_fleet and base_result else {}
-            if base_fleet is None or cluster not in base_fleet.clusters:
-                continue
-            moves = node_moves(old, new)
-            rv.moves += [(cluster, m) for m in moves]
-            if moves:
-                topo = cluster_inputs(fleet, fleet.clusters[cluster]).topology
-                if topo is not None:
-                    rv.pictures[cluster] = mermaid(
-                        topo,
-                        new,
-                        {p.name: (p.kind, p.tenant) for p in fleet.cluster_pools(cluster)},
-                        moved={m.node: m.from_pool or "" for m in moves},
-                    )
-            for m in moves:
-                rv.move_owners[m.node] = {_pool_owner(base_fleet, m.from_pool), _pool_owner(fleet, m.to_pool)}
-            counts = pool_counts(old, new)
-            for pool in sorted(counts):
-                p = fleet.pools.get(pool) or base_fleet.pools.get(pool)
-                fields = _membership(pool, moves, counts)
-                if p is not None and p.kind == "slurm" and p.slurm is not None and fields:
-                    values = f"clusters/{cluster}/tenants/{p.tenant}/slurm/values.yaml"
-                    where = f"{gitops_rel}/{values}" if values in head.files else f"{gitops_rel}/clusters/{cluster}"
-                    rv.partitions.append(
-                        ObjectChange(f"{p.tenant}/{p.slurm.partition or pool}", where, "changed", fields)
-                    )
-                    rv.nodesets.append(ObjectChange(f"{p.tenant}/{pool}", where, "changed", fields))
-            for pool in sorted(counts):
-                p = base_fleet.pools.get(pool)
-                leaving = sorted(m.node for m in moves if m.from_pool == pool)
-                if p is None or p.kind != "slurm" or not leaving:
-                    continue
-                rv.drains.append(
-                    Drain(
-                        tenant=p.tenant or "-",
-                        pool=pool,
-                        partition=p.slurm.partition if p.slurm and p.slurm.partition else pool,
-                        nodes=tuple(leaving),
-                        to=tuple(sorted({m.to_pool or "-" for m in moves if m.from_pool == pool})),
-                    )
-                )
 
+def _tenant_names(inv: _Inventory) -> set[str]:
+    return set(inv.fleet.tenants) | set(inv.base_fleet.tenants if inv.base_fleet else ())
+
+
+def _rendered_changes(rv: Review, inv: _Inventory) -> None:
+    """Every rendered file that differs from the base's, with its owners and the Slurm objects it changes."""
+    before = inv.base.files if inv.base else {}
+    for path in sorted(set(before) | set(inv.head.files)):
+        a, b = before.get(path), inv.head.files.get(path)
+        if a == b:
+            continue
+        owners = own.rendered_owners(path, a, b, _tenant_names(inv))
+        if not owners:
+            continue
+        full = f"{inv.gitops_rel}/{path}"
+        rv.rendered.append(
+            FileChange(full, "added" if a is None else "removed" if b is None else "changed", tuple(sorted(owners)))
+        )
+        parts, nsets, topo = file_changes(full, a, b)
+        rv.partitions += parts
+        rv.nodesets += nsets
+        rv.topology += topo
+        if PLATFORM_OWNER in owners and own.is_shared_platform_file(path):
+            rv.shared_platform.append(full)
+
+
+def _drift(rv: Review, root: Path, changed: dict[str, str], inv: _Inventory) -> None:
+    """What Argo CD will see is the committed tree: a committed change the inputs do not explain (the
+    base's tree was not its rendered inputs, e.g. after a gpufleet upgrade) is named too."""
+    before = inv.base.files if inv.base else {}
+    for full in sorted(p for p in changed if p.startswith(inv.gitops_rel + "/")):
+        path = full[len(inv.gitops_rel) + 1 :]
+        if own.is_manifest(path):
+            continue
+        committed = None if changed[full] == "added" else _git(root, "show", f"{rv.base_commit}:{full}")
+        if committed != before.get(path):
+            owners = own.rendered_owners(path, committed, inv.head.files.get(path), _tenant_names(inv))
+            rv.drift.append(FileChange(full, changed[full], tuple(sorted(owners or {PLATFORM_OWNER}))))
+
+
+def _membership_changes(
+    rv: Review, inv: _Inventory, base_fleet: Fleet, cluster: str, moves: list[Move], counts: dict[str, tuple[int, int]]
+) -> None:
+    """The Slurm partitions and NodeSets whose members change, and drain guidance for the pools that lose nodes."""
+    fleet = inv.fleet
+    for pool in sorted(counts):
+        p = fleet.pools.get(pool) or base_fleet.pools.get(pool)
+        fields = _membership(pool, moves, counts)
+        if p is not None and p.kind == "slurm" and p.slurm is not None and fields:
+            values = f"clusters/{cluster}/tenants/{p.tenant}/slurm/values.yaml"
+            where = f"{inv.gitops_rel}/{values}" if values in inv.head.files else f"{inv.gitops_rel}/clusters/{cluster}"
+            rv.partitions.append(ObjectChange(f"{p.tenant}/{p.slurm.partition or pool}", where, "changed", fields))
+            rv.nodesets.append(ObjectChange(f"{p.tenant}/{pool}", where, "changed", fields))
+    for pool in sorted(counts):
+        p = base_fleet.pools.get(pool)
+        leaving = sorted(m.node for m in moves if m.from_pool == pool)
+        if p is None or p.kind != "slurm" or not leaving:
+            continue
+        rv.drains.append(
+            Drain(
+                tenant=p.tenant or "-",
+                pool=pool,
+                partition=p.slurm.partition if p.slurm and p.slurm.partition else pool,
+                nodes=tuple(leaving),
+                to=tuple(sorted({m.to_pool or "-" for m in moves if m.from_pool == pool})),
+            )
+        )
+
+
+def _node_moves(rv: Review, inv: _Inventory, cluster: str) -> None:
+    """The nodes that change pool in ``cluster`` (with a picture of the fabric and their owners)."""
+    fleet, base_fleet = inv.fleet, inv.base_fleet
+    new = _assignment(fleet, inv.head, cluster)
+    old = _assignment(base_fleet, inv.base, cluster) if base_fleet and inv.base else {}
+    if base_fleet is None or cluster not in base_fleet.clusters:
+        return
+    moves = node_moves(old, new)
+    rv.moves += [(cluster, m) for m in moves]
+    if moves:
+        topo = cluster_inputs(fleet, fleet.clusters[cluster]).topology
+        if topo is not None:
+            rv.pictures[cluster] = mermaid(
+                topo,
+                new,
+                {p.name: (p.kind, p.tenant) for p in fleet.cluster_pools(cluster)},
+                moved={m.node: m.from_pool or "" for m in moves},
+            )
+    for m in moves:
+        rv.move_owners[m.node] = {_pool_owner(base_fleet, m.from_pool), _pool_owner(fleet, m.to_pool)}
+    _membership_changes(rv, inv, base_fleet, cluster, moves, pool_counts(old, new))
+
+
+def _tenant_scope_problems(rv: Review) -> None:
+    """A tenant's change stays in its rendered scope: nothing of another owner, no drift, no node move."""
+    mine = own.tenant(rv.tenant_pr or "")
+    for c in rv.rendered:
+        others = [o for o in c.owners if o != mine]
+        if others:
+            rv.problems.append(
+                f"`{c.path}` {c.change} (owned by {', '.join(str(o) for o in others)}): tenant"
+                f" `{rv.tenant_pr}`'s change reaches outside its rendered scope"
+            )
+    for c in rv.drift:
+        if [o for o in c.owners if o != mine]:
+            rv.problems.append(
+                f"`{c.path}` {c.change} in the committed tree though no input of this change alters it: the base"
+                " branch's tree is not its rendered inventory (a gpufleet upgrade?); re-render the base branch"
+                " in a platform pull request first"
+            )
+    for cluster, m in rv.moves:
+        rv.problems.append(
+            f"node `{m.node}` ({cluster}) moves from pool `{m.from_pool or '-'}` to `{m.to_pool or '-'}`: a"
+            f" tenant's change never moves nodes (pool sizes are the platform's)"
+        )
+
+
+def review_change(
+    repo: str | Path, base: str, inventories: list[str | Path], ignore: list[str | Path] | None = None
+) -> Review:
+    """Review the work tree of ``repo`` against the merge base of ``base``; ``ignore``: files that are not
+    part of the change (the review's own Markdown output)."""
+    root = Path(_git(Path(repo), "rev-parse", "--show-toplevel").decode().strip())
+    rv = Review(base=base, base_commit=_base_commit(root, base))
+    changed = _changed_paths(root, rv.base_commit)
+    for path in ignore or ():
+        p = Path(path).resolve()
+        if p.is_relative_to(root):
+            changed.pop(p.relative_to(root).as_posix(), None)
+    invs = [_render_inventory(rv, repo, root, inv) for inv in inventories]
+    _input_changes(rv, changed, invs)
+    for inv in invs:
+        _rendered_changes(rv, inv)
+        _drift(rv, root, changed, inv)
+        for cluster in sorted(inv.fleet.clusters):
+            _node_moves(rv, inv, cluster)
     rv.partitions.sort()
     rv.nodesets.sort()
     if rv.tenant_pr:
-        mine = own.tenant(rv.tenant_pr)
-        for c in rv.rendered:
-            others = [o for o in c.owners if o != mine]
-            if others:
-                rv.problems.append(
-                    f"`{c.path}` {c.change} (owned by {', '.join(str(o) for o in others)}): tenant"
-                    f" `{rv.tenant_pr}`'s change reaches outside its rendered scope"
-                )
-        for c in rv.drift:
-            if [o for o in c.owners if o != mine]:
-                rv.problems.append(
-                    f"`{c.path}` {c.change} in the committed tree though no input of this change alters it: the base"
-                    " branch's tree is not its rendered inventory (a gpufleet upgrade?); re-render the base branch"
-                    " in a platform pull request first"
-                )
-        for cluster, m in rv.moves:
-            rv.problems.append(
-                f"node `{m.node}` ({cluster}) moves from pool `{m.from_pool or '-'}` to `{m.to_pool or '-'}`: a"
-                f" tenant's change never moves nodes (pool sizes are the platform's)"
-            )
+        _tenant_scope_problems(rv)
     return rv
 
 
@@ -332,7 +396,7 @@ def _owners_cell(owners: tuple[Owner, ...]) -> str:
     return ", ".join(str(o) for o in owners)
 
 
-def render_markdown(rv: Review) -> str:
+def _md_head(rv: Review) -> list[str]:
     verdict = "✅ passes" if rv.ok else f"❌ fails ({len(rv.problems)} problem{'s' * (len(rv.problems) != 1)})"
     lines = [f"## gpufleet review: {verdict}", ""]
     lines += [f"Base `{_cell(rv.base)}` (merge base `{rv.base_commit[:12]}`); change: {rv.kind}.", ""]
@@ -342,8 +406,12 @@ def render_markdown(rv: Review) -> str:
         lines.append(f"Note: {n}")
     if rv.notes:
         lines.append("")
+    return lines
 
-    lines += [f"### Changed inputs ({len(rv.inputs)})", ""]
+
+def _md_files(rv: Review) -> list[str]:
+    """Changed inputs, rendered changes, committed changes no input explains, shared platform files."""
+    lines = [f"### Changed inputs ({len(rv.inputs)})", ""]
     if rv.inputs:
         lines += _table(
             ["file", "owner", "change"], [[_code(c.path), _owners_cell(c.owners), c.change] for c in rv.inputs]
@@ -378,8 +446,12 @@ def render_markdown(rv: Review) -> str:
     else:
         lines.append("None.")
     lines.append("")
+    return lines
 
-    lines += [f"### Node moves ({len(rv.moves)})", ""]
+
+def _md_moves(rv: Review) -> list[str]:
+    """Node moves and the fabric pictures of the clusters where nodes move."""
+    lines = [f"### Node moves ({len(rv.moves)})", ""]
     if rv.moves:
         rows = [
             [
@@ -397,24 +469,33 @@ def render_markdown(rv: Review) -> str:
     lines.append("")
     for cluster, picture in sorted(rv.pictures.items()):
         lines += [f"#### The fabric of `{_cell(cluster)}` after the change", "", *picture, ""]
+    return lines
 
+
+def _md_drains(rv: Review) -> list[str]:
+    if not rv.drains:
+        return []
+    lines = ["### Drain before merging", ""]
+    for d in rv.drains:
+        hosts = compress(list(d.nodes))
+        lines += [
+            f"Slurm pool `{d.pool}` of tenant `{d.tenant}` (partition `{d.partition}`) loses"
+            f" {len(d.nodes)} node(s), `{hosts}` (to {', '.join(f'`{t}`' for t in d.to)})."
+            f" In the tenant's Slurm (vCluster `{d.tenant}`),"
+            " drain them and let their jobs finish before this is merged:",
+            "",
+            "```",
+            f'scontrol update NodeName={hosts} State=DRAIN Reason="gpufleet: leaving pool {d.pool}"',
+            f"squeue --nodelist={hosts}                 # wait until no job is left",
+            f"sinfo --nodes={hosts} --format='%N %T'   # all drained",
+            "```",
+            "",
+        ]
+    return lines
+
+
+def render_markdown(rv: Review) -> str:
+    lines = _md_head(rv) + _md_files(rv) + _md_moves(rv)
     lines += object_sections(rv.partitions, rv.nodesets, rv.topology)
-
-    if rv.drains:
-        lines += ["### Drain before merging", ""]
-        for d in rv.drains:
-            hosts = compress(list(d.nodes))
-            lines += [
-                f"Slurm pool `{d.pool}` of tenant `{d.tenant}` (partition `{d.partition}`) loses"
-                f" {len(d.nodes)} node(s), `{hosts}` (to {', '.join(f'`{t}`' for t in d.to)})."
-                f" In the tenant's Slurm (vCluster `{d.tenant}`),"
-                " drain them and let their jobs finish before this is merged:",
-                "",
-                "```",
-                f'scontrol update NodeName={hosts} State=DRAIN Reason="gpufleet: leaving pool {d.pool}"',
-                f"squeue --nodelist={hosts}                 # wait until no job is left",
-                f"sinfo --nodes={hosts} --format='%N %T'   # all drained",
-                "```",
-                "",
-            ]
+    lines += _md_drains(rv)
     return "\n".join(lines).rstrip() + "\n"

@@ -127,12 +127,8 @@ def _nodes(opts: Options) -> list[str]:
     return [f"gpu{i:03d}" for i in range(1, count + 1)]
 
 
-def _inventory_files(opts: Options) -> dict[str, str]:
-    inv = f"inventories/{opts.site}"
-    gv = f"{inv}/group_vars/all"
-    c = opts.cluster
-    files: dict[str, str] = {}
-    files[f"{gv}/fleet.yml"] = f"""---
+def _fleet_yml(opts: Options) -> str:
+    return f"""---
 # Fleet identity and where the rendered GitOps tree lives (this repository). Owned by the platform.
 gpufleet_schema_version: 1
 gpufleet_fleet:
@@ -142,7 +138,11 @@ gpufleet_fleet:
     revision: {opts.branch}
     path: gitops
 """
-    files[f"{gv}/clusters.yml"] = f"""---
+
+
+def _clusters_yml(opts: Options) -> str:
+    c = opts.cluster
+    return f"""---
 # Kubernetes clusters of the fleet and the platform components each runs. Owned by the platform.
 # The fabric is described by a fabric file here (docs/fabric-file.md of gpufleet.core); with a host
 # that has an InfiniBand HCA, `source: ibnetdiscover` and `path: snapshots/{c}/fabric.ibnetdiscover`.
@@ -173,6 +173,10 @@ gpufleet_clusters:
       slurm_operator: {{}}
       kueue: {{}}
 """
+
+
+def _pools_yml(opts: Options) -> str:
+    c = opts.cluster
     pools = [
         "---",
         "# Node pools: every node of a cluster is in exactly one. Owned by the platform: a tenant asks for",
@@ -191,32 +195,48 @@ gpufleet_clusters:
         if t.kind == "slurm":
             pools += ["    slurm:", f"      partition: {t.name}", "      default: true"]
     pools += ["  - name: spare", f"    cluster: {c}", "    kind: spare", ""]
-    files[f"{gv}/pools.yml"] = "\n".join(pools)
-    for t in opts.tenants:
-        body = [
-            "---",
-            f"# Tenant {t.name}: this file is the tenant's own (CODEOWNERS: {opts.owner_of(t)}). It defines",
-            f"# only {variable_name(t.name)}; its pools and their sizes are the platform's (pools.yml).",
-            f"{variable_name(t.name)}:",
-            f"  name: {t.name}",
-            f"  cluster: {c}",
-            f"  description: {'Slurm batch jobs' if t.kind == 'slurm' else 'Kubernetes-native jobs and inference'}"
-            f" of {t.name}",
-            f"  pools: [{t.name}]",
+    return "\n".join(pools)
+
+
+def _tenant_yml(opts: Options, t: TenantSpec) -> str:
+    """A tenant's own file (CODEOWNERS: the tenant)."""
+    c = opts.cluster
+    body = [
+        "---",
+        f"# Tenant {t.name}: this file is the tenant's own (CODEOWNERS: {opts.owner_of(t)}). It defines",
+        f"# only {variable_name(t.name)}; its pools and their sizes are the platform's (pools.yml).",
+        f"{variable_name(t.name)}:",
+        f"  name: {t.name}",
+        f"  cluster: {c}",
+        f"  description: {'Slurm batch jobs' if t.kind == 'slurm' else 'Kubernetes-native jobs and inference'}"
+        f" of {t.name}",
+        f"  pools: [{t.name}]",
+    ]
+    if t.kind == "slurm":
+        body += [
+            "  slurm:",
+            "    login_replicas: 1",
+            "    accounting:",
+            "      qos:",
+            '        - {name: normal, priority: 10, max_wall: "2-00:00:00"}',
+            "      accounts:",
+            f"        - {{name: {t.name}, fairshare: 1, qos: [normal], default_qos: normal, users: []}}",
         ]
-        if t.kind == "slurm":
-            body += [
-                "  slurm:",
-                "    login_replicas: 1",
-                "    accounting:",
-                "      qos:",
-                '        - {name: normal, priority: 10, max_wall: "2-00:00:00"}',
-                "      accounts:",
-                f"        - {{name: {t.name}, fairshare: 1, qos: [normal], default_qos: normal, users: []}}",
-            ]
-        else:
-            body += ["  namespaces: [jobs]"]
-        files[f"{gv}/{'/'.join(TENANTS_DIR[2:])}/{t.name}.yml"] = "\n".join(body) + "\n"
+    else:
+        body += ["  namespaces: [jobs]"]
+    return "\n".join(body) + "\n"
+
+
+def _inventory_files(opts: Options) -> dict[str, str]:
+    inv = f"inventories/{opts.site}"
+    gv = f"{inv}/group_vars/all"
+    files = {
+        f"{gv}/fleet.yml": _fleet_yml(opts),
+        f"{gv}/clusters.yml": _clusters_yml(opts),
+        f"{gv}/pools.yml": _pools_yml(opts),
+    }
+    for t in opts.tenants:
+        files[f"{gv}/{'/'.join(TENANTS_DIR[2:])}/{t.name}.yml"] = _tenant_yml(opts, t)
     files.update(_snapshots(opts, inv))
     return files
 
