@@ -31,7 +31,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring
+from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring, quota
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
@@ -43,7 +43,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
     namespace_of,
     system_placement,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render.quota import tenant_quota
 from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import storage_class_name
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
@@ -197,7 +196,6 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
     fragment = fence.vcluster_sync_fragment(pools)
     ns = vcluster_namespace(tenant.name)
     gpus = sum(inputs.pool_gpus(p.name) for p in pools)
-    slurm = bool(fleet.tenant_pools(tenant.name, "slurm"))
     ours: dict[str, Any] = {
         "sync": {
             "fromHost": {"nodes": {"enabled": True, "clearImageStatus": True, "syncBackChanges": False}},
@@ -220,8 +218,8 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
         sts["persistence"] = {"volumeClaim": {"storageClass": sc}}
     if sts:
         ours["controlPlane"]["statefulSet"] = sts
-    quota = tenant_quota(cluster, tenant, gpus, slurm, deep_merge(ours, tenant.vcluster_values))
-    ours["policies"]["resourceQuota"]["quota"] = quota
+    # requests.storage is added by render_tenant once every claim of the tenant is rendered
+    ours["policies"]["resourceQuota"]["quota"] = quota.tenant_quota(tenant, gpus)
     # No sync.fromHost.secrets: the chart turns it into a ClusterRole with cluster-wide Secret
     # list/watch (docs/adr/vcluster-secrets.md). The Slurm keys are written straight into the
     # vCluster by the apply step (tenant role), where the slurm chart reads them by secretRef.
@@ -655,4 +653,23 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     for fname, app in tapps.items():
         out.manifests[f"{apps_dir}/{fname}"] = [app]
     out.apps[f"{prefix}.yaml"] = argo.tenant_root_app(fleet, cluster.name, t, apps_dir)
+    set_storage_quota(fleet, tenant, out, out.values[vf], tapps.values())
     return out
+
+
+def set_storage_quota(
+    fleet: Fleet, tenant: Tenant, out: Rendered, vc_values: dict[str, Any], apps: Any
+) -> list[quota.Claim]:
+    """``requests.storage`` of the vCluster's host quota from the claims the tenant's rendered apps
+    make (render/quota.py); returns them."""
+    claims = quota.rendered_claims(
+        apps,
+        {argo.repo_path(fleet, k): v for k, v in out.values.items()},
+        {argo.repo_path(fleet, k): v for k, v in out.manifests.items()},
+        vcluster_namespace(tenant.name),
+        vcluster_server(tenant.name),
+    )
+    own = ((tenant.vcluster_values.get("policies") or {}).get("resourceQuota") or {}).get("quota") or {}
+    explicit = own.get(quota.STORAGE_KEY) if isinstance(own, dict) else None
+    vc_values["policies"]["resourceQuota"]["quota"][quota.STORAGE_KEY] = quota.storage_quota(tenant, claims, explicit)
+    return claims
