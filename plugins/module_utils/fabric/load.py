@@ -119,8 +119,12 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
     text, source = _read(path_or_text)
     for lineno, line in enumerate(text.splitlines(), 1):  # undecodable command output (surrogates)
         if any("\udc80" <= ch <= "\udcff" or ch == "\ufffd" for ch in line):
-            raise FabricError("not UTF-8 text; node descriptions must be ASCII: fix the host's NodeDescription"
-                              " (rdma-ndd) and run discover again", file=source, line=lineno)
+            raise FabricError(
+                "not UTF-8 text; node descriptions must be ASCII: fix the host's NodeDescription"
+                " (rdma-ndd) and run discover again",
+                file=source,
+                line=lineno,
+            )
     if kind == "auto":
         if not text.strip():
             raise FabricError("the fabric snapshot is empty; run discover again", file=source)

@@ -175,8 +175,14 @@ def publish_tree(
     result.commit, result.pushed = push.commit, push.pushed
     if open_pr:
         opened = open_fleet_pull_request(
-            fleet, result.branch, pre.base, title, result.markdown(),
-            remote=pre.remote, token=token, forge_api_url=forge_api_url,
+            fleet,
+            result.branch,
+            pre.base,
+            title,
+            result.markdown(),
+            remote=pre.remote,
+            token=token,
+            forge_api_url=forge_api_url,
         )
         result.pull_request = opened.request.as_dict()
         result.messages.append(opened.message)

@@ -336,8 +336,16 @@ def publish_scale(
     if not open_pr:
         return
     opened = open_fleet_pull_request(
-        change.fleet, branch, pre.base, f"Scale {plan.pool} to {edit.size} {edit.unit}", plan.markdown(),
-        remote=pre.remote, commit=push.commit, token=token, forge_api_url=forge_api_url, error=ScaleError,
+        change.fleet,
+        branch,
+        pre.base,
+        f"Scale {plan.pool} to {edit.size} {edit.unit}",
+        plan.markdown(),
+        remote=pre.remote,
+        commit=push.commit,
+        token=token,
+        forge_api_url=forge_api_url,
+        error=ScaleError,
     )
     result.pull_request = opened.request.as_dict()
     result.changed = result.changed or opened.request.created
