@@ -1,9 +1,9 @@
 """Issue 19 defect 1: the vCluster host quota holds every claim the tenant's rendered apps make.
 
-The claims are collected here independently of render/quota.py: every PersistentVolumeClaim and
-mariadb-operator MariaDB in the tenant's manifests, plus the chart-made claims (vCluster data,
-slurmctld state) from the values files with the defaults of the pinned charts' values.yaml
-(/work/shared/upstream/charts, read here). The rendered quota must equal their sum exactly, so a
+The claims are collected independently of render/quota.py (tests/lib/rendered_claims.py): every
+PersistentVolumeClaim and mariadb-operator MariaDB in the tenant's manifests, plus the chart-made
+claims (vCluster data, slurmctld state) from the values files with the defaults of the pinned
+charts' values.yaml (../shared/upstream/charts). The rendered quota must equal their sum exactly, so a
 quota one byte too small (or a claim the formula forgets, like the accounting MariaDB) fails.
 """
 
@@ -12,38 +12,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import rendered_claims
 import yaml
-from render_fixtures import edit_vars, make_inventory, yaml_objects
+from render_fixtures import edit_vars, make_inventory
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.render import quota
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
 C = "clusters/gpu-east"
-UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-
-
-def size(q: str) -> int:
-    for u, m in UNITS.items():
-        if q.endswith(u):
-            return int(q[: -len(u)]) * m
-    return int(q)
+CHARTS = Path()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _charts(shared_dir: Path) -> None:
-    global UPSTREAM
-    UPSTREAM = shared_dir / "upstream" / "charts"
-
-
-UPSTREAM = Path()
+    global CHARTS
+    CHARTS = shared_dir / "upstream" / "charts"
 
 
 def upstream(chart: str, *path: str):
-    v = yaml.safe_load((UPSTREAM / chart / "values.yaml").read_text())
-    for k in path:
-        v = v[k]
-    return v
+    return rendered_claims.upstream(CHARTS, chart, *path)
+
+
+def size(q: str) -> int:
+    return rendered_claims.size(q)
 
 
 @pytest.fixture(scope="module")
@@ -52,26 +44,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 
 def claims_of(files: dict[str, bytes], tenant: str) -> dict[str, int]:
-    """Every claim landing in vc-<tenant>, by what makes it (bytes)."""
-    base = f"{C}/tenants/{tenant}"
-    out: dict[str, int] = {}
-    for rel, obj in yaml_objects(files):
-        if not rel.startswith(base + "/") or "/apps/" in rel:
-            continue
-        if obj.get("kind") == "PersistentVolumeClaim":
-            out[f"pvc {obj['metadata']['name']}"] = size(obj["spec"]["resources"]["requests"]["storage"])
-        if obj.get("kind") == "MariaDB":
-            out[f"mariadb {obj['metadata']['name']}"] = size(obj["spec"]["storage"]["size"])
-    vc = yaml.safe_load(files[f"{base}/vcluster/values.yaml"])
-    claim = vc["controlPlane"].get("statefulSet", {}).get("persistence", {}).get("volumeClaim", {})
-    default = upstream("vcluster", "controlPlane", "statefulSet", "persistence", "volumeClaim")
-    out["vcluster data"] = size(claim.get("size", default["size"]))
-    slurm = files.get(f"{base}/slurm/values.yaml")
-    if slurm:
-        persistence = yaml.safe_load(slurm)["controller"].get("persistence", {})
-        default = upstream("slurm", "controller", "persistence", "resources", "requests", "storage")
-        out["slurmctld state"] = size(persistence.get("resources", {}).get("requests", {}).get("storage", default))
-    return out
+    return rendered_claims.claims_of(files, tenant, CHARTS)
 
 
 @pytest.mark.parametrize("tenant", ["llm-pretrain", "research", "inference"])
