@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,26 +34,11 @@ from argocd_bed import (
     Synced,
     argocd_status,
     is_plain,
-    prepare,
     rendered,
     rendered_apps,
-    sync_root,
     wave,
 )
 from argocd_harness import conditions, git, status_of, summary, synced_healthy
-
-TIMEOUT = 900
-
-
-@pytest.fixture(scope="module")
-def synced(argocd_bed: ArgoBed) -> Synced:
-    registration = prepare(argocd_bed)
-    try:
-        out = sync_root(argocd_bed, timeout=TIMEOUT)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    out.registration = registration
-    return out
 
 
 def test_root_app_syncs_every_rendered_child(argocd_bed: ArgoBed, synced: Synced) -> None:

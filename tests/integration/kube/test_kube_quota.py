@@ -9,8 +9,6 @@ would (``effective_quota``), admitted by the real ResourceQuota admission plugin
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import rendered_claims
 import yaml
@@ -69,16 +67,3 @@ def test_rendered_quota_admits_every_claim_and_not_one_byte_more(kube_cluster, f
             assert all(rc == 0 for _, rc, _ in results[:-1]), results
             what, rc, err = results[-1]
             assert rc != 0 and "exceeded quota" in err and "requests.storage" in err, results
-
-
-def test_claims_walk_reads_the_pinned_chart_defaults() -> None:
-    """The independent walk needs the pinned charts' values (the product carries its own copy)."""
-    if not CHARTS.is_dir():
-        pytest.skip(f"{CHARTS} missing")
-    assert (
-        rendered_claims.upstream(
-            CHARTS, "vcluster", "controlPlane", "statefulSet", "persistence", "volumeClaim", "size"
-        )
-        == "5Gi"
-    )
-    assert Path(REPO_ROOT / "tests" / "lib" / "rendered_claims.py").is_file()

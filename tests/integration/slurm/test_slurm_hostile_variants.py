@@ -74,8 +74,6 @@ def slurm_bodies(inv: Path) -> dict[str, tuple[str, str | None, dict[str, str]]]
     return out
 
 
-
-
 @pytest.mark.parametrize("variant", SLURM_VARIANTS)
 def test_rendered_slurm_config_loads(variant: str, tmp_path: Path, slurm_cluster) -> None:
     require_slurm()
