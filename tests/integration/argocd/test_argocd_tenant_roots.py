@@ -77,7 +77,7 @@ def test_a_stuck_tenant_does_not_hold_back_the_next_tenant(argocd_bed: ArgoBed, 
         copy_tenant(base, "inference", "newt2")
         rev2 = commit(bed, "add tenant newt2")
         # the commit after a tenant was added while another is stuck is applied too
-        apps = bed.argocd.wait(["newt2-root"], lambda a: True, "created by the cluster root", timeout=WAIT)
+        bed.argocd.wait(["newt2-root"], lambda a: True, "created by the cluster root", timeout=WAIT)
 
         def root_done(app: dict[str, Any]) -> bool:
             op = (app.get("status") or {}).get("operationState") or {}
