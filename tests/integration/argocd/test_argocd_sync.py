@@ -9,8 +9,9 @@ Doubled, because it cannot run or be downloaded here:
   values into a ConfigMap ``<release>-values`` so the ``$values`` wiring can be checked, and the
   Kueue double ships the three Kueue CRDs the tenant objects use (as the real chart does);
 - a tenant's vCluster: a second control plane per tenant, reached as ``<tenant>.vc-<tenant>:443``
-  (its certificate covers that name). vCluster's syncer would bind the tenant's PVC to the host's
-  static NFS PV; the stand-in gets a PV of its own for that claim instead;
+  (its certificate covers that name), with vCluster's syncer and the tenant operators doubled by
+  ``vcluster_double.py`` (claims, pods, services synced to ``vc-<tenant>`` under translated names,
+  claims bound, operator CRs made ready only when their dependencies exist);
 - the Cilium operator's CRD registration: the CiliumClusterwideNetworkPolicy CRD is applied here.
 """
 
@@ -102,9 +103,9 @@ def test_plain_manifest_apps_synced_healthy_on_real_apiserver(argocd_bed: ArgoBe
     }
     live_pvs = {p["metadata"]["name"]: p for p in bed.host.get_json("pv")["items"]}
     assert want_pvs and want_pvs <= set(live_pvs), (want_pvs, sorted(live_pvs))
-    for p in want_pvs:  # pre-bound to the claim vCluster's syncer creates on the host (none runs here)
+    for p in want_pvs:  # pre-bound to the claim vCluster's syncer (the double) creates on the host
         tenant = live_pvs[p]["metadata"]["labels"]["gpufleet.io/tenant"]
-        assert live_pvs[p]["status"]["phase"] == "Available", p
+        assert live_pvs[p]["status"]["phase"] == "Bound", p
         assert live_pvs[p]["spec"]["claimRef"]["namespace"] == f"vc-{tenant}", p
     cm = bed.host.get_json("configmap", "argocd-cm", "-n", "argocd")
     assert "resource.customizations.health.argoproj.io_Application" in cm["data"]
