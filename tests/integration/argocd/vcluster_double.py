@@ -116,10 +116,11 @@ class TenantDouble:
                 except ApiException as exc:
                     self._annotate(pvc, f"SyncError: host refused {hname}: {_reason(exc)}")
                 continue
-            if hp.status.phase == "Pending" and not hp.spec.volume_name:
-                self._provision(hp)
             if hp.status.phase == "Bound" and pvc.status.phase != "Bound":
                 self._bind_virtual(pvc, hp)
+        for hp in host.values():  # synced ones and the vCluster's own data claim
+            if hp.status.phase == "Pending" and not hp.spec.volume_name:
+                self._provision(hp)
 
     def _annotate(self, pvc: Any, message: str | None) -> None:
         have = (pvc.metadata.annotations or {}).get(SYNC_ERROR)
@@ -347,7 +348,7 @@ class TenantDouble:
         for plural in ("nodesets", "loginsets"):
             for obj in self._list(SLINKY, plural):
                 m = obj["metadata"]
-                want = int((obj.get("spec") or {}).get("replicas") or (0 if plural == "nodesets" else 1))
+                want = int((obj.get("spec") or {}).get("replicas") or 1)  # DaemonSet mode: the copied node
                 ready = want if m["namespace"] in controllers_ready else 0
                 st = {"replicas": ready, "observedGeneration": m.get("generation", 1)}
                 if plural == "nodesets":
