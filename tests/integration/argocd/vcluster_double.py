@@ -78,6 +78,7 @@ class TenantDouble:
         self.vcore = kubernetes.client.CoreV1Api(self.v)
         self.hcore = kubernetes.client.CoreV1Api(self.h)
         self.vcustom = kubernetes.client.CustomObjectsApi(self.v)
+        self.hstorage = kubernetes.client.StorageV1Api(self.h)
         self.node_copied = False
         self.errors: list[str] = []
 
@@ -139,6 +140,9 @@ class TenantDouble:
         except ApiException as exc:
             if exc.status != 404:
                 raise
+        cls = hp.spec.storage_class_name
+        if cls and cls not in {c.metadata.name for c in self.hstorage.list_storage_class().items}:
+            return  # no such class: nothing would provision it (stays Pending, as on a real cluster)
         pvs = self.hcore.list_persistent_volume().items
         if any(
             p.spec.claim_ref and p.spec.claim_ref.name == hp.metadata.name and p.spec.claim_ref.namespace == self.ns
