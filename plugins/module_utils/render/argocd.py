@@ -60,7 +60,7 @@ if obj.status ~= nil and obj.status.health ~= nil then
   end
 end
 if obj.metadata.annotations ~= nil and obj.metadata.annotations["gpufleet.io/parent-health"] == "ignore" then
-  hs.message = "not gating its parent (gpufleet.io/parent-health: ignore); own health: " .. hs.status
+  hs.message = "not gating its parent (gpufleet.io/parent-health: ignore); own health: " .. (hs.status or "")
   hs.status = "Healthy"
 end
 return hs
