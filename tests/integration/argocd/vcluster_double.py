@@ -115,7 +115,7 @@ class TenantDouble:
                     self.hcore.create_namespaced_persistent_volume_claim(self.ns, body)
                     self._annotate(pvc, None)
                 except ApiException as exc:
-                    self._annotate(pvc, f"SyncError: host refused {hname}: {_reason(exc)}")
+                    self._annotate(pvc, f"SyncError: {_reason(exc)}")
                 continue
             if hp.status.phase == "Bound" and pvc.status.phase != "Bound":
                 self._bind_virtual(pvc, hp)
