@@ -112,4 +112,4 @@ def test_force_push_converges(argocd_bed: ArgoBed, synced: Synced) -> None:
     )
     print(f"\nbench: force-push -> all Synced+Healthy: {time.monotonic() - t0:.1f}s")
     after = live_inventory(bed)
-    assert after - before == {f"host/configmap/vc-{TENANT}/fault-second"}, after ^ before
+    assert after ^ before == {f"host/configmap/vc-{TENANT}/fault-second"}, after ^ before
