@@ -1,7 +1,7 @@
 """Issue 19 defect 2 on the real controller: no tenant's health gates the cluster root.
 
-One tenant is made stuck (a claim on its host side that never binds: its host app stays
-Progressing, so its root's sync operation never ends). Then a commit adds tenant ``newt`` (whose
+One tenant is made stuck (a Deployment on its host side that never becomes available: its host app
+stays Progressing, so its root's sync operation never ends). Then a commit adds tenant ``newt`` (whose
 vCluster does not exist: its root never becomes Healthy either), and a second commit adds tenant
 ``newt2``. Both roots must appear: the cluster root's sync operation does not wait on tenant roots'
 health (``gpufleet.io/parent-health: ignore`` honoured by the Application health check in
@@ -44,15 +44,24 @@ def copy_tenant(base: Path, src: str, dst: str) -> None:
         p.write_text(p.read_text().replace(src, dst))
 
 
-def stuck_claim() -> dict[str, Any]:
+def stuck_deployment() -> dict[str, Any]:
+    """Never available (no node matches), Progressing for an hour (its progress deadline)."""
+    labels = {"app": "never-ready"}
     return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "never-binds", "namespace": f"vc-{STUCK}"},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "never-ready", "namespace": f"vc-{STUCK}"},
         "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": "gpufleet-test-no-such-class",
-            "resources": {"requests": {"storage": "1Mi"}},
+            "replicas": 1,
+            "progressDeadlineSeconds": 3600,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeSelector": {"gpufleet.io/test-no-such-node": "true"},
+                    "containers": [{"name": "c", "image": "registry.invalid/never:1"}],
+                },
+            },
         },
     }
 
@@ -63,12 +72,12 @@ def test_a_stuck_tenant_does_not_hold_back_the_next_tenant(argocd_bed: ArgoBed, 
     before = git(bed.repo, "rev-parse", "HEAD").strip()
     host_app, tenant_root = f"{STUCK}-host", f"{STUCK}-root"
     try:
-        (base / "tenants" / STUCK / "host" / "stuck.yaml").write_text(yaml.safe_dump(stuck_claim()))
-        commit(bed, f"{STUCK}: a claim that never binds")
+        (base / "tenants" / STUCK / "host" / "stuck.yaml").write_text(yaml.safe_dump(stuck_deployment()))
+        commit(bed, f"{STUCK}: a Deployment that never becomes available")
         bed.argocd.wait(
             [host_app, tenant_root],
             lambda a: status_of(a)[1] == "Progressing",
-            "Progressing (stuck on the claim)",
+            "Progressing (stuck on the Deployment)",
             timeout=WAIT,
         )
         copy_tenant(base, "inference", "newt")
