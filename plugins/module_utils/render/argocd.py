@@ -96,6 +96,8 @@ if obj.status ~= nil and obj.status.conditions ~= nil then
       hs.message = (c.reason or "") .. ": " .. (c.message or "")
       if c.status == "True" then
         hs.status = "Healthy"
+      elseif c.reason == "Failed" then
+        hs.status = "Degraded"
       end
     end
   end
@@ -148,7 +150,9 @@ return hs
 # custom resource is Healthy as soon as it is applied, so 6-slurm was Healthy before slurmctld
 # ran and the accounts Job raced slurmdbd. Status fields: Slinky v1.2.1 CRDs (NodeSet
 # status.desired/readyReplicas/observedGeneration, LoginSet status.replicas, Controller and
-# Accounting status.conditions); mariadb-operator MariaDB status.conditions[type=Ready].
+# Accounting status.conditions); mariadb-operator MariaDB status.conditions[type=Ready] (the same
+# rule as Argo CD's built-in resource_customizations/k8s.mariadb.com/MariaDB/health.lua, stated here
+# so it does not depend on the Argo CD release: Ready False with reason Failed is Degraded).
 CR_HEALTH = {
     "resource.customizations.health.slinky.slurm.net_Controller": _CONDITIONS_LUA,
     "resource.customizations.health.slinky.slurm.net_Accounting": _CONDITIONS_LUA,
