@@ -4,9 +4,10 @@
 - the host cluster (tools/cluster.sh: etcd, kube-apiserver, scheduler, controller-manager, KWOK
   with the sample snapshot's GPU nodes);
 - one stand-in control plane per tenant for the tenant's vCluster API (certificate for
-  ``<tenant>.vc-<tenant>``, the name the rendered Applications target);
+  ``<tenant>.vc-<tenant>``, the name the rendered Applications target), with vCluster's syncer and
+  the tenant operators doubled (vcluster_double.py);
 - a Helm repository holding test-double charts (the upstream charts cannot be downloaded here);
-- the sample inventory rendered with ``repo_url`` = a local ``file://`` Git repository and
+- the sample inventory as shipped (accounting, monitoring, health on) rendered with ``repo_url`` = a local ``file://`` Git repository and
   ``gpufleet_chart_mirrors`` mapping every upstream chart repository to the local one;
 - Argo CD v3.2 (tools/argocd.sh) in a loopback-only network namespace.
 ``sync_root`` registers the tenants (the tenant role, for real), applies the root app and records
