@@ -45,6 +45,7 @@ WAVES = {
 }
 
 HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
+PERSIST_HEALTH = "controller.resource.health.persist"  # argocd-cmd-params-cm key
 # An Application annotated so reports Healthy to its parent whatever its own health (which it still
 # shows itself): the cluster root's sync never waits on a tenant root, so one stuck tenant does not
 # hold back the next commit (a new tenant, a platform upgrade). Issue 19 defect 2.

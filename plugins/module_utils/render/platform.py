@@ -142,7 +142,9 @@ def argocd_values(cluster: Cluster) -> dict[str, Any]:
     """Values of the argo-cd chart: the bootstrap installs Argo CD with exactly these (apply step),
     then the ``<cluster>-argocd`` Application keeps it so. The Application health check lives here
     (``configs.cm``), the one owner of ``argocd-cm``."""
-    ours = {"configs": {"cm": argo.health_checks()}}
+    # resource health persisted in the Application status (3.x defaults to redis only): what
+    # argocd_status reads to say *why* an app is not ready (a MariaDB refused by the quota, ...)
+    ours = {"configs": {"cm": argo.health_checks(), "params": {argo.PERSIST_HEALTH: "true"}}}
     return deep_merge(ours, cluster.components["argocd"].values)
 
 
