@@ -7,7 +7,8 @@
   ``<tenant>.vc-<tenant>``, the name the rendered Applications target), with vCluster's syncer and
   the tenant operators doubled (vcluster_double.py);
 - a Helm repository holding test-double charts (the upstream charts cannot be downloaded here);
-- the sample inventory as shipped (accounting, monitoring, health on) rendered with ``repo_url`` = a local ``file://`` Git repository and
+- the sample inventory as shipped (accounting, monitoring, health on) rendered with ``repo_url`` = a
+  local ``file://`` Git repository and
   ``gpufleet_chart_mirrors`` mapping every upstream chart repository to the local one;
 - Argo CD v3.2 (tools/argocd.sh) in a loopback-only network namespace.
 ``sync_root`` registers the tenants (the tenant role, for real), applies the root app and records

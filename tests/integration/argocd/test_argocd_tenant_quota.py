@@ -83,7 +83,14 @@ def test_a_quota_one_byte_short_refuses_the_database_with_the_reason(argocd_bed:
         _delete(bed.host, "pvc", hclaim, "-n", f"vc-{t}")
         _delete(bed.host, "pv", volume)
         _delete(bed.tenants[t], "pv", volume)
-        apps = bed.argocd.wait([app], lambda a: not synced_healthy(a), "not healthy", timeout=WAIT)
+
+        def refused(a: dict[str, Any]) -> bool:  # the controller's view, persisted in the app status
+            return any(
+                "exceeded quota" in ((r.get("health") or {}).get("message") or "")
+                for r in (a.get("status") or {}).get("resources") or []
+            )
+
+        apps = bed.argocd.wait([app], refused, "refused by the quota", timeout=WAIT)
         res = argocd_status(bed, names=[app])
         assert res["ready"] is False, res
         reason = res["apps"][0]["reason"]
