@@ -1,7 +1,9 @@
 """Real Argo CD syncing the sample fleet: time from the root Application applied to all
 plain-manifest apps (AppProjects, argocd-config, host namespaces and network policies, shared
-storage PVs, tenant objects) Synced+Healthy, and to every app Synced+Healthy (chart apps use the
-test-double charts of tests/integration/argocd). Prints a table; asserts nothing.
+storage PVs, tenant objects) Synced+Healthy, and to every app Synced+Healthy: the first install of
+the sample as shipped, accounting included (chart apps use the test-double charts, the tenant
+vCluster's syncer and operators are doubled: tests/integration/argocd). Prints a table; asserts
+nothing.
 
     .venv/bin/python bench/bench_argocd_sync.py [--runs N]
 

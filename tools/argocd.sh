@@ -120,7 +120,10 @@ start redis "${IN[@]}" redis-server --bind 127.0.0.1 --port 6379 --save '' --app
 start repo-server "${IN[@]}" ARGOCD_BINARY_NAME=argocd-repo-server "$BIN/argocd" \
   --address 127.0.0.1 --port 8081 --metrics-address 127.0.0.1 --metrics-port 8084 \
   --redis 127.0.0.1:6379 --disable-tls --parallelismlimit 4 --loglevel info
-start controller "${IN[@]}" ARGOCD_BINARY_NAME=argocd-application-controller "$BIN/argocd" \
+# ARGOCD_APPLICATION_CONTROLLER_PERSIST_RESOURCE_HEALTH: as gpufleet's Argo CD values set
+# configs.params controller.resource.health.persist (render/platform.py argocd_values)
+start controller "${IN[@]}" ARGOCD_BINARY_NAME=argocd-application-controller \
+  ARGOCD_APPLICATION_CONTROLLER_PERSIST_RESOURCE_HEALTH=true "$BIN/argocd" \
   --namespace argocd --redis 127.0.0.1:6379 --repo-server 127.0.0.1:8081 --repo-server-plaintext \
   --metrics-port 8082 --app-resync "$APP_RESYNC" --app-hard-resync 0 --self-heal-timeout-seconds 2 \
   --status-processors 4 --operation-processors 4 --loglevel info

@@ -317,6 +317,27 @@ SCHEMA: dict[str, Any] = {
                                         "maximum": 65535,
                                         "default": 6443,
                                     },
+                                    "load_balancer": {
+                                        "type": "object",
+                                        "additionalProperties": False,
+                                        "required": ["announce"],
+                                        "description": "LB IPAM pools for exposed tenants (render/loadbalancer.py)",
+                                        "properties": {
+                                            "announce": {"enum": ["l2", "bgp", "external"]},
+                                            "pools": {
+                                                "type": "array",
+                                                "maxItems": 32,
+                                                "items": {"type": "string", "maxLength": 43},
+                                            },
+                                            "interfaces": {
+                                                "type": "array",
+                                                "maxItems": 32,
+                                                "items": g.pattern(
+                                                    r"^[-A-Za-z0-9_.^*+?|()\[\]]{1,64}$", "interface regex"
+                                                ),
+                                            },
+                                        },
+                                    },
                                 }
                             ),
                             "cert_manager": _component(),
@@ -338,7 +359,13 @@ SCHEMA: dict[str, Any] = {
                                         "type": "string",
                                         "pattern": "^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$",
                                         "default": "gpufleet-nfs",
-                                        "description": "class of the control-plane volumes (vCluster data, slurmctld)",
+                                        "description": "the NFS StorageClass gpufleet renders (not default)",
+                                    },
+                                    "state_storage_class": {
+                                        "type": "string",
+                                        "pattern": "^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$",
+                                        "description": "local/block class of the tenants' databases (vCluster store,"
+                                        " slurmctld state, MariaDB); unset: the cluster default, never NFS",
                                     },
                                     "storage_class_create": {
                                         "type": "boolean",

@@ -42,8 +42,9 @@ def open_fleet_pull_request(
 ) -> Opened:
     """Open (or find) the request ``branch`` -> ``base``; ``error`` is raised when the forge refuses."""
     forge = fleet.gitops.forge
-    target = resolve_target(fleet.gitops.repo_url, forge.type, api_url=forge_api_url or forge.api_url,
-                            project=forge.project)
+    target = resolve_target(
+        fleet.gitops.repo_url, forge.type, api_url=forge_api_url or forge.api_url, project=forge.project
+    )
     tok = token if token is not None else os.environ.get(forge.token_env) or None
     try:
         pr = open_pull_request(target, branch, base, title, body, tok)

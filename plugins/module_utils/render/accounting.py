@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import C
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE, Rendered
+from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import state_storage_class
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_server
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES, chart
 
@@ -140,11 +141,13 @@ def secrets(acct: Accounting) -> list[dict[str, str]]:
     return [dict(DB_PASSWORD_SECRET), dict(DB_ROOT_SECRET)]
 
 
-def mariadb(acct: Accounting) -> dict[str, Any]:
+def mariadb(acct: Accounting, default_class: str | None = None) -> dict[str, Any]:
+    """The MariaDB CR; InnoDB on the tenant's ``storage_class``, else the cluster's databases class
+    (render/storage.py: never NFS implicitly)."""
     db = acct.database
     storage: dict[str, Any] = {"size": db.storage}
-    if db.storage_class:
-        storage["storageClassName"] = db.storage_class
+    if db.storage_class or default_class:
+        storage["storageClassName"] = db.storage_class or default_class
     return {
         "apiVersion": MARIADB_API,
         "kind": "MariaDB",
@@ -434,8 +437,12 @@ def render_apps(fleet: Fleet, cluster: Cluster, tenant: Tenant, base: str) -> Re
                 app_labels=argo.labels(cluster.name, name, t),
                 dest_server=server,
                 dest_namespace=MARIADB_OPERATOR_NS,
+                # CRDs: no resources finalizer (deleting the app must not delete every MariaDB);
+                # not kept past the tenant (removing the tenant removes the app with its vCluster)
+                keep=part == "3-mariadb-operator-crds",
+                keep_app=False,
             )
-        out.manifests[f"{base}/accounting-db/mariadb.yaml"] = [mariadb(acct)]
+        out.manifests[f"{base}/accounting-db/mariadb.yaml"] = [mariadb(acct, state_storage_class(cluster))]
         out.apps["5-accounting-db.yaml"] = argo.directory_app(
             f"{t}-accounting-db",
             fleet=fleet,

@@ -47,6 +47,12 @@ WAVES = {
 }
 
 HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
+PERSIST_HEALTH = "controller.resource.health.persist"  # argocd-cmd-params-cm key
+# An Application annotated so reports Healthy to its parent whatever its own health (which it still
+# shows itself): the cluster root's sync never waits on a tenant root, so one stuck tenant does not
+# hold back the next commit (a new tenant, a platform upgrade). Issue 19 defect 2.
+PARENT_HEALTH = "gpufleet.io/parent-health"
+PARENT_HEALTH_IGNORE = "ignore"
 HEALTH_LUA = """hs = {}
 hs.status = "Progressing"
 hs.message = ""
@@ -56,8 +62,113 @@ if obj.status ~= nil and obj.status.health ~= nil then
     hs.message = obj.status.health.message
   end
 end
+if obj.metadata.annotations ~= nil and obj.metadata.annotations["gpufleet.io/parent-health"] == "ignore" then
+  hs.message = "not gating its parent (gpufleet.io/parent-health: ignore); own health: " .. (hs.status or "")
+  hs.status = "Healthy"
+end
 return hs
 """
+
+_CONDITIONS_LUA = """hs = {}
+hs.status = "Progressing"
+hs.message = "no status conditions from the operator yet"
+if obj.status ~= nil and obj.status.conditions ~= nil then
+  local ok = 0
+  for _, c in ipairs(obj.status.conditions) do
+    if c.status == "False" then
+      hs.message = (c.type or "") .. ": " .. (c.reason or "") .. " " .. (c.message or "")
+      return hs
+    end
+    if c.status == "True" then
+      ok = ok + 1
+      hs.message = (c.type or "") .. ": " .. (c.message or "")
+    end
+  end
+  if ok > 0 then
+    hs.status = "Healthy"
+  end
+end
+return hs
+"""
+_READY_CONDITION_LUA = """hs = {}
+hs.status = "Progressing"
+hs.message = "waiting for the Ready condition"
+if obj.status ~= nil and obj.status.conditions ~= nil then
+  for _, c in ipairs(obj.status.conditions) do
+    if c.type == "Ready" then
+      hs.message = (c.reason or "") .. ": " .. (c.message or "")
+      if c.status == "True" then
+        hs.status = "Healthy"
+      elseif c.reason == "Failed" then
+        hs.status = "Degraded"
+      end
+    end
+  end
+end
+return hs
+"""
+_NODESET_LUA = """hs = {}
+hs.status = "Progressing"
+hs.message = "waiting for the NodeSet's slurmd pods"
+if obj.status == nil then
+  return hs
+end
+local gen = obj.metadata.generation
+local seen = obj.status.observedGeneration
+if gen ~= nil and seen ~= nil and seen < gen then
+  hs.message = "waiting for the operator to observe generation " .. gen
+  return hs
+end
+local want = obj.status.desired
+if want == nil and obj.spec ~= nil then
+  want = obj.spec.replicas
+end
+if want == nil then
+  want = 1
+end
+local ready = obj.status.readyReplicas or 0
+hs.message = ready .. "/" .. want .. " slurmd pods ready"
+if ready >= want then
+  hs.status = "Healthy"
+end
+return hs
+"""
+_LOGINSET_LUA = """hs = {}
+hs.status = "Progressing"
+local want = 1
+if obj.spec ~= nil and obj.spec.replicas ~= nil then
+  want = obj.spec.replicas
+end
+local have = 0
+if obj.status ~= nil and obj.status.replicas ~= nil then
+  have = obj.status.replicas
+end
+hs.message = have .. "/" .. want .. " login pods"
+if have >= want then
+  hs.status = "Healthy"
+end
+return hs
+"""
+# Health of the operator-made kinds a tenant's apps wait on (issue 19 defect 5): without them a
+# custom resource is Healthy as soon as it is applied, so 6-slurm was Healthy before slurmctld
+# ran and the accounts Job raced slurmdbd. Status fields: Slinky v1.2.1 CRDs (NodeSet
+# status.desired/readyReplicas/observedGeneration, LoginSet status.replicas, Controller and
+# Accounting status.conditions); mariadb-operator MariaDB status.conditions[type=Ready] (the same
+# rule as Argo CD's built-in resource_customizations/k8s.mariadb.com/MariaDB/health.lua, stated here
+# so it does not depend on the Argo CD release: Ready False with reason Failed is Degraded).
+CR_HEALTH = {
+    "resource.customizations.health.slinky.slurm.net_Controller": _CONDITIONS_LUA,
+    "resource.customizations.health.slinky.slurm.net_Accounting": _CONDITIONS_LUA,
+    "resource.customizations.health.slinky.slurm.net_NodeSet": _NODESET_LUA,
+    "resource.customizations.health.slinky.slurm.net_LoginSet": _LOGINSET_LUA,
+    "resource.customizations.health.k8s.mariadb.com_MariaDB": _READY_CONDITION_LUA,
+}
+
+
+def health_checks() -> dict[str, str]:
+    """Every ``argocd-cm`` health customization gpufleet owns (Applications and operator CRs)."""
+    return {HEALTH_KEY: HEALTH_LUA, **CR_HEALTH}
+
 
 # Sync option that keeps a resource when its Application is deleted (CNI, CRDs, Argo CD itself).
 # Set on the Application object (so deleting a parent root leaves the child in place) and in its
@@ -126,9 +237,13 @@ def application(
     ignore_differences: list[dict[str, Any]] | None = None,
     info: list[dict[str, str]] | None = None,
     keep: bool = False,
+    keep_app: bool = True,
 ) -> dict[str, Any]:
     """One child Application. ``keep``: never delete what it deployed (CNI, CRDs, Argo CD): no
-    resources-finalizer, ``Delete=false`` on the Application object and in its sync options."""
+    resources-finalizer, ``Delete=false`` in its sync options and, with ``keep_app``, on the
+    Application object (its parent's deletion leaves it). Apps inside a tenant's vCluster keep
+    their resources but not themselves (``keep_app=False``): removing the tenant deletes them with
+    the tenant root instead of leaving Applications pointing at a deleted vCluster."""
     spec: dict[str, Any] = {
         "project": project,
         "destination": {"server": dest_server, "namespace": dest_namespace},
@@ -152,7 +267,8 @@ def application(
     }
     if keep:
         del meta["finalizers"]
-        meta["annotations"][SYNC_OPTIONS] = KEEP
+        if keep_app:
+            meta["annotations"][SYNC_OPTIONS] = KEEP
         opts = spec["syncPolicy"].setdefault("syncOptions", [])
         if KEEP not in opts:
             spec["syncPolicy"]["syncOptions"] = sorted([*opts, KEEP])
@@ -216,8 +332,10 @@ def root_app(fleet: Fleet, cluster: str, apps_dir: str) -> dict[str, Any]:
 def tenant_root_app(fleet: Fleet, cluster: str, tenant: str, apps_dir: str) -> dict[str, Any]:
     """The root Application of one tenant: syncs ``tenants/<t>/apps`` (the tenant's child apps, in
     their own waves). Each tenant has its own, so one unhealthy tenant never holds back another;
-    the cluster root syncs every tenant root in one wave, after the platform."""
-    return directory_app(
+    the cluster root syncs every tenant root in one wave, after the platform, and does not wait for
+    their health (``PARENT_HEALTH``: the Application health check reports them Healthy to it), so a
+    stuck tenant never holds the cluster root's sync operation and the next commit is applied."""
+    app = directory_app(
         f"{tenant}-root",
         fleet=fleet,
         path=apps_dir,
@@ -227,6 +345,8 @@ def tenant_root_app(fleet: Fleet, cluster: str, tenant: str, apps_dir: str) -> d
         dest_namespace=ARGOCD_NS,
         policy=sync_policy(create_namespace=False),
     )
+    app["metadata"]["annotations"][PARENT_HEALTH] = PARENT_HEALTH_IGNORE
+    return app
 
 
 def argocd_cm_health() -> dict[str, Any]:
@@ -244,7 +364,7 @@ def argocd_cm_health() -> dict[str, Any]:
             "labels": {"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"},
             "annotations": {"argocd.argoproj.io/sync-options": "ServerSideApply=true,Prune=false,Delete=false"},
         },
-        "data": {HEALTH_KEY: HEALTH_LUA},
+        "data": health_checks(),
     }
 
 

@@ -37,7 +37,9 @@ MONITORING_API = "monitoring.coreos.com/v1"
 JOB_MAPPING_SCRIPT = "90-gpufleet-dcgm-job-mapping.sh"
 JOB_MAPPING_VOLUME = "dcgm-job-mapping"
 SLURM_METRICS_PATHS = ("/metrics/jobs", "/metrics/nodes", "/metrics/partitions", "/metrics/scheduler")
-SLURMCTLD_PORT = "slurmctld"
+SLURMCTLD_PORT = "slurmctld"  # the slurm chart's named container port of slurmctld ...
+SLURMCTLD_METRICS_PORT = 6817  # ... its number: slurmctld serves /metrics/* on its own port
+SLURMCTLD_LABEL = "app.kubernetes.io/name"  # = "slurmctld" on the slurm chart's controller pods
 DASHBOARD_UID = "gpufleet-fleet"
 
 PROLOG = r"""#!/bin/bash
@@ -114,7 +116,7 @@ def pod_monitor(cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
         },
         "spec": {
             "namespaceSelector": {"matchNames": [ns]},
-            "selector": {"matchLabels": {"app.kubernetes.io/name": "slurmctld", "vcluster.loft.sh/namespace": "slurm"}},
+            "selector": {"matchLabels": {SLURMCTLD_LABEL: "slurmctld", "vcluster.loft.sh/namespace": "slurm"}},
             "podMetricsEndpoints": [
                 {
                     "port": SLURMCTLD_PORT,

@@ -26,6 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Component, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render import loadbalancer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import storage_class
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
@@ -142,7 +143,9 @@ def argocd_values(cluster: Cluster) -> dict[str, Any]:
     """Values of the argo-cd chart: the bootstrap installs Argo CD with exactly these (apply step),
     then the ``<cluster>-argocd`` Application keeps it so. The Application health check lives here
     (``configs.cm``), the one owner of ``argocd-cm``."""
-    ours = {"configs": {"cm": {argo.HEALTH_KEY: argo.HEALTH_LUA}}}
+    # resource health persisted in the Application status (3.x defaults to redis only): what
+    # argocd_status reads to say *why* an app is not ready (a MariaDB refused by the quota, ...)
+    ours = {"configs": {"cm": argo.health_checks(), "params": {argo.PERSIST_HEALTH: "true"}}}
     return deep_merge(ours, cluster.components["argocd"].values)
 
 
@@ -213,10 +216,33 @@ def render_cilium(fleet: Fleet, cluster: Cluster) -> Rendered:
     comp = cluster.components["cilium"]
     out = Rendered()
     vf = f"{cluster_dir(cluster.name)}/platform/cilium/values.yaml"
-    out.values[vf] = cilium_values(cluster)
+    out.values[vf] = deep_merge(cilium_values(cluster), loadbalancer.cilium_fragment(fleet, cluster))
     if comp.install_method == "gitops":
         out.apps["10-cilium.yaml"] = _chart_app(
-            fleet, cluster, comp, "cilium", "cilium", "network", vf, "cilium", keep=True  # the CNI
+            fleet,
+            cluster,
+            comp,
+            "cilium",
+            "cilium",
+            "network",
+            vf,
+            "cilium",
+            keep=True,  # the CNI
+        )
+    lb = loadbalancer.objects(fleet, cluster)
+    if lb:  # LB IPAM pool + announcement (render/loadbalancer.py); CRDs come with the cilium-operator
+        path = f"{cluster_dir(cluster.name)}/platform/load-balancer"
+        out.manifests[f"{path}/load-balancer.yaml"] = lb
+        out.apps["11-load-balancer.yaml"] = argo.directory_app(
+            f"{cluster.name}-load-balancer",
+            fleet=fleet,
+            path=path,
+            project=argo.platform_project(cluster.name),
+            wave="operators",
+            app_labels=argo.labels(cluster.name, "load-balancer"),
+            dest_server=cluster.server,
+            dest_namespace=namespace_of(comp),
+            policy=argo.sync_policy(create_namespace=False, extra=["SkipDryRunOnMissingResource=true"]),
         )
     return out
 
@@ -232,7 +258,15 @@ def render_cert_manager(fleet: Fleet, cluster: Cluster) -> Rendered:
     out.values[vf] = deep_merge(ours, comp.values)
     if comp.install_method == "gitops":
         out.apps["20-cert-manager.yaml"] = _chart_app(
-            fleet, cluster, comp, "cert_manager", "cert-manager", "crds", vf, "cert-manager", keep=True  # CRDs
+            fleet,
+            cluster,
+            comp,
+            "cert_manager",
+            "cert-manager",
+            "crds",
+            vf,
+            "cert-manager",
+            keep=True,  # CRDs
         )
     return out
 
@@ -240,11 +274,20 @@ def render_cert_manager(fleet: Fleet, cluster: Cluster) -> Rendered:
 def gpu_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
     comp = cluster.components["gpu_operator"]
     pools = fleet.cluster_pools(cluster.name)
-    ds_tol = fence.daemonset_tolerations(pools)
+    # the GPU-health quarantine taint too: the driver, device plugin, DCGM and NFD must keep running
+    # on a quarantined node (the health check needs them; the node comes back only through them)
+    quarantine = {"key": fence.QUARANTINE_TAINT_KEY, "operator": "Exists", "effect": fence.QUARANTINE_TAINT_EFFECT}
+    ds_tol = [*fence.daemonset_tolerations(pools), quarantine]
     ours: dict[str, Any] = {
         "daemonsets": {"tolerations": ds_tol},
         "node-feature-discovery": {
-            "worker": {"tolerations": [NFD_DEFAULT_TOLERATION, *fence.daemonset_tolerations(pools, gpu_default=True)]}
+            "worker": {
+                "tolerations": [
+                    NFD_DEFAULT_TOLERATION,
+                    *fence.daemonset_tolerations(pools, gpu_default=True),
+                    quarantine,
+                ]
+            }
         },
         "dcgmExporter": {"hpcJobMapping": {"enabled": True, "directory": DCGM_JOB_MAPPING_DIR}},
         # The chart default (true) deploys the driver container on every GPU node; on hosts whose image

@@ -1,10 +1,13 @@
-"""The StorageClass of the tenants' control-plane volumes (vCluster data, slurmctld state).
+"""StorageClasses: the NFS class gpufleet renders, and the class of the tenants' databases.
 
-Neither chart gets a class from gpufleet otherwise: the vcluster chart's data volume and the slurm
-chart's ``controller.persistence`` leave ``storageClass`` empty/null, i.e. they need a default
-StorageClass, which a fresh cluster does not have. gpufleet names the class explicitly in both
-and, unless ``shared_storage.storage_class_create`` is false (the site brings its own), renders
-it: NFS dynamic provisioning (csi-driver-nfs) on the shared-storage server, marked default.
+* Databases (vCluster backing store, slurmctld state save, the accounting MariaDB's InnoDB) need
+  POSIX locking and fsync semantics NFS does not give reliably (SQLite and InnoDB both warn
+  against NFS). They go on ``shared_storage.state_storage_class`` (a local or block class: TopoLVM,
+  local-path, Ceph RBD, a SAN CSI driver...) when the inventory names one, else on the cluster's
+  default StorageClass; never implicitly on NFS (issue 19 defect 5).
+* ``gpufleet-nfs`` (``shared_storage.storage_class``): NFS dynamic provisioning (csi-driver-nfs) on
+  the shared-storage server, rendered unless ``storage_class_create`` is false. It is not the
+  default class, so a chart claim without a class never lands on NFS.
 """
 
 from __future__ import annotations
@@ -19,11 +22,16 @@ DEFAULT_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 
 
 def storage_class_name(cluster: Cluster) -> str | None:
-    """The class to name explicitly, or None to leave the charts on the site's default class."""
+    """The NFS class gpufleet renders (None when shared storage is off)."""
     comp = cluster.components["shared_storage"]
     if comp.enabled:
         return str(comp.options.get("storage_class") or DEFAULT_CLASS)
-    return comp.options.get("storage_class") or None
+    return None
+
+
+def state_storage_class(cluster: Cluster) -> str | None:
+    """The class of the tenants' databases, or None: the cluster's default class (never NFS)."""
+    return cluster.components["shared_storage"].options.get("state_storage_class") or None
 
 
 def storage_class(cluster: Cluster) -> dict[str, Any] | None:
@@ -37,7 +45,7 @@ def storage_class(cluster: Cluster) -> dict[str, Any] | None:
         "kind": "StorageClass",
         "metadata": {
             "name": storage_class_name(cluster),
-            "annotations": {DEFAULT_ANNOTATION: "true"},
+            "annotations": {DEFAULT_ANNOTATION: "false"},
             "labels": {"app.kubernetes.io/part-of": "gpufleet"},
         },
         "provisioner": NFS_DRIVER,

@@ -33,7 +33,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring, sssd
+from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring, quota, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
@@ -45,8 +45,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
     namespace_of,
     system_placement,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render.quota import tenant_quota
-from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import storage_class_name
+from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import state_storage_class
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
     vcluster_namespace,
@@ -182,6 +181,37 @@ def isolation_policy(tenant: Tenant) -> dict[str, Any]:
     }
 
 
+def metrics_policy(cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
+    """CiliumClusterwideNetworkPolicy admitting the monitoring namespace's Prometheus to the tenant's
+    slurmctld metrics port only (what the slurmctld PodMonitor scrapes); every other ingress from
+    there stays denied by the isolation policy. Prometheus pods carry the prometheus-operator's
+    ``app.kubernetes.io/name: prometheus``; slurmctld pods the slurm chart's
+    ``app.kubernetes.io/name: slurmctld`` (synced to the host by vCluster with their labels)."""
+    own = {f"k8s:io.cilium.k8s.namespace.labels.{fence.NAMESPACE_TENANT_LABEL}": tenant.name}
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumClusterwideNetworkPolicy",
+        "metadata": {"name": f"tenant-{tenant.name}-metrics", "labels": {argo.LABEL_TENANT: tenant.name}},
+        "spec": {
+            "description": f"Prometheus ({cluster.monitoring.namespace}) scrapes tenant {tenant.name}'s slurmctld",
+            "endpointSelector": {"matchLabels": {**own, f"k8s:{monitoring.SLURMCTLD_LABEL}": "slurmctld"}},
+            "ingress": [
+                {
+                    "fromEndpoints": [
+                        {
+                            "matchLabels": {
+                                "k8s:io.kubernetes.pod.namespace": cluster.monitoring.namespace,
+                                "k8s:app.kubernetes.io/name": "prometheus",
+                            }
+                        }
+                    ],
+                    "toPorts": [{"ports": [{"port": str(monitoring.SLURMCTLD_METRICS_PORT), "protocol": "TCP"}]}],
+                }
+            ],
+        },
+    }
+
+
 def exposure_rules(tenant: Tenant) -> list[dict[str, Any]]:
     """Ingress from outside the cluster that ``expose`` opens: only from ``from_cidrs``, only to the
     login port (Slurm login pods) and the declared inference ports. Nothing by default."""
@@ -202,7 +232,6 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
     fragment = fence.vcluster_sync_fragment(pools)
     ns = vcluster_namespace(tenant.name)
     gpus = sum(inputs.pool_gpus(p.name) for p in pools)
-    slurm = bool(fleet.tenant_pools(tenant.name, "slurm"))
     ours: dict[str, Any] = {
         "sync": {
             "fromHost": {"nodes": {"enabled": True, "clearImageStatus": True, "syncBackChanges": False}},
@@ -220,15 +249,15 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
     sel = system_placement(fleet, cluster.name)
     if sel:
         sts["scheduling"] = {"nodeSelector": sel}
-    sc = storage_class_name(cluster)
-    if sc:  # the chart leaves it empty: the data volume would need a default StorageClass
+    sc = state_storage_class(cluster)
+    if sc:  # the backing store on a local/block class (render/storage.py); else the default class
         sts["persistence"] = {"volumeClaim": {"storageClass": sc}}
     if sts:
         ours["controlPlane"]["statefulSet"] = sts
     # the tenant's allow-listed values (model/tenant_values.py), then the platform's override
     given = deep_merge(tenant.vcluster_values, cluster.tenant_override(tenant.name, "vcluster"))
-    quota = tenant_quota(cluster, tenant, gpus, slurm, deep_merge(ours, given))
-    ours["policies"]["resourceQuota"]["quota"] = quota
+    # requests.storage is added by render_tenant once every claim of the tenant is rendered
+    ours["policies"]["resourceQuota"]["quota"] = quota.tenant_quota(tenant, gpus)
     # No sync.fromHost.secrets: the chart turns it into a ClusterRole with cluster-wide Secret
     # list/watch (docs/adr/vcluster-secrets.md). The Slurm keys are written straight into the
     # vCluster by the apply step (tenant role), where the slurm chart reads them by secretRef.
@@ -370,8 +399,8 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
         "accounting": accounting.chart_values(acct) if acct.enabled else {"enabled": False},
         "vendor": {"nvidia": {"dcgm": {"enabled": True, "jobMappingDir": DCGM_JOB_MAPPING_DIR}}},
     }
-    sc = storage_class_name(cluster)
-    if sc:  # the chart's storageClassName is null: slurmctld's claim would need a default class
+    sc = state_storage_class(cluster)
+    if sc:  # slurmctld's state save on the databases' class (render/storage.py); null: the default
         values["controller"]["persistence"] = {"storageClassName": sc}
     if tenant.login_replicas > 0:
         values["loginsets"] = {
@@ -515,6 +544,8 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     out.manifests[f"{base}/host/namespace.yaml"] = [host_namespace(cluster, tenant, bool(slurm_pools))]
     if comps["cilium"].enabled:
         out.manifests[f"{base}/host/network-policy.yaml"] = [isolation_policy(tenant)]
+        if slurm_pools and tenant.monitoring.enabled and cluster.monitoring.prometheus_operator:
+            out.manifests[f"{base}/host/network-policy-metrics.yaml"] = [metrics_policy(cluster, tenant)]
     if slurm_pools and tenant.monitoring.enabled and cluster.monitoring.prometheus_operator:
         out.manifests[f"{base}/host/monitoring.yaml"] = [monitoring.pod_monitor(cluster, tenant)]
     tapps["1-host.yaml"] = argo.directory_app(
@@ -607,7 +638,8 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
             app_labels=argo.labels(cluster.name, "cert-manager", t),
             dest_server=server,
             dest_namespace=namespace_of(comps["cert_manager"]),
-            keep=True,  # CRDs: deleting the app must not delete the Certificates
+            keep=True,  # keep_app=False: removing the tenant removes the app (its vCluster goes too)
+            keep_app=False,  # CRDs: deleting the app must not delete the Certificates
         )
         crd_vf = f"{base}/slurm-operator-crds/values.yaml"
         out.values[crd_vf] = {}
@@ -622,7 +654,8 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
             app_labels=argo.labels(cluster.name, "slurm-operator-crds", t),
             dest_server=server,
             dest_namespace=namespace_of(comps["slurm_operator"]),
-            keep=True,  # CRDs: deleting the app must not delete every Slurm cluster object
+            keep=True,  # keep_app=False: removing the tenant removes the app (its vCluster goes too)
+            keep_app=False,  # CRDs: deleting the app must not delete every Slurm cluster object
         )
         op_vf = f"{base}/slurm-operator/values.yaml"
         out.values[op_vf] = slurm_operator_values(fleet, cluster)
@@ -676,4 +709,24 @@ def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     for fname, app in tapps.items():
         out.manifests[f"{apps_dir}/{fname}"] = [app]
     out.apps[f"{prefix}.yaml"] = argo.tenant_root_app(fleet, cluster.name, t, apps_dir)
+    set_storage_quota(fleet, tenant, out, out.values[vf], tapps.values())
     return out
+
+
+def set_storage_quota(
+    fleet: Fleet, tenant: Tenant, out: Rendered, vc_values: dict[str, Any], apps: Any
+) -> list[quota.Claim]:
+    """``requests.storage`` of the vCluster's host quota from the claims the tenant's rendered apps
+    make (render/quota.py); returns them."""
+    claims = quota.rendered_claims(
+        apps,
+        {argo.repo_path(fleet, k): v for k, v in out.values.items()},
+        {argo.repo_path(fleet, k): v for k, v in out.manifests.items()},
+        vcluster_namespace(tenant.name),
+        vcluster_server(tenant.name),
+    )
+    given = deep_merge(tenant.vcluster_values, fleet.clusters[tenant.cluster].tenant_override(tenant.name, "vcluster"))
+    own = ((given.get("policies") or {}).get("resourceQuota") or {}).get("quota") or {}  # the platform's override
+    explicit = own.get(quota.STORAGE_KEY) if isinstance(own, dict) else None
+    vc_values["policies"]["resourceQuota"]["quota"][quota.STORAGE_KEY] = quota.storage_quota(tenant, claims, explicit)
+    return claims

@@ -341,8 +341,9 @@ def slinky_topology_spec(topo: Topology, tree: str | None = "default", block: st
 TOPOLOGY_FILE = {"tree": "topology.conf", "block": "topology.conf", "yaml": "topology.yaml"}
 
 
-def slinky_names(topo: Topology, fmt: str, topologies: list[Mapping] | None = None,
-                 tree_name: str | None = None) -> dict[str, str | None]:
+def slinky_names(
+    topo: Topology, fmt: str, topologies: list[Mapping] | None = None, tree_name: str | None = None
+) -> dict[str, str | None]:
     """Topology names for the Slinky annotation: ``default`` for topology.conf, else from ``topologies``
     (the ones :func:`render_yaml` writes)."""
     if fmt == "block":
@@ -355,8 +356,9 @@ def slinky_names(topo: Topology, fmt: str, topologies: list[Mapping] | None = No
     return {"tree": tree, "block": block}
 
 
-def slinky_spec_for(topo: Topology, fmt: str, topologies: list[Mapping] | None = None,
-                    tree_name: str | None = None) -> dict[str, str]:
+def slinky_spec_for(
+    topo: Topology, fmt: str, topologies: list[Mapping] | None = None, tree_name: str | None = None
+) -> dict[str, str]:
     """``topology.slinky.slurm.net/spec`` per node for the file :func:`render` writes in ``fmt``."""
     return slinky_topology_spec(topo, **slinky_names(topo, fmt, topologies, tree_name))
 

@@ -4,9 +4,11 @@
 - the host cluster (tools/cluster.sh: etcd, kube-apiserver, scheduler, controller-manager, KWOK
   with the sample snapshot's GPU nodes);
 - one stand-in control plane per tenant for the tenant's vCluster API (certificate for
-  ``<tenant>.vc-<tenant>``, the name the rendered Applications target);
+  ``<tenant>.vc-<tenant>``, the name the rendered Applications target), with vCluster's syncer and
+  the tenant operators doubled (vcluster_double.py);
 - a Helm repository holding test-double charts (the upstream charts cannot be downloaded here);
-- the sample inventory rendered with ``repo_url`` = a local ``file://`` Git repository and
+- the sample inventory as shipped (accounting, monitoring, health on) rendered with ``repo_url`` = a
+  local ``file://`` Git repository and
   ``gpufleet_chart_mirrors`` mapping every upstream chart repository to the local one;
 - Argo CD v3.2 (tools/argocd.sh) in a loopback-only network namespace.
 ``sync_root`` registers the tenants (the tenant role, for real), applies the root app and records
@@ -42,6 +44,7 @@ from argocd_harness import (
     summary,
     synced_healthy,
 )
+from vcluster_double import VClusterDoubles
 
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
@@ -61,6 +64,7 @@ class ArgoBed:
     helm: HelmRepo
     repo: Path
     inventory: Path
+    doubles: VClusterDoubles
     root_app: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +77,7 @@ def start_bed(base: Path) -> Iterator[ArgoBed]:
     tenants = {t: StandInAPI(f"{t}.vc-{t}") for t in TENANTS}
     helm = HelmRepo(base / "helm-repo")
     argocd = LocalArgoCD(host, base / "argocd")
+    doubles: VClusterDoubles | None = None
     try:
         # the four control planes start in parallel (most of the time is waiting)
         errors: list[BaseException] = []
@@ -93,6 +98,13 @@ def start_bed(base: Path) -> Iterator[ArgoBed]:
         if errors:
             raise errors[0]
         host.create_nodes_from_snapshot(SAMPLE_NODES)
+        # vCluster's syncer and the tenant operators (vcluster_double.py), from the first install on
+        doubles = VClusterDoubles(
+            {t: plane.kubeconfig for t, plane in tenants.items() if plane.kubeconfig},
+            host.kubeconfig,
+            lambda: untainted_node(host),
+        )
+        doubles.start()
 
         charts = sorted({(c["chart"], c["version"]) for c in CHARTS.values()})
         helm.publish(charts, base / "chart-src")
@@ -111,8 +123,12 @@ def start_bed(base: Path) -> Iterator[ArgoBed]:
             hosts[plane.host] = addr
             forwards[f"{addr}:443"] = plane.port
         argocd.start(forwards=forwards, hosts=hosts)
-        yield ArgoBed(host=host, tenants=tenants, argocd=argocd, helm=helm, repo=repo, inventory=inventory)
+        yield ArgoBed(
+            host=host, tenants=tenants, argocd=argocd, helm=helm, repo=repo, inventory=inventory, doubles=doubles
+        )
     finally:
+        if doubles is not None:
+            doubles.stop()
         argocd.stop()
         helm.close()
         for plane in [*tenants.values(), host]:
@@ -204,20 +220,12 @@ def register_tenants(bed: ArgoBed) -> subprocess.CompletedProcess[str]:
     )
 
 
-def standin_pv(name: str, claim_ns: str, claim: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": "20Ti"},
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "",
-            "persistentVolumeReclaimPolicy": "Retain",
-            "claimRef": {"namespace": claim_ns, "name": claim},
-            "nfs": {"server": "nfs.invalid", "path": "/export/slurm-home"},
-        },
-    }
+def untainted_node(host: LocalControlPlane) -> dict[str, Any] | None:
+    """A host node without taints (a system node), for the doubles to copy into the stand-ins."""
+    for node in host.get_json("nodes")["items"]:
+        if not (node.get("spec") or {}).get("taints"):
+            return node
+    return None
 
 
 class Synced:
@@ -244,9 +252,7 @@ def prepare(bed: ArgoBed) -> str:
     # the site's monitoring stack (prometheus-operator) provides the PodMonitor CRD; the real
     # upstream CRDs come from tools/build.sh promcrds
     bed.host.apply_crds(sorted(PROMETHEUS_CRDS.glob("*.yaml")))
-    for tenant, plane in bed.tenants.items():
-        if tenant != "inference":  # the Slurm tenants claim the shared home
-            plane.kubectl("apply", "-f", "-", input=json.dumps(standin_pv("slurm-home", "slurm", "slurm-home")))
+    # the Slurm tenants' home claims bind through the syncer double to the rendered static volumes
     # the bootstrap installs Argo CD with the values of its own rendered Application
     # (platform/argocd/values.yaml): seed their configs.cm (the Application health check that holds
     # the waves) into this Argo CD's argocd-cm, as that install would

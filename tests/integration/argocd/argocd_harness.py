@@ -102,10 +102,112 @@ KUEUE_CRDS = [
 ]
 # the mariadb-operator-crds chart ships the MariaDB CRD the tenants' accounting database uses
 MARIADB_CRDS = [minimal_crd("k8s.mariadb.com", "v1alpha1", "MariaDB", "mariadbs")]
-CHART_EXTRAS = {"kueue": KUEUE_CRDS, "mariadb-operator-crds": MARIADB_CRDS}
+# the slurm-operator-crds chart ships the Slinky CRDs (stand-ins: the operators double in
+# vcluster_double.py writes their status through the status subresource)
+SLINKY_CRDS = [
+    {**c, "spec": {**c["spec"], "versions": [{**c["spec"]["versions"][0], "subresources": {"status": {}}}]}}
+    for c in (
+        minimal_crd("slinky.slurm.net", "v1beta1", kind, plural)
+        for kind, plural in (
+            ("Controller", "controllers"),
+            ("NodeSet", "nodesets"),
+            ("LoginSet", "loginsets"),
+            ("Accounting", "accountings"),
+        )
+    )
+]
+MARIADB_CRDS = [
+    {**c, "spec": {**c["spec"], "versions": [{**c["spec"]["versions"][0], "subresources": {"status": {}}}]}}
+    for c in MARIADB_CRDS
+]
+CHART_EXTRAS = {"kueue": KUEUE_CRDS, "mariadb-operator-crds": MARIADB_CRDS, "slurm-operator-crds": SLINKY_CRDS}
+# what the doubles of the vcluster and slurm charts render besides the values ConfigMap: the
+# objects of the real charts the rendered tree and the health checks rely on
+VCLUSTER_TEMPLATE = """{{- $q := default dict (default dict .Values.policies).resourceQuota }}
+{{- if $q.enabled }}
+apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: vc-{{ .Release.Name }}
+  namespace: {{ .Release.Namespace }}
+spec:
+  hard:
+{{- range $k, $v := $q.quota }}
+{{- if not (kindIs "invalid" $v) }}
+    {{ $k | quote }}: {{ $v | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $cp := default dict .Values.controlPlane }}
+{{- $sts := default dict $cp.statefulSet }}
+{{- $p := default dict $sts.persistence }}
+{{- $vc := default dict $p.volumeClaim }}
+---
+# the StatefulSet's data claim (volumeClaimTemplates), as the statefulset controller makes it
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data-{{ .Release.Name }}-0
+  namespace: {{ .Release.Namespace }}
+spec:
+  accessModes: [ReadWriteOnce]
+  {{- with $vc.storageClass }}
+  storageClassName: {{ . }}
+  {{- end }}
+  resources:
+    requests:
+      storage: {{ $vc.size | default "5Gi" }}
+"""
+SLURM_TEMPLATE = """apiVersion: slinky.slurm.net/v1beta1
+kind: Controller
+metadata:
+  name: {{ .Release.Name }}
+  namespace: {{ .Release.Namespace }}
+spec:
+  persistence: {{ toJson (default dict (default dict .Values.controller).persistence) }}
+{{- $acct := default dict .Values.accounting }}
+{{- if $acct.enabled }}
+---
+apiVersion: slinky.slurm.net/v1beta1
+kind: Accounting
+metadata:
+  name: {{ .Release.Name }}
+  namespace: {{ .Release.Namespace }}
+spec:
+  storageConfig: {{ toJson $acct.storageConfig }}
+{{- end }}
+{{- range $name, $ns := .Values.nodesets }}
+{{- if $ns.enabled }}
+---
+apiVersion: slinky.slurm.net/v1beta1
+kind: NodeSet
+metadata:
+  name: {{ $.Release.Name }}-{{ $name }}
+  namespace: {{ $.Release.Namespace }}
+spec:
+  replicas: {{ $ns.replicas | default 0 }}
+{{- end }}
+{{- end }}
+{{- range $name, $ls := .Values.loginsets }}
+{{- if $ls.enabled }}
+---
+apiVersion: slinky.slurm.net/v1beta1
+kind: LoginSet
+metadata:
+  name: {{ $.Release.Name }}-login-{{ $name }}
+  namespace: {{ $.Release.Namespace }}
+spec:
+  replicas: {{ $ls.replicas | default 1 }}
+{{- end }}
+{{- end }}
+"""
+CHART_TEMPLATES = {"vcluster": VCLUSTER_TEMPLATE, "slurm": SLURM_TEMPLATE}
 # the Cilium operator (not the chart) registers Cilium's CRDs when it starts
 CILIUM_CRDS = [
-    minimal_crd("cilium.io", "v2", "CiliumClusterwideNetworkPolicy", "ciliumclusterwidenetworkpolicies", "Cluster")
+    minimal_crd("cilium.io", "v2", "CiliumClusterwideNetworkPolicy", "ciliumclusterwidenetworkpolicies", "Cluster"),
+    minimal_crd("cilium.io", "v2", "CiliumLoadBalancerIPPool", "ciliumloadbalancerippools", "Cluster"),
+    minimal_crd("cilium.io", "v2", "CiliumBGPAdvertisement", "ciliumbgpadvertisements", "Cluster"),
+    minimal_crd("cilium.io", "v2alpha1", "CiliumL2AnnouncementPolicy", "ciliuml2announcementpolicies", "Cluster"),
 ]
 
 
@@ -143,6 +245,8 @@ def double_chart(root: Path, name: str, version: str) -> Path:
         "  version: {{ .Chart.Version | quote }}\n"
         "  values.json: {{ toJson .Values | quote }}\n"
     )
+    if name in CHART_TEMPLATES:
+        (d / "templates" / "objects.yaml").write_text(CHART_TEMPLATES[name])
     extras = CHART_EXTRAS.get(name, [])
     if extras:
         (d / "crds").mkdir(exist_ok=True)
@@ -214,16 +318,6 @@ def bed_inventory(dst: Path, repo_url: str, mirrors: dict[str, str]) -> Path:
     fleet["gpufleet_fleet"]["gitops"].pop("forge", None)
     fleet["gpufleet_chart_mirrors"] = dict(sorted(mirrors.items()))
     fleet_file.write_text(yaml.safe_dump(fleet, sort_keys=False))
-    # Slurm accounting off here: its last wave is a Job that runs sacctmgr against the tenant's
-    # slurmctld, and the stand-in vCluster APIs have no kubelet and no Slurm to run it, so the
-    # tenant roots would stay Progressing. Accounting is proven against real slurmctld + slurmdbd +
-    # MariaDB (tests/integration/slurm/test_slurm_accounting.py) and by server-side dry-run.
-    tenants_file = dst / "group_vars" / "all" / "tenants.yml"
-    tenants = yaml.safe_load(tenants_file.read_text())
-    for tenant in tenants["gpufleet_tenants"]:
-        if tenant["name"] in ("research", "llm-pretrain"):  # the sample's Slurm tenants
-            tenant.setdefault("slurm", {})["accounting"] = False
-    tenants_file.write_text(yaml.safe_dump(tenants, sort_keys=False))
     return dst
 
 
@@ -248,7 +342,14 @@ class LocalArgoCD:
         self.state_dir = state_dir
         self.netns: str | None = None
         self.startup_seconds: float | None = None
+        self.wiring: tuple[dict[str, int] | None, dict[str, str] | None] = (None, None)
         atexit.register(self.stop)
+
+    def restart(self) -> str:
+        """Every Argo CD process killed (``down``: TERM, then KILL after 3 s; redis' cache goes with
+        it) and started again with the same wiring."""
+        self.stop()
+        return self.start(*self.wiring)
 
     def install_config(self) -> None:
         """Namespace, CRDs and the argocd-cm/argocd-rbac-cm/argocd-secret an install would create."""
@@ -306,6 +407,7 @@ class LocalArgoCD:
         ``hosts``: name -> 127.x.y.z inside the namespace."""
         if self.host.kubeconfig is None:
             raise ArgoCDError("host control plane not started")
+        self.wiring = (forwards, hosts)
         args = ["bash", str(ARGOCD_SH), "up", str(self.state_dir), "--kubeconfig", str(self.host.kubeconfig)]
         args += ["--owner-pid", str(os.getpid())]
         for listen, target in sorted((forwards or {}).items()):

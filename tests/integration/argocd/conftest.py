@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from argocd_bed import PROMETHEUS_CRDS, ArgoBed, start_bed
+from argocd_bed import PROMETHEUS_CRDS, ArgoBed, Synced, prepare, start_bed, sync_root
 from argocd_harness import ARGOCD_CRDS, BIN_DIR
 
 
@@ -41,3 +41,24 @@ def argocd_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArgoBed]:
     _require()
     with start_bed(tmp_path_factory.mktemp("argocd")) as bed:
         yield bed
+
+
+SYNC_TIMEOUT = 900
+
+
+@pytest.fixture(scope="session")
+def synced(argocd_bed: ArgoBed) -> Synced:
+    """The first install: the platform prerequisites, the tenants registered, the root app applied
+    and every rendered app Synced+Healthy (shared by every test module of the bed)."""
+    registration = prepare(argocd_bed)
+    try:
+        out = sync_root(argocd_bed, timeout=SYNC_TIMEOUT)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    out.registration = registration
+    # the first-install figures for the bench table (bench/bench_argocd_sync.py measures the same)
+    print(
+        f"\nbench: first install, root applied -> every app Synced+Healthy: {out.seconds:.1f}s"
+        f" (plain-manifest apps: {out.plain_seconds:.1f}s)"
+    )
+    return out

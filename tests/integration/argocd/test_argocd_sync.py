@@ -9,8 +9,9 @@ Doubled, because it cannot run or be downloaded here:
   values into a ConfigMap ``<release>-values`` so the ``$values`` wiring can be checked, and the
   Kueue double ships the three Kueue CRDs the tenant objects use (as the real chart does);
 - a tenant's vCluster: a second control plane per tenant, reached as ``<tenant>.vc-<tenant>:443``
-  (its certificate covers that name). vCluster's syncer would bind the tenant's PVC to the host's
-  static NFS PV; the stand-in gets a PV of its own for that claim instead;
+  (its certificate covers that name), with vCluster's syncer and the tenant operators doubled by
+  ``vcluster_double.py`` (claims, pods, services synced to ``vc-<tenant>`` under translated names,
+  claims bound, operator CRs made ready only when their dependencies exist);
 - the Cilium operator's CRD registration: the CiliumClusterwideNetworkPolicy CRD is applied here.
 """
 
@@ -23,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,26 +35,11 @@ from argocd_bed import (
     Synced,
     argocd_status,
     is_plain,
-    prepare,
     rendered,
     rendered_apps,
-    sync_root,
     wave,
 )
 from argocd_harness import conditions, git, status_of, summary, synced_healthy
-
-TIMEOUT = 900
-
-
-@pytest.fixture(scope="module")
-def synced(argocd_bed: ArgoBed) -> Synced:
-    registration = prepare(argocd_bed)
-    try:
-        out = sync_root(argocd_bed, timeout=TIMEOUT)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    out.registration = registration
-    return out
 
 
 def test_root_app_syncs_every_rendered_child(argocd_bed: ArgoBed, synced: Synced) -> None:
@@ -118,9 +103,9 @@ def test_plain_manifest_apps_synced_healthy_on_real_apiserver(argocd_bed: ArgoBe
     }
     live_pvs = {p["metadata"]["name"]: p for p in bed.host.get_json("pv")["items"]}
     assert want_pvs and want_pvs <= set(live_pvs), (want_pvs, sorted(live_pvs))
-    for p in want_pvs:  # pre-bound to the claim vCluster's syncer creates on the host (none runs here)
+    for p in want_pvs:  # pre-bound to the claim vCluster's syncer (the double) creates on the host
         tenant = live_pvs[p]["metadata"]["labels"]["gpufleet.io/tenant"]
-        assert live_pvs[p]["status"]["phase"] == "Available", p
+        assert live_pvs[p]["status"]["phase"] == "Bound", p
         assert live_pvs[p]["spec"]["claimRef"]["namespace"] == f"vc-{tenant}", p
     cm = bed.host.get_json("configmap", "argocd-cm", "-n", "argocd")
     assert "resource.customizations.health.argoproj.io_Application" in cm["data"]

@@ -367,7 +367,10 @@ def test_closed_tenant_quota_refuses_a_load_balancer(kube_cluster, files) -> Non
 # ------------------------------------------------------------------ defect 3: StorageClass
 
 
-def test_rendered_storage_class_is_the_default_and_named_everywhere(kube_cluster, files) -> None:
+def test_rendered_nfs_class_is_never_the_databases_class(kube_cluster, files) -> None:
+    """Issue 19 defect 5 (was: NFS the default class, named for every control-plane volume): the
+    NFS class is rendered but not default, so a chart claim without a class (vCluster store,
+    slurmctld state, MariaDB) never lands on NFS; none of them names it."""
     rels = [r for r in files if r.startswith(f"{C}/platform/storage-class/")]
     assert len(rels) == 1
     (sc,) = [d for d in yaml.safe_load_all(files[rels[0]]) if d]
@@ -376,7 +379,7 @@ def test_rendered_storage_class_is_the_default_and_named_everywhere(kube_cluster
     )
     name = sc["metadata"]["name"]
     live = kube_cluster.get_json("storageclass", name)
-    assert live["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"
+    assert live["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "false"
     ns = kube_cluster.create_namespace("bringup-storage")
     claim = {
         "apiVersion": "v1",
@@ -386,14 +389,17 @@ def test_rendered_storage_class_is_the_default_and_named_everywhere(kube_cluster
     }
     create(kube_cluster, claim)
     got = kube_cluster.get_json("pvc", "no-class", "-n", ns)
-    assert got["spec"]["storageClassName"] == name, "a chart claim without a class gets gpufleet's"
+    assert got["spec"].get("storageClassName") != name, "a chart claim without a class must not get NFS"
     for t in ("research", "llm-pretrain", "inference"):
         vc = load(files, f"{C}/tenants/{t}/vcluster/values.yaml")
-        assert vc["controlPlane"]["statefulSet"]["persistence"]["volumeClaim"]["storageClass"] == name
-    for t in ("research", "llm-pretrain"):
         assert (
-            load(files, f"{C}/tenants/{t}/slurm/values.yaml")["controller"]["persistence"]["storageClassName"] == name
+            vc["controlPlane"]["statefulSet"].get("persistence", {}).get("volumeClaim", {}).get("storageClass") != name
         )
+    for t in ("research", "llm-pretrain"):
+        slurm = load(files, f"{C}/tenants/{t}/slurm/values.yaml")
+        assert slurm["controller"].get("persistence", {}).get("storageClassName") != name
+        db = load(files, f"{C}/tenants/{t}/accounting-db/mariadb.yaml")
+        assert db["spec"]["storage"].get("storageClassName") != name
 
 
 def test_tenant_role_writes_the_directory_bind_secret_inside_the_vcluster(kube_cluster, tmp_path) -> None:

@@ -33,6 +33,8 @@ STAND_INS = {
     ("kueue.x-k8s.io", "ClusterQueue", "clusterqueues", "Cluster", "v1beta2"),
     ("kueue.x-k8s.io", "LocalQueue", "localqueues", "Namespaced", "v1beta2"),
     ("k8s.mariadb.com", "MariaDB", "mariadbs", "Namespaced", "v1alpha1"),
+    ("cilium.io", "CiliumLoadBalancerIPPool", "ciliumloadbalancerippools", "Cluster", "v2"),
+    ("cilium.io", "CiliumBGPAdvertisement", "ciliumbgpadvertisements", "Cluster", "v2"),
 }
 NOT_MANIFESTS = ("values.yaml", "node-topology.yaml", "vclusters.yaml")
 
@@ -118,6 +120,7 @@ def test_every_rendered_manifest_passes_server_dry_run(api, rendered) -> None:
         "PersistentVolume",
         "PersistentVolumeClaim",
         "CiliumClusterwideNetworkPolicy",
+        "CiliumLoadBalancerIPPool",
         "ClusterQueue",
         "ResourceFlavor",
         "LocalQueue",

@@ -17,7 +17,7 @@ def test_sample_fleet_is_plain_json(repo_root):
     assert facts["name"] == "sample"
     assert [c["name"] for c in facts["clusters"]] == ["gpu-east"]
     comps = facts["clusters"][0]["components"]
-    assert comps["cilium"]["install_method"] == "gitops" and comps["cilium"]["options"] == {"exclusive": True}
+    assert comps["cilium"]["install_method"] == "gitops" and comps["cilium"]["options"]["exclusive"] is True
     assert comps["shared_storage"]["options"]["nfs_share"] == "/export/slurm-home"
     assert facts["clusters"][0]["nodes_snapshot"].endswith("snapshots/gpu-east/nodes.yaml")
     assert facts["summary"] == {"clusters": 1, "tenants": 3, "pools": 6}

@@ -72,7 +72,7 @@ def test_login_exposed_from_the_listed_networks_only(files) -> None:
     }
     quota = yaml.safe_load(files[f"{C}/tenants/research/vcluster/values.yaml"])["policies"]["resourceQuota"]["quota"]
     assert (quota["services.loadbalancers"], quota["services.nodeports"]) == (1, 1)
-    assert quota["requests.storage"] == "20489Gi"  # 20Ti home + 5Gi vCluster data + 4Gi slurmctld
+    assert quota["requests.storage"] == "20505Gi"  # 20Ti home + 5Gi vCluster + 4Gi slurmctld + 16Gi MariaDB
 
 
 def test_inference_ports(files) -> None:

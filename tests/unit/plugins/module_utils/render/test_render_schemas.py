@@ -32,6 +32,12 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import r
 NO_UPSTREAM_CRD = {("cilium.io/v2", "CiliumClusterwideNetworkPolicy")} | {
     ("kueue.x-k8s.io/v1beta2", k) for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue")
 } | {("k8s.mariadb.com/v1alpha1", "MariaDB")}
+# Cilium LB IPAM / announcement kinds (render/loadbalancer.py): no Cilium CRDs in ../shared/upstream
+NO_UPSTREAM_CRD |= {
+    ("cilium.io/v2", "CiliumLoadBalancerIPPool"),
+    ("cilium.io/v2", "CiliumBGPAdvertisement"),
+    ("cilium.io/v2alpha1", "CiliumL2AnnouncementPolicy"),
+}
 CORE = {"v1", "batch/v1", "storage.k8s.io/v1"}  # built-in APIs: no CRD (checked by the kube dry-run tests)
 
 
