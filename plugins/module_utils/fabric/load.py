@@ -116,7 +116,7 @@ def _blocks(p: Path) -> Iterator[str]:
                             f"not UTF-8 text (byte {offset + e.start}); node descriptions must be ASCII: fix the"
                             " host's NodeDescription (rdma-ndd) and run discover again",
                             file=source,
-                            line=nl + data[: e.start].count(b"\n") + 1,
+                            line=nl + data[: int(e.start)].count(b"\n") + 1,
                         ) from None
                     m = _BAD_CHARS.search(text)
                     if m is not None:

@@ -156,8 +156,12 @@ OVERRIDES_SCHEMA: dict[str, Any] = {
 }
 
 
-def leaves(schema: dict[str, Any] = VCLUSTER, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], dict]]:
-    """Every allow-listed key path of an allow-list schema with its leaf schema (for docs and tests)."""
+def leaves(
+    schema: dict[str, Any] | None = None, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], dict]]:
+    """Every allow-listed key path of an allow-list schema (default: the vcluster one) with its leaf
+    schema (for docs and tests)."""
+    schema = VCLUSTER if schema is None else schema
     if schema.get(MARK):
         out = []
         for k, sub in schema["properties"].items():

@@ -136,6 +136,9 @@ def _fmt(value: str | int | bool) -> str:
 
 
 def _check_value(path: str, value: object, source: str | None) -> str:
+    if isinstance(value, list) and value and all(isinstance(v, (str, int)) for v in value):
+        # the Slinky chart's partition configMap takes map[string][]string: a list is comma-joined
+        value = ",".join(_fmt(v) for v in value)
     if not isinstance(value, (str, int)):
         raise SlurmConfError(path, f"expected a string, number or boolean, got {type(value).__name__}", source)
     text = _fmt(value)
