@@ -209,11 +209,15 @@ def rendered_claims(
 
 
 def storage_quota(tenant: Tenant, claims: list[Claim], explicit: Any) -> str:
-    """``requests.storage``: the claims' sum, or the inventory's own value if it holds them all."""
+    """``requests.storage``: the claims' sum, or the platform's value for the tenant (its
+    ``tenant_overrides``; a tenant's own values cannot set quota) if it holds them all."""
     need = sum(c.total for c in claims)
     if explicit is None:
         return exact_quantity(need)
-    key = f"gpufleet_tenants[{tenant.name}].vcluster.values.policies.resourceQuota.quota.{STORAGE_KEY}"
+    key = (
+        f"gpufleet_clusters[{tenant.cluster}].tenant_overrides.{tenant.name}.vcluster.values.policies"
+        f".resourceQuota.quota.{STORAGE_KEY}"
+    )
     have = quantity_bytes(explicit, key)
     if have < need:
         listing = "; ".join(f"{c.source} = {exact_quantity(c.total)}" for c in claims)

@@ -71,12 +71,15 @@ def test_chart_defaults_are_the_pinned_charts() -> None:
 
 
 def _set_quota(value: str):
+    """The platform's quota for research (tenant_overrides: a tenant's own values cannot set quota)."""
+
     def fn(data):
-        for t in data["gpufleet_tenants"]:
-            if t["name"] == "research":
-                t.setdefault("vcluster", {})["values"] = {
-                    "policies": {"resourceQuota": {"quota": {"requests.storage": value}}}
-                }
+        data["gpufleet_clusters"][0]["tenant_overrides"] = {
+            "research": {
+                "reason": "fixed storage budget",
+                "vcluster": {"values": {"policies": {"resourceQuota": {"quota": {"requests.storage": value}}}}},
+            }
+        }
 
     return fn
 
@@ -84,14 +87,14 @@ def _set_quota(value: str):
 def test_an_explicit_quota_one_byte_too_small_is_refused(files, tmp_path: Path) -> None:
     need = sum(claims_of(files, "research").values())
     inv = make_inventory(tmp_path / "small")
-    edit_vars(inv, "tenants.yml", _set_quota(str(need - 1)))
+    edit_vars(inv, "clusters.yml", _set_quota(str(need - 1)))
     with pytest.raises(GpufleetError) as exc:
         render_inventory(inv)
     msg = str(exc.value)
-    assert "gpufleet_tenants[research].vcluster.values.policies.resourceQuota.quota.requests.storage" in msg
+    assert "tenant_overrides.research.vcluster.values.policies.resourceQuota.quota.requests.storage" in msg
     assert "MariaDB slurm-accounting-db" in msg and "slurm-home" in msg
     inv = make_inventory(tmp_path / "exact")
-    edit_vars(inv, "tenants.yml", _set_quota(str(need)))
+    edit_vars(inv, "clusters.yml", _set_quota(str(need)))
     vc = yaml.safe_load(render_inventory(inv).files[f"{C}/tenants/research/vcluster/values.yaml"])
     assert vc["policies"]["resourceQuota"]["quota"]["requests.storage"] == str(need)
 
