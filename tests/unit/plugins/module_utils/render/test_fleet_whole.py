@@ -205,6 +205,7 @@ def test_tenant_apps_are_removed_with_the_tenant(files, tmp_path: Path) -> None:
 
     inv = make_inventory(tmp_path / "gone")
     edit_vars(inv, "tenants.yml", drop_research)
+
     def spare(data):
         for p in data["gpufleet_pools"]:
             if p["name"].startswith("research"):
