@@ -76,7 +76,8 @@ NO_UPSTREAM_ALLOWED: dict[str, dict[str, Any]] = {
     "cert-manager": {"crds": {"enabled": True, "keep": True}, "nodeSelector": {}},
     "kueue": {},
     "slurm-operator-crds": {},
-    "argo-cd": {"configs": {"cm": {}}},  # configs.cm: argocd-cm data, free-form (argo-helm README)
+    # configs.cm: argocd-cm data; configs.params: argocd-cmd-params-cm data; both free-form (argo-helm README)
+    "argo-cd": {"configs": {"cm": {}, "params": {}}},
     "mariadb-operator": {},
     "mariadb-operator-crds": {},
 }

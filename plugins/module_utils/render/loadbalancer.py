@@ -38,8 +38,14 @@ ANNOUNCE = ("l2", "bgp", "external")
 L2_RATE_LIMIT = {"qps": 30, "burst": 60}
 
 
-def _key(cluster: Cluster, *rest: str) -> str:
-    return ".".join((f"gpufleet_clusters[{cluster.name}].components.cilium.load_balancer", *rest))
+def _key(fleet: Fleet, cluster: Cluster, *rest: str) -> str:
+    """The option's key, after the file and line that set it (or the cluster's entry) when known."""
+    key = ".".join((f"gpufleet_clusters[{cluster.name}].components.cilium.load_balancer", *rest))
+    if fleet.source is None or cluster.name not in fleet.clusters:
+        return key
+    ci = list(fleet.clusters).index(cluster.name)
+    file, line = fleet.source.locate(("gpufleet_clusters", ci, "components", "cilium", "load_balancer", *rest))
+    return f"{file}:{line}: {key}" if line else f"{file}: {key}"
 
 
 def exposed_tenants(fleet: Fleet, cluster: Cluster) -> list[str]:
@@ -56,26 +62,26 @@ def options(fleet: Fleet, cluster: Cluster) -> dict[str, Any] | None:
     if lb is None:
         if exposed:
             raise GpufleetError(
-                f"{_key(cluster)}: required: tenant(s) {', '.join(exposed)} expose LoadBalancer Services, which"
+                f"{_key(fleet, cluster)}: required: tenant(s) {', '.join(exposed)} expose LoadBalancer Services, which"
                 " Cilium's LB IPAM leaves without an address unless a pool exists; set announce: l2 or bgp"
                 " with pools: [CIDR, ...], or announce: external when another load balancer assigns them"
             )
         return None
     announce = lb.get("announce")
     if announce not in ANNOUNCE:
-        raise GpufleetError(f"{_key(cluster, 'announce')}: {announce!r} is not one of {', '.join(ANNOUNCE)}")
+        raise GpufleetError(f"{_key(fleet, cluster, 'announce')}: {announce!r} is not one of {', '.join(ANNOUNCE)}")
     if announce == "external":
         return None
     pools = lb.get("pools") or []
     if not pools:
-        raise GpufleetError(f"{_key(cluster, 'pools')}: at least one CIDR is required with announce: {announce}")
+        raise GpufleetError(f"{_key(fleet, cluster, 'pools')}: at least one CIDR is required with announce: {announce}")
     for i, cidr in enumerate(pools):
         why = cidr_problem(cidr)
         if why:
-            raise GpufleetError(f"{_key(cluster, f'pools[{i}]')}: {why}")
+            raise GpufleetError(f"{_key(fleet, cluster, f'pools[{i}]')}: {why}")
     if announce == "l2" and not comp.options.get("kube_proxy_replacement", False):
         raise GpufleetError(
-            f"{_key(cluster, 'announce')}: l2 needs kube_proxy_replacement: true (Cilium's L2 announcements"
+            f"{_key(fleet, cluster, 'announce')}: l2 needs kube_proxy_replacement: true (Cilium's L2 announcements"
             " require kube-proxy replacement); use bgp, or external for another load balancer"
         )
     return {"announce": announce, "pools": list(pools), "interfaces": list(lb.get("interfaces") or [])}

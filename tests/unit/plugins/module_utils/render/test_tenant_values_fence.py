@@ -209,7 +209,7 @@ def test_platform_override_sets_what_a_tenant_may_not(base) -> None:
     cluster = fleet.clusters["gpu-east"]
     got = vcluster_values(fleet, cluster, fleet.tenants["research"], base[3])
     assert _get(got, "controlPlane", "statefulSet", "persistence", "volumeClaim", "size") == "20Gi"
-    assert _get(got, "controlPlane", "statefulSet", "persistence", "volumeClaim", "storageClass")
+    assert _get(got, "sync", "fromHost", "nodes", "selector")  # the platform's own keys stay
     # the same in the tenant's own entry is refused
     raw2 = copy.deepcopy(base[0])
     raw2.data["gpufleet_tenants"][1]["vcluster"] = {"values": size}
