@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue
+from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import NAMESPACE
 
 TYPES = ("ldap", "ad")
 SCHEMAS = ("rfc2307bis", "rfc2307", "ad")
@@ -53,7 +54,7 @@ DN = rf"^(?=.{{3,1024}}$){_RDN}(?:,{_RDN})*$"
 GROUP = r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$"
 DOMAIN = r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$"
 ATTRIBUTE = r"^[A-Za-z][A-Za-z0-9-]{0,62}$"
-SECRET_NAME = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+SECRET_NAME = NAMESPACE  # a Secret name kept to one RFC 1123 label, the grammar of namespace names
 _HOST = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9.]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])"
 URI = rf"^(ldaps?)://({_HOST})(?::([0-9]{{1,5}}))?/?$"
 PEM = r"^(-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]{16,16384}-----END CERTIFICATE-----\n?)+$"
