@@ -19,7 +19,7 @@ Pure functions on plain dicts (the objects as the Kubernetes API returns them).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
@@ -73,19 +73,10 @@ class AppStatus:
         return (self.sync, self.health, self.phase)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "namespace": self.namespace,
-            "sync": self.sync,
-            "health": self.health,
-            "phase": self.phase,
-            "reason": self.reason,
-            "revision": self.revision,
-            "wave": self.wave,
-            "parent": self.parent,
-            "found": self.found,
-            "ready": self.ready,
-        }
+        """The fields but ``children``, then ``ready``."""
+        out = asdict(self)
+        del out["children"]
+        return {**out, "ready": self.ready}
 
 
 def _wave(meta: Mapping[str, Any]) -> int:

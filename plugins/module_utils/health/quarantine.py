@@ -18,7 +18,7 @@ Pure planning (``plan``) plus thin API calls (``apply``) on a ``CoreV1Api``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,14 +44,7 @@ class NodeHealth:
     condition: str | None  # status of the GpuUnhealthy condition, None when absent
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "node": self.node,
-            "quarantined": self.quarantined,
-            "reason": self.reason,
-            "pool": self.pool,
-            "tenant": self.tenant,
-            "condition": self.condition,
-        }
+        return asdict(self)
 
 
 def check_reason(reason: str) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue
+from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import HOSTNAME, pattern
 
 # Slurm account/QOS names: Slurm lower-cases them; keep to a conservative, shell- and conf-safe set.
 SLURM_NAME = {
@@ -111,11 +112,7 @@ ACCOUNTING_OBJECT = {
             "additionalProperties": False,
             "properties": {
                 "type": {"enum": list(DB_TYPES), "default": "mariadb-operator"},
-                "host": {
-                    "type": "string",
-                    "pattern": "^[A-Za-z0-9]([-A-Za-z0-9.]{0,251}[A-Za-z0-9])?$",
-                    "description": "external database host name or IP (type: external)",
-                },
+                "host": pattern(HOSTNAME, "external database host name or IP (type: external)"),
                 "port": {"type": "integer", "minimum": 1, "maximum": 65535, "default": 3306},
                 "name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$", "default": "slurm_acct_db"},
                 "user": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,31}$", "default": "slurm"},

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue
-from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import NAMESPACE
+from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import NAMESPACE, pattern
 
 TYPES = ("ldap", "ad")
 SCHEMAS = ("rfc2307bis", "rfc2307", "ad")
@@ -60,27 +60,23 @@ URI = rf"^(ldaps?)://({_HOST})(?::([0-9]{{1,5}}))?/?$"
 PEM = r"^(-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]{16,16384}-----END CERTIFICATE-----\n?)+$"
 
 
-def _p(regex: str, description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "string", "pattern": regex, "description": description, **extra}
-
-
-_DN = _p(DN, "LDAP distinguished name (RFC 4514; no '?', '(', ')', '*', '#' or control characters)")
+_DN = pattern(DN, "LDAP distinguished name (RFC 4514; no '?', '(', ')', '*', '#' or control characters)")
 _GROUPS = {
     "type": "array",
-    "items": _p(GROUP, "group name: letters, digits, '_', '.', '@', '-' (no spaces, ',' or filter characters)"),
+    "items": pattern(GROUP, "group name: letters, digits, '_', '.', '@', '-' (no spaces, ',' or filter characters)"),
     "uniqueItems": True,
     "maxItems": 32,
 }
 # what a tenant may set (everything optional: merged over gpufleet_identity)
 PROPERTIES: dict[str, Any] = {
     "type": {"enum": list(TYPES), "description": "ldap (OpenLDAP, 389-DS, ...) or ad (Active Directory over LDAP)"},
-    "domain": _p(DOMAIN, "SSSD domain name (DNS-style, lower case)"),
+    "domain": pattern(DOMAIN, "SSSD domain name (DNS-style, lower case)"),
     "uris": {
         "type": "array",
         "minItems": 1,
         "maxItems": 8,
         "uniqueItems": True,
-        "items": _p(URI, "ldaps://host[:port] (ldap:// only to loopback or with start_tls: true)"),
+        "items": pattern(URI, "ldaps://host[:port] (ldap:// only to loopback or with start_tls: true)"),
     },
     "start_tls": {
         "type": "boolean",
@@ -104,7 +100,7 @@ PROPERTIES: dict[str, Any] = {
         "description": "the account SSSD binds as; its password only in the Secret (written by the apply step)",
         "properties": {
             "dn": _DN,
-            "secret": _p(
+            "secret": pattern(
                 SECRET_NAME,
                 "Secret (inside the vCluster, namespace slurm) holding the bind password",
                 default=DEFAULT_BIND_SECRET,
@@ -117,7 +113,7 @@ PROPERTIES: dict[str, Any] = {
         "description": "groups whose members may log in (access filter); default [<tenant name>]",
     },
     "ssh_keys": {"type": "boolean", "default": True, "description": "SSH public keys from the directory"},
-    "ssh_key_attribute": _p(ATTRIBUTE, "attribute holding SSH public keys", default="sshPublicKey"),
+    "ssh_key_attribute": pattern(ATTRIBUTE, "attribute holding SSH public keys", default="sshPublicKey"),
 }
 FLEET_SCHEMA: dict[str, Any] = {
     "type": "object",

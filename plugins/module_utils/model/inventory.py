@@ -338,63 +338,41 @@ MAX_FILE_BYTES = 256 << 10  # one vars or inventory file: refused above 256 KiB,
 
 def _read_vars(f: Path, issues: list[Issue]) -> tuple[yaml.Node, dict[Any, Any]] | None:
     """Parse one vars (or inventory) file the way the loader does; problems go to ``issues``."""
-    if f.is_symlink():
-        issues.append(
-            Issue(
-                file=str(f),
-                line=None,
-                path="",
-                message=f"a vars file may not be a symbolic link (to {os.readlink(f)!r}): copy the file in",
-            )
-        )
+    try:
+        return _vars_file(f)
+    except _FileIssue as exc:
+        issues.append(Issue(file=str(f), line=exc.line, path="", message=exc.message))
         return None
+
+
+def _vars_file(f: Path) -> tuple[yaml.Node, dict[Any, Any]] | None:
+    """One vars file as (node, value); None for an empty or vaulted file. Raises _FileIssue."""
+    if f.is_symlink():
+        raise _FileIssue(None, f"a vars file may not be a symbolic link (to {os.readlink(f)!r}): copy the file in")
     try:
         with open(f, "rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        issues.append(Issue(file=str(f), line=None, path="", message=f"cannot read: {exc.strerror or exc}"))
-        return None
+        raise _FileIssue(None, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:
-        issues.append(
-            Issue(
-                file=str(f),
-                line=None,
-                path="",
-                message=f"refused: larger than {MAX_FILE_BYTES} bytes (split it or move data to a snapshot)",
-            )
-        )
-        return None
+        raise _FileIssue(None, f"refused: larger than {MAX_FILE_BYTES} bytes (split it or move data to a snapshot)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        issues.append(
-            Issue(file=str(f), line=line, path="", message=f"not UTF-8 text (byte {exc.start}); save it as UTF-8")
-        )
-        return None
+        raise _FileIssue(line, f"not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     if text.lstrip().startswith("$ANSIBLE_VAULT"):
         return None
     try:
         node, value = _parse(f, text)
-    except _FileIssue as exc:
-        issues.append(Issue(file=str(f), line=exc.line, path="", message=exc.message))
-        return None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        issues.append(
-            Issue(
-                file=str(f),
-                line=mark.line + 1 if mark else None,
-                path="",
-                message=f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
-            )
-        )
-        return None
+        line = mark.line + 1 if mark else None
+        raise _FileIssue(line, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
     if value is None:
         return None
     if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
-        issues.append(Issue(file=str(f), line=1, path="", message="a vars file must be a mapping"))
-        return None
+        raise _FileIssue(1, "a vars file must be a mapping")
     return node, value
 
 

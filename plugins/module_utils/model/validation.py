@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 try:  # the regular-expression parser, to refuse patterns that can backtrack badly (regex_problem)
     from re import _constants as sre_c  # Python 3.11+
@@ -49,6 +49,7 @@ try:
 except ImportError:  # importing works without it; the first use raises a clear error
     jsonschema = missing("jsonschema", "jsonschema")
 
+_T = TypeVar("_T")
 _COMPONENT_KEYS = ("enabled", "install_method", "namespace", "values")
 
 
@@ -526,32 +527,27 @@ def _component(name: str, spec: dict[str, Any] | None) -> Component:
     )
 
 
+def _settings(cls: type[_T], spec: dict[str, Any], keys: tuple[str, ...], **converted: Any) -> _T:
+    """``cls()`` with each of ``keys`` that ``spec`` sets taken as is, then the ``converted`` values."""
+    return dataclasses.replace(cls(), **{k: spec[k] for k in keys if k in spec}, **converted)
+
+
 def _cluster_monitoring(m: dict[str, Any]) -> ClusterMonitoring:
-    d = ClusterMonitoring()
-    return ClusterMonitoring(
-        prometheus_operator=m.get("prometheus_operator", d.prometheus_operator),
-        namespace=m.get("namespace", d.namespace),
-        dashboard_label=m.get("dashboard_label", d.dashboard_label),
-        labels=dict(sorted(m.get("labels", {}).items())),
-    )
+    labels = dict(sorted(m.get("labels", {}).items()))
+    return _settings(ClusterMonitoring, m, ("prometheus_operator", "namespace", "dashboard_label"), labels=labels)
 
 
 def _tenant_monitoring(m: dict[str, Any]) -> TenantMonitoring:
-    d = TenantMonitoring()
-    return TenantMonitoring(
-        enabled=m.get("enabled", d.enabled), scrape_interval=m.get("scrape_interval", d.scrape_interval)
-    )
+    return _settings(TenantMonitoring, m, ("enabled", "scrape_interval"))
 
 
 def _tenant_health(h: dict[str, Any]) -> TenantHealth:
-    d = TenantHealth()
-    return TenantHealth(
-        enabled=h.get("enabled", d.enabled),
-        interval=h.get("interval", d.interval),
-        node_state=h.get("node_state", d.node_state),
-        dcgm_diag_level=h.get("dcgm_diag_level", d.dcgm_diag_level),
-        checks=tuple(sorted(h.get("checks", d.checks))),
-        xids=tuple(sorted(h.get("xids", d.xids))),
+    return _settings(
+        TenantHealth,
+        h,
+        ("enabled", "interval", "node_state", "dcgm_diag_level"),
+        checks=tuple(sorted(h.get("checks", TenantHealth.checks))),
+        xids=tuple(sorted(h.get("xids", TenantHealth.xids))),
     )
 
 

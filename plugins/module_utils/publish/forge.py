@@ -25,7 +25,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
@@ -56,13 +56,7 @@ class PullRequest:
     forge: str | None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "number": self.number,
-            "created": self.created,
-            "compare_url": self.compare_url,
-            "forge": self.forge,
-        }
+        return asdict(self)
 
 
 def parse_repo_url(repo_url: str) -> tuple[str | None, str | None, str | None]:

@@ -65,43 +65,28 @@ def check(fleet: Fleet, cluster: Cluster, topo: Any, slurm_nodes: list[str]) -> 
     unmatched = sorted(set(health.get("fabric_not_in_nodes") or []) | set(health.get("unmapped_hosts") or []))
     bad = [h for h in unmatched if not grammar.fullmatch(SLURM_HOST, h)]
     bad += [d["description"] for d in health.get("unnamed_hcas") or [] if _looks_like_host(d.get("description", ""))]
-    issues = []
+    errors: list[str] = []
     if bad:
-        issues.append(
-            _issue(
-                fleet,
-                cluster,
-                ("fabric",),
-                f"{src}: fabric host name(s) {_names(bad)} are not valid Slurm host names (letters, digits,"
-                " '-', '_', '.'; no spaces, ',', '=' or brackets); fix the fabric or fabric.node_name_map",
-            )
+        errors.append(
+            f"{src}: fabric host name(s) {_names(bad)} are not valid Slurm host names (letters, digits,"
+            " '-', '_', '.'; no spaces, ',', '=' or brackets); fix the fabric or fabric.node_name_map"
         )
     lost = [n for n in slurm_nodes if n not in topo.node_group]
-    warnings = []
+    warnings: list[str] = []
     extra = [h for h in unmatched if h not in bad]
     if extra:
         msg = f"{src}: {len(extra)} fabric host(s) match no node of the nodes snapshot: {_names(extra)}"
         if fab.allow_unmatched_hosts:
             warnings.append(f"cluster {cluster.name!r}: {msg}; left out (fabric.allow_unmatched_hosts is set)")
         else:
-            issues.append(
-                _issue(
-                    fleet,
-                    cluster,
-                    ("fabric",),
-                    f"{msg}; fix fabric.node_name_map or the snapshot, exclude them (fabric.exclude_hosts),"
-                    " or set fabric.allow_unmatched_hosts: true",
-                )
+            errors.append(
+                f"{msg}; fix fabric.node_name_map or the snapshot, exclude them (fabric.exclude_hosts),"
+                " or set fabric.allow_unmatched_hosts: true"
             )
     if lost:  # never allowed: slurmctld would run with nodes no switch reaches
-        issues.append(
-            _issue(
-                fleet,
-                cluster,
-                ("fabric",),
-                f"{src}: {len(lost)} node(s) of Slurm pools are not in the fabric, the topology would lose them:"
-                f" {_names(lost)}; re-discover the fabric or fix fabric.node_name_map",
-            )
+        errors.append(
+            f"{src}: {len(lost)} node(s) of Slurm pools are not in the fabric, the topology would lose them:"
+            f" {_names(lost)}; re-discover the fabric or fix fabric.node_name_map"
         )
     problems = tree_problems(topo)
     if problems:
@@ -109,16 +94,9 @@ def check(fleet: Fleet, cluster: Cluster, topo: Any, slurm_nodes: list[str]) -> 
         if fab.allow_topology_problems:
             warnings.append(f"cluster {cluster.name!r}: {msg} (fabric.allow_topology_problems is set)")
         else:
-            issues.append(
-                _issue(
-                    fleet,
-                    cluster,
-                    ("fabric",),
-                    f"{msg}; fix the fabric (a switch name's typo?) or set fabric.allow_topology_problems: true",
-                )
-            )
-    if issues:
-        raise ModelError(issues)
+            errors.append(f"{msg}; fix the fabric (a switch name's typo?) or set fabric.allow_topology_problems: true")
+    if errors:
+        raise ModelError([_issue(fleet, cluster, ("fabric",), e) for e in errors])
     return warnings
 
 
