@@ -327,6 +327,11 @@ def _parse(f: Path, text: str) -> tuple[yaml.Node | None, Any]:
         loader.dispose()
 
 
+def _file_issue(f: Path | str, message: str, line: int | None = None) -> Issue:
+    """A problem of a whole file (no key path)."""
+    return Issue(file=str(f), line=line, path="", message=message)
+
+
 class _FileIssue(Exception):
     def __init__(self, line: int | None, message: str):
         super().__init__(message)
@@ -341,7 +346,7 @@ def _read_vars(f: Path, issues: list[Issue]) -> tuple[yaml.Node, dict[Any, Any]]
     try:
         return _vars_file(f)
     except _FileIssue as exc:
-        issues.append(Issue(file=str(f), line=exc.line, path="", message=exc.message))
+        issues.append(_file_issue(f, exc.message, exc.line))
         return None
 
 
@@ -412,29 +417,23 @@ def _inventory_files(inv: Path, issues: list[Issue]) -> list[Path]:
             st = os.lstat(p)
             if stat.S_ISREG(st.st_mode) and st.st_mode & 0o111:
                 issues.append(
-                    Issue(
-                        file=str(p),
-                        line=None,
-                        path="",
-                        message="an executable file in the inventory: Ansible runs it as an inventory script on the"
+                    _file_issue(
+                        p,
+                        "an executable file in the inventory: Ansible runs it as an inventory script on the"
                         " controller (chmod -x it)",
                     )
                 )
             elif skip:
                 continue
             elif stat.S_ISLNK(st.st_mode):
-                issues.append(
-                    Issue(file=str(p), line=None, path="", message="a symbolic link in the inventory: copy the file in")
-                )
+                issues.append(_file_issue(p, "a symbolic link in the inventory: copy the file in"))
             elif name.endswith(YAML_INVENTORY_EXTS) and not name.startswith("."):
                 found.append(p)
             elif not name.endswith(ANSIBLE_IGNORED_EXTS):
                 issues.append(
-                    Issue(
-                        file=str(p),
-                        line=None,
-                        path="",
-                        message="Ansible would read this file as an inventory source (INI, TOML or a script):"
+                    _file_issue(
+                        p,
+                        "Ansible would read this file as an inventory source (INI, TOML or a script):"
                         " keep data under snapshots/, documents as .md",
                     )
                 )
@@ -482,16 +481,14 @@ def _inventory_dir(inventory: str | Path) -> Path:
     if inv.is_file():  # hosts.yml given: the inventory is its folder
         inv = inv.parent
     if not inv.is_dir():
-        raise ModelError([Issue(file=str(inv), line=None, path="", message="inventory directory not found")])
+        raise ModelError([_file_issue(inv, "inventory directory not found")])
     for sub in ("group_vars", "host_vars"):  # never followed: a link would read another tree's vars
         if (inv / sub).is_symlink():
             raise ModelError(
                 [
-                    Issue(
-                        file=str(inv / sub),
-                        line=None,
-                        path="",
-                        message=f"a symbolic link (to {os.readlink(inv / sub)!r}): the vars folders must be real"
+                    _file_issue(
+                        inv / sub,
+                        f"a symbolic link (to {os.readlink(inv / sub)!r}): the vars folders must be real"
                         " folders of the inventory",
                     )
                 ]
@@ -568,9 +565,7 @@ def load_inventory(inventory: str | Path) -> RawModel:
     issues: list[Issue] = []
     files = vars_files(inv)
     if not files:
-        raise ModelError(
-            [Issue(file=str(inv / "group_vars"), line=None, path="", message="no group_vars/all(.yml|/) found")]
-        )
+        raise ModelError([_file_issue(inv / "group_vars", "no group_vars/all(.yml|/) found")])
     for f in files:
         _merge_model_file(raw, inv, f, issues)
     tenant_files.fold_into_list(raw.data, raw.where)

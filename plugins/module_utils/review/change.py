@@ -50,6 +50,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
     node_moves,
     object_sections,
     pool_counts,
+    table_section,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.picture import mermaid
 
@@ -411,24 +412,11 @@ def _md_head(rv: Review) -> list[str]:
 
 def _md_files(rv: Review) -> list[str]:
     """Changed inputs, rendered changes, committed changes no input explains, shared platform files."""
-    lines = [f"### Changed inputs ({len(rv.inputs)})", ""]
-    if rv.inputs:
-        lines += _table(
-            ["file", "owner", "change"], [[_code(c.path), _owners_cell(c.owners), c.change] for c in rv.inputs]
-        )
-    else:
-        lines.append("No input changed.")
-    lines.append("")
-
-    lines += [f"### Rendered changes ({len(rv.rendered)})", ""]
-    if rv.rendered:
-        rows = [[_code(c.path), _owners_cell(c.owners), c.change] for c in rv.rendered[:MAX_ROWS]]
-        lines += _table(["file", "owners of what changed", "change"], rows)
-        if len(rv.rendered) > MAX_ROWS:
-            lines.append(f"\n… and {len(rv.rendered) - MAX_ROWS} more.")
-    else:
-        lines.append("Nothing rendered changes.")
-    lines.append("")
+    rows = [[_code(c.path), _owners_cell(c.owners), c.change] for c in rv.inputs]
+    lines = table_section("Changed inputs", len(rv.inputs), ["file", "owner", "change"], rows, "No input changed.")
+    rows = [[_code(c.path), _owners_cell(c.owners), c.change] for c in rv.rendered[:MAX_ROWS]]
+    head = ["file", "owners of what changed", "change"]
+    lines += table_section("Rendered changes", len(rv.rendered), head, rows, "Nothing rendered changes.", "")
 
     if rv.drift:
         lines += [f"### Committed changes no input explains ({len(rv.drift)})", ""]
@@ -451,22 +439,18 @@ def _md_files(rv: Review) -> list[str]:
 
 def _md_moves(rv: Review) -> list[str]:
     """Node moves and the fabric pictures of the clusters where nodes move."""
-    lines = [f"### Node moves ({len(rv.moves)})", ""]
-    if rv.moves:
-        rows = [
-            [
-                _code(m.node),
-                _code(c),
-                _code(m.from_pool),
-                _code(m.to_pool),
-                ", ".join(map(str, sorted(rv.move_owners[m.node]))),
-            ]
-            for c, m in rv.moves[:MAX_ROWS]
+    rows = [
+        [
+            _code(m.node),
+            _code(c),
+            _code(m.from_pool),
+            _code(m.to_pool),
+            ", ".join(map(str, sorted(rv.move_owners[m.node]))),
         ]
-        lines += _table(["node", "cluster", "from pool", "to pool", "owners"], rows)
-    else:
-        lines.append("No node changes pool.")
-    lines.append("")
+        for c, m in rv.moves[:MAX_ROWS]
+    ]
+    head = ["node", "cluster", "from pool", "to pool", "owners"]
+    lines = table_section("Node moves", len(rv.moves), head, rows, "No node changes pool.")
     for cluster, picture in sorted(rv.pictures.items()):
         lines += [f"#### The fabric of `{_cell(cluster)}` after the change", "", *picture, ""]
     return lines

@@ -391,19 +391,29 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def table_section(
+    title: str, count: int, head: list[str], rows: list[list[str]], empty: str, more: str | None = None
+) -> list[str]:
+    """``### title (count)``, then the table of ``rows`` or, when ``count`` is 0, the line ``empty``; a blank
+    line after. ``rows`` may hold the first of ``count`` items only: with ``more`` (a suffix), a line then
+    says how many more there are."""
+    lines = [f"### {title} ({count})", ""]
+    if not count:
+        return [*lines, empty, ""]
+    lines += _table(head, rows)
+    if more is not None and count > len(rows):
+        lines.append(f"\n… and {count - len(rows)} more{more}.")
+    return [*lines, ""]
+
+
 def object_sections(
     partitions: list[ObjectChange], nodesets: list[ObjectChange], topology: list[ObjectChange]
 ) -> list[str]:
     """Markdown sections (one table each) of the Slurm partitions, NodeSets and topology files that change."""
     lines: list[str] = []
     for title, items in (("Slurm partitions", partitions), ("Slurm NodeSets", nodesets), ("Topology", topology)):
-        lines += [f"### {title} ({len(items)})", ""]
-        if items:
-            rows = [[_code(c.name), _code(c.file), _cell(c.summary())] for c in items]
-            lines += _table(["name", "file", "change"], rows)
-        else:
-            lines.append("No change.")
-        lines.append("")
+        rows = [[_code(c.name), _code(c.file), _cell(c.summary())] for c in items]
+        lines += table_section(title, len(items), ["name", "file", "change"], rows, "No change.")
     return lines
 
 
@@ -416,15 +426,11 @@ def render_markdown(plan: ScalePlan, max_moves: int = 200) -> str:
         where = plan.inventory_file + (f":{plan.inventory_line}" if plan.inventory_line else "")
         lines += [f"Inventory change (the only edit by hand): `{where}`", ""]
 
-    lines += [f"### Node moves ({len(plan.moves)})", ""]
-    if plan.moves:
-        rows = [[_code(m.node), _code(m.from_pool), _code(m.to_pool)] for m in plan.moves[:max_moves]]
-        lines += _table(["node", "from pool", "to pool"], rows)
-        if len(plan.moves) > max_moves:
-            lines.append(f"\n… and {len(plan.moves) - max_moves} more (see the pool lock diff).")
-    else:
-        lines.append("No node changes pool.")
-    lines.append("")
+    rows = [[_code(m.node), _code(m.from_pool), _code(m.to_pool)] for m in plan.moves[:max_moves]]
+    head = ["node", "from pool", "to pool"]
+    lines += table_section(
+        "Node moves", len(plan.moves), head, rows, "No node changes pool.", " (see the pool lock diff)"
+    )
 
     if plan.pool_nodes:
         lines += ["### Pool sizes (nodes)", ""]
@@ -433,16 +439,10 @@ def render_markdown(plan: ScalePlan, max_moves: int = 200) -> str:
 
     lines += object_sections(plan.partitions, plan.nodesets, plan.topology)
 
-    lines += [f"### Files ({len(plan.files)})", ""]
-    if plan.files:
-        rows = [[_code(p), "added"] for p in plan.added]
-        rows += [[_code(p), "changed"] for p in plan.changed]
-        rows += [[_code(p), "removed"] for p in plan.removed]
-        rows.sort()
-        lines += _table(["file", "change"], rows)
-    else:
-        lines.append("No file changes.")
-    lines.append("")
+    rows = [[_code(p), "added"] for p in plan.added]
+    rows += [[_code(p), "changed"] for p in plan.changed]
+    rows += [[_code(p), "removed"] for p in plan.removed]
+    lines += table_section("Files", len(plan.files), ["file", "change"], sorted(rows), "No file changes.")
     return "\n".join(lines)
 
 
