@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import domains_from_nodes, fabric_from_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
@@ -28,29 +27,30 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.render impo
     slinky_topology_spec as _slinky,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.task import topology_summary
+from ansible_collections.gpufleet.core.plugins.plugin_utils.filter_errors import core_errors
 
 
 def _topo(name, src, kind="auto", nodes=None, node_map=None, exclude=None, domains=None):
-    try:
-        if isinstance(src, Mapping) or isinstance(src, list):
-            fab = fabric_from_nodes(src)
-        elif isinstance(src, str):
-            fab = load_fabric(src, kind=kind)
-        else:
-            raise AnsibleFilterError(f"{name}: expected fabric text, a path or a Node list, got {type(src).__name__}")
-        if domains is not None and not (isinstance(domains, Mapping) and "items" not in domains):
-            domains = domains_from_nodes(domains)
-        return build_topology(fab, node_map=node_map, nodes=nodes, exclude=exclude, domains=domains)
-    except GpufleetError as e:
-        raise AnsibleFilterError(f"{name}: {e}") from e
+    """The topology of ``src``; the calling filter (``name``, decorated with ``core_errors``) names core errors."""
+    if isinstance(src, Mapping) or isinstance(src, list):
+        fab = fabric_from_nodes(src)
+    elif isinstance(src, str):
+        fab = load_fabric(src, kind=kind)
+    else:
+        raise AnsibleFilterError(f"{name}: expected fabric text, a path or a Node list, got {type(src).__name__}")
+    if domains is not None and not (isinstance(domains, Mapping) and "items" not in domains):
+        domains = domains_from_nodes(domains)
+    return build_topology(fab, node_map=node_map, nodes=nodes, exclude=exclude, domains=domains)
 
 
+@core_errors("fabric_topology")
 def fabric_topology(src, kind="auto", nodes=None, node_map=None, exclude=None, domains=None):
     """Leaf groups, node -> group, blocks, roots and the health report of a fabric."""
     topo = _topo("fabric_topology", src, kind, nodes, node_map, exclude, domains)
     return {**topology_summary(topo), "health": topo.health}
 
 
+@core_errors("slurm_topology_conf")
 def slurm_topology_conf(
     src,
     format="tree",
@@ -64,12 +64,10 @@ def slurm_topology_conf(
 ):
     """topology.conf (tree or block) or topology.yaml text, validated against Slurm's rules."""
     topo = _topo("slurm_topology_conf", src, kind, nodes, node_map, exclude, domains)
-    try:
-        return render(topo, format, block_sizes=block_sizes, topologies=topologies)
-    except GpufleetError as e:
-        raise AnsibleFilterError(f"slurm_topology_conf: {e}") from e
+    return render(topo, format, block_sizes=block_sizes, topologies=topologies)
 
 
+@core_errors("slinky_topology_spec")
 def slinky_topology_spec(
     src, tree="default", block=None, kind="auto", nodes=None, node_map=None, exclude=None, domains=None
 ):
@@ -78,6 +76,7 @@ def slinky_topology_spec(
     return _slinky(topo, tree=tree, block=block)
 
 
+@core_errors("kueue_topology_labels")
 def kueue_topology_labels(
     src, prefix="topology.gpufleet.io", kind="auto", nodes=None, node_map=None, exclude=None, domains=None
 ):
@@ -86,6 +85,7 @@ def kueue_topology_labels(
     return kueue_node_labels(topo, prefix=prefix)
 
 
+@core_errors("kueue_topology")
 def kueue_topology(
     src,
     name="gpufleet-fabric",
