@@ -5,7 +5,8 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """Options several gpufleet modules share, one attribute each (``gpufleet.core.common.<name>``).
+    """Options several gpufleet modules share, one attribute each (``gpufleet.core.common.<name>``), with
+    the Python libraries they need (Ansible merges a fragment's ``requirements`` into the module's).
 
     The argument specs are in plugins/module_utils/module.py (``inventory_spec``, ``gitops_spec``,
     ``kube_spec``).
@@ -17,6 +18,9 @@ options: {}
 
     # the inventory, for the modules that read the fleet
     INVENTORY = r"""
+requirements:
+  - jsonschema
+  - PyYAML
 options:
   inventory_dir:
     description:
@@ -37,6 +41,8 @@ options:
 
     # access to the Kubernetes API, for the modules that read or patch a cluster
     KUBE = r"""
+requirements:
+  - kubernetes (Python client)
 options:
   kubeconfig:
     description:

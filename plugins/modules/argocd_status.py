@@ -24,8 +24,6 @@ description:
   - Only reads; never changes anything (C(changed) is always false).
 author:
   - gpufleet maintainers (@gpufleet)
-requirements:
-  - kubernetes (Python client)
 extends_documentation_fragment:
   - gpufleet.core.common.kube
 options:

@@ -24,8 +24,6 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 requirements:
-  - jsonschema
-  - PyYAML
   - git (command line) on the controller
 extends_documentation_fragment:
   - gpufleet.core.common.gitops

@@ -30,8 +30,6 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 requirements:
-  - jsonschema
-  - PyYAML
   - ruamel.yaml
   - git (command line) on the controller when O(publish=true)
 extends_documentation_fragment:

@@ -18,9 +18,6 @@ description:
   - Reads files only; never changes anything.
 author:
   - gpufleet maintainers (@gpufleet)
-requirements:
-  - jsonschema
-  - PyYAML
 extends_documentation_fragment:
   - gpufleet.core.common.inventory
 attributes:

@@ -23,9 +23,6 @@ description:
   - No credentials are rendered; Secrets the tenants need are listed in each cluster's C(REPORT.md).
 author:
   - gpufleet maintainers (@gpufleet)
-requirements:
-  - jsonschema
-  - PyYAML
 extends_documentation_fragment:
   - gpufleet.core.common.gitops
   - gpufleet.core.common.inventory

@@ -21,8 +21,6 @@ description:
   - O(operation=list) changes nothing and returns every Node's health (RV(nodes)).
 author:
   - gpufleet maintainers (@gpufleet)
-requirements:
-  - kubernetes (Python client)
 extends_documentation_fragment:
   - gpufleet.core.common.kube
 options:

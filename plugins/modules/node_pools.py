@@ -30,7 +30,6 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 requirements:
-  - kubernetes (Python client)
   - PyYAML
   - jsonschema
 extends_documentation_fragment:
