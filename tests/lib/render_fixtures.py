@@ -1,4 +1,4 @@
-"""Test inventories for the render tests: the sample fleet's group_vars plus generated snapshots.
+"""Test inventories: the sample fleet's group_vars plus generated snapshots; helpers to edit them.
 
 ``make_inventory(dir, hosts=64, ...)`` copies ``inventories/sample/group_vars`` and writes
 ``snapshots/gpu-east/{nodes.yaml,fabric.ibnetdiscover}`` from ``fabric_gen`` (deterministic), with
@@ -43,10 +43,19 @@ def write_snapshots(snap: Path, hosts: int = 64, su_size: int = 8, system_nodes:
     (snap / "nodes.yaml").write_text(yaml.safe_dump(nodes, sort_keys=True), encoding="utf-8")
 
 
-def make_inventory(root: Path, hosts: int = 64) -> Path:
-    inv = root / "inv"
+def copy_sample(root: Path, name: str = "inv", snapshots: bool = False) -> Path:
+    """The sample inventory's ``group_vars`` and ``hosts.yml`` (and ``snapshots`` if asked) copied to
+    ``root/name``, to edit; the ``inv`` fixture of tests/unit/plugins/module_utils/conftest.py."""
+    inv = root / name
     shutil.copytree(SAMPLE / "group_vars", inv / "group_vars")
     shutil.copy(SAMPLE / "hosts.yml", inv / "hosts.yml")
+    if snapshots:
+        shutil.copytree(SAMPLE / "snapshots", inv / "snapshots")
+    return inv
+
+
+def make_inventory(root: Path, hosts: int = 64) -> Path:
+    inv = copy_sample(root)
     write_snapshots(inv / "snapshots" / "gpu-east", hosts=hosts)
     return inv
 
@@ -73,12 +82,25 @@ def yaml_objects(files: dict[str, bytes]):
                     yield rel, doc
 
 
-def edit_vars(inv: Path, name: str, fn) -> None:
-    """Load group_vars/all/<name>, apply ``fn`` to the data, write it back."""
+def edit_vars(inv: Path, name: str, fn) -> Path:
+    """Load group_vars/all/<name>, apply ``fn`` to the data, write it back; returns the file."""
     f = inv / "group_vars" / "all" / name
     data = yaml.safe_load(f.read_text(encoding="utf-8"))
     fn(data)
     f.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return f
+
+
+def model_errors(inv: Path) -> list[str]:
+    """The problems loading ``inv`` reports, one string each (``file:line: key: message``); it must fail."""
+    import pytest
+
+    from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+
+    with pytest.raises(ModelError) as exc:
+        load_fleet(inv)
+    return [str(i) for i in exc.value.issues]
 
 
 def make_big_inventory(root: Path, nodes: int = 10_000, tenants: int = 100, fabric: bool = True) -> Path:

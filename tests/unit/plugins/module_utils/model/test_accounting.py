@@ -7,13 +7,12 @@ That Slurm itself accepts and enforces the result is tests/integration/slurm/tes
 from __future__ import annotations
 
 import shlex
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
+from render_fixtures import model_errors
 
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting, build_accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
@@ -23,14 +22,6 @@ REPO = Path(__file__).resolve().parents[5]
 SAMPLE = REPO / "inventories" / "sample"
 
 
-@pytest.fixture
-def inv(tmp_path: Path) -> Path:
-    dst = tmp_path / "inv"
-    shutil.copytree(SAMPLE / "group_vars", dst / "group_vars")
-    shutil.copy(SAMPLE / "hosts.yml", dst / "hosts.yml")
-    return dst
-
-
 def set_accounting(inv: Path, spec, tenant: str = "llm-pretrain") -> None:
     f = inv / "group_vars" / "all" / "tenants.yml"
     data = yaml.safe_load(f.read_text())
@@ -38,12 +29,6 @@ def set_accounting(inv: Path, spec, tenant: str = "llm-pretrain") -> None:
         if t["name"] == tenant:
             t.setdefault("slurm", {})["accounting"] = spec
     f.write_text(yaml.safe_dump(data, sort_keys=False))
-
-
-def errors_of(inv: Path) -> list[str]:
-    with pytest.raises(ModelError) as exc:
-        load_fleet(inv)
-    return [str(i) for i in exc.value.issues]
 
 
 def tenant(spec) -> Tenant:
@@ -96,7 +81,7 @@ def test_defaults_and_sample():
 )
 def test_hostile_values_rejected_with_key_path(inv, spec, where):
     set_accounting(inv, spec)
-    errs = errors_of(inv)
+    errs = model_errors(inv)
     base = "gpufleet_tenants[0].slurm.accounting"
     want = base + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in where.split(".") if p)
     assert any(want in e and "tenants.yml" in e for e in errs), (want, errs)
@@ -120,7 +105,7 @@ def test_hostile_values_rejected_with_key_path(inv, spec, where):
 )
 def test_cross_references(inv, spec, message):
     set_accounting(inv, spec)
-    errs = errors_of(inv)
+    errs = model_errors(inv)
     assert any(message in e for e in errs), errs
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import configparser
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
+from render_fixtures import edit_vars, model_errors
 
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError, ModelError
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import identity as mi
 from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import fullmatch
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
@@ -17,27 +16,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd
 
 REPO = Path(__file__).resolve().parents[5]
 SAMPLE = REPO / "inventories" / "sample"
-
-
-@pytest.fixture
-def inv(tmp_path: Path) -> Path:
-    dst = tmp_path / "inv"
-    shutil.copytree(SAMPLE / "group_vars", dst / "group_vars")
-    shutil.copy(SAMPLE / "hosts.yml", dst / "hosts.yml")
-    return dst
-
-
-def edit(inv: Path, name: str, fn) -> None:
-    f = inv / "group_vars" / "all" / name
-    data = yaml.safe_load(f.read_text())
-    fn(data)
-    f.write_text(yaml.safe_dump(data, sort_keys=False))
-
-
-def errors_of(inv: Path) -> list[str]:
-    with pytest.raises(ModelError) as exc:
-        load_fleet(inv)
-    return [str(i) for i in exc.value.issues]
 
 
 def test_sample_tenants_inherit_the_fleet_directory():
@@ -52,16 +30,16 @@ def test_sample_tenants_inherit_the_fleet_directory():
 
 
 def test_identity_false_means_local_users(inv):
-    edit(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][0].update(identity=False))
+    edit_vars(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][0].update(identity=False))
     assert load_fleet(inv).tenants["llm-pretrain"].identity is None
     (inv / "group_vars" / "all" / "identity.yml").unlink()
-    edit(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][1].pop("identity"))
+    edit_vars(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][1].pop("identity"))
     assert all(t.identity is None for t in load_fleet(inv).tenants.values())  # nothing anywhere: off
 
 
 def test_no_fleet_default_tenant_must_say_everything(inv):
     (inv / "group_vars" / "all" / "identity.yml").unlink()
-    errs = errors_of(inv)  # research names only its login groups
+    errs = model_errors(inv)  # research names only its login groups
     assert len(errs) == 4, errs
     for key in ("type", "domain", "uris", "search_base"):
         assert any(f"gpufleet_tenants[1].identity: {key} is required" in e for e in errs), errs
@@ -203,9 +181,9 @@ def test_allow_accounts_must_exist_and_need_accounting(inv):
         p = next(p for p in d["gpufleet_pools"] if p["name"] == "research-debug")
         p["slurm"]["allow_accounts"] = ["research", "nosuch"]
 
-    edit(inv, "pools.yml", acct)
-    errs = errors_of(inv)
+    edit_vars(inv, "pools.yml", acct)
+    errs = model_errors(inv)
     assert len(errs) == 1 and "allow_accounts[1]: account 'nosuch' is not defined" in errs[0], errs
-    edit(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][1]["slurm"].update(accounting=False))
-    errs = errors_of(inv)
+    edit_vars(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][1]["slurm"].update(accounting=False))
+    errs = model_errors(inv)
     assert any("accounting off: AllowAccounts needs accounts" in e for e in errs), errs

@@ -3,11 +3,10 @@ inventory and the modules; the former spellings (inventory ``replace``, module o
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
+from render_fixtures import copy_sample, edit_vars
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
@@ -33,12 +32,8 @@ def test_module_option_and_its_alias_reach_the_loader(tmp_path: Path, key: str) 
 
 
 def _with_map(tmp_path: Path, nmap: dict) -> Path:
-    inv = tmp_path / "inv"
-    shutil.copytree(SAMPLE / "group_vars", inv / "group_vars")
-    f = inv / "group_vars" / "all" / "clusters.yml"
-    d = yaml.safe_load(f.read_text())
-    d["gpufleet_clusters"][0]["fabric"]["node_name_map"] = nmap
-    f.write_text(yaml.safe_dump(d, sort_keys=False))
+    inv = copy_sample(tmp_path)
+    edit_vars(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["fabric"].update(node_name_map=nmap))
     return inv
 
 

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from render_fixtures import model_errors
 from tenant_split import split_tenants
 
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
-from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 
 REPO = Path(__file__).resolve().parents[5]
 SAMPLE = REPO / "inventories" / "sample"
@@ -24,12 +23,6 @@ def inv(tmp_path: Path) -> Path:
     dst = tmp_path / "inv"
     shutil.copytree(SAMPLE, dst)
     return dst
-
-
-def errors_of(inv: Path) -> list[str]:
-    with pytest.raises(ModelError) as exc:
-        load_fleet(inv)
-    return [str(i) for i in exc.value.issues]
 
 
 def _same_tree(a: Path, b: Path) -> list[str]:
@@ -58,7 +51,7 @@ def test_errors_point_into_the_tenant_file(inv: Path) -> None:
     split_tenants(inv)
     f = inv / "group_vars" / "all" / "tenants" / "research.yml"
     f.write_text(f.read_text().replace("- research-debug", "- research-huge"))
-    (err,) = [e for e in errors_of(inv) if "research-huge" in e]
+    (err,) = [e for e in model_errors(inv) if "research-huge" in e]
     assert err.startswith(f"{f}:7: ") and "pools[1]" in err
 
 
@@ -87,7 +80,7 @@ def test_layout_is_fenced(inv: Path, path: str, text: str, needle: str) -> None:
     f = inv / "group_vars" / "all" / path
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(f.read_text() + text if f.exists() else text)
-    errs = errors_of(inv)
+    errs = model_errors(inv)
     assert any(err.startswith(str(f)) and needle in err for err in errs), errs
 
 
@@ -96,5 +89,5 @@ def test_a_tenant_in_the_list_and_in_a_file_is_a_duplicate(inv: Path) -> None:
     (inv / "group_vars" / "all" / "tenants" / "llm-pretrain.yml").write_text(
         yaml.safe_dump({"gpufleet_tenant_llm_pretrain": load_inventory(inv).data["gpufleet_tenants"][0]})
     )
-    errs = errors_of(inv)
+    errs = model_errors(inv)
     assert any("llm-pretrain.yml" in e and "llm-pretrain" in e for e in errs), errs

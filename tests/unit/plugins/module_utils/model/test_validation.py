@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from render_fixtures import edit_vars, model_errors
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
@@ -18,28 +16,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 
 REPO = Path(__file__).resolve().parents[5]
 SAMPLE = REPO / "inventories" / "sample"
-
-
-@pytest.fixture
-def inv(tmp_path: Path) -> Path:
-    dst = tmp_path / "inv"
-    shutil.copytree(SAMPLE / "group_vars", dst / "group_vars")
-    shutil.copy(SAMPLE / "hosts.yml", dst / "hosts.yml")
-    return dst
-
-
-def edit(inv: Path, name: str, fn) -> Path:
-    f = inv / "group_vars" / "all" / name
-    data = yaml.safe_load(f.read_text())
-    fn(data)
-    f.write_text(yaml.safe_dump(data, sort_keys=False))
-    return f
-
-
-def errors_of(inv: Path) -> list[str]:
-    with pytest.raises(ModelError) as exc:
-        load_fleet(inv)
-    return [str(i) for i in exc.value.issues]
 
 
 def test_sample_loads_typed():
@@ -55,8 +31,8 @@ def test_sample_loads_typed():
 
 
 def test_wrong_type_names_file_line_and_key(inv):
-    f = edit(inv, "pools.yml", lambda d: d["gpufleet_pools"][1]["size"].update(nodes="thirty-two"))
-    errs = errors_of(inv)
+    f = edit_vars(inv, "pools.yml", lambda d: d["gpufleet_pools"][1]["size"].update(nodes="thirty-two"))
+    errs = model_errors(inv)
     assert len(errs) == 1
     assert errs[0].startswith(f"{f}:")
     assert "gpufleet_pools[1].size.nodes" in errs[0]
@@ -66,21 +42,21 @@ def test_wrong_type_names_file_line_and_key(inv):
 
 
 def test_unknown_key_is_an_error(inv):
-    edit(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["components"]["cilium"].update(exlusive=True))
-    (err,) = errors_of(inv)
+    edit_vars(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["components"]["cilium"].update(exlusive=True))
+    (err,) = model_errors(inv)
     assert "gpufleet_clusters[0].components.cilium.exlusive" in err
     assert "unknown key(s) 'exlusive'" in err and "exclusive" in err
 
 
 def test_unknown_gpufleet_variable_is_an_error_other_vars_are_not(inv):
     (inv / "group_vars" / "all" / "extra.yml").write_text("gpufleet_tennants: []\nntp_servers: [a]\n")
-    (err,) = errors_of(inv)
+    (err,) = model_errors(inv)
     assert "extra.yml:1" in err and "gpufleet_tennants" in err
 
 
 def test_tenant_referencing_missing_pool(inv):
-    f = edit(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][1]["pools"].append("research-big"))
-    (err,) = errors_of(inv)
+    f = edit_vars(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][1]["pools"].append("research-big"))
+    (err,) = model_errors(inv)
     assert err.startswith(f"{f}:")
     assert "gpufleet_tenants[1].pools[2]" in err and "pool 'research-big' is not defined" in err
 
@@ -90,9 +66,9 @@ def test_duplicate_names_and_every_error_reported(inv):
         d["gpufleet_pools"].append(dict(d["gpufleet_pools"][0]))
         d["gpufleet_pools"][2]["cluster"] = "gpu-west"
 
-    edit(inv, "pools.yml", dup)
-    edit(inv, "tenants.yml", lambda d: d["gpufleet_tenants"].append(dict(d["gpufleet_tenants"][0])))
-    errs = errors_of(inv)
+    edit_vars(inv, "pools.yml", dup)
+    edit_vars(inv, "tenants.yml", lambda d: d["gpufleet_tenants"].append(dict(d["gpufleet_tenants"][0])))
+    errs = model_errors(inv)
     joined = "\n".join(errs)
     assert "duplicate pool name 'system'" in joined
     assert "duplicate tenant name 'llm-pretrain'" in joined
@@ -108,21 +84,21 @@ def test_pool_kind_rules(inv):
             {"name": "orphan", "cluster": "gpu-east", "kind": "kubernetes", "size": {"nodes": 1}}
         )
 
-    edit(inv, "pools.yml", bad)
-    joined = "\n".join(errors_of(inv))
+    edit_vars(inv, "pools.yml", bad)
+    joined = "\n".join(model_errors(inv))
     assert "size is required" in joined
     assert "kubernetes pool 'orphan' is not listed in any tenant's pools" in joined
 
 
 def test_same_variable_in_two_files(inv):
     (inv / "group_vars" / "all" / "zz.yml").write_text("gpufleet_pools: []\n")
-    (err,) = errors_of(inv)
+    (err,) = model_errors(inv)
     assert "zz.yml:1" in err and "defined again" in err and "pools.yml" in err
 
 
 def test_invalid_yaml_names_line(inv):
     (inv / "group_vars" / "all" / "tenants.yml").write_text("gpufleet_tenants:\n  - name: [\n")
-    (err,) = errors_of(inv)
+    (err,) = model_errors(inv)
     assert "tenants.yml:" in err and "not valid YAML" in err
 
 
@@ -133,15 +109,15 @@ def test_published_schema_matches_code():
 
 def test_schema_and_reference_errors_reported_together(inv):
     """A type error elsewhere must not hide a dangling reference: every problem in one run."""
-    edit(inv, "pools.yml", lambda d: d["gpufleet_pools"][1]["size"].update(nodes="many"))
-    edit(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][2]["pools"].append("gpu-heavy"))
+    edit_vars(inv, "pools.yml", lambda d: d["gpufleet_pools"][1]["size"].update(nodes="many"))
+    edit_vars(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][2]["pools"].append("gpu-heavy"))
 
     def broken_shapes(d):
         d["gpufleet_clusters"][0]["fabric"] = "ibnetdiscover"  # wrong type: must not crash the reference pass
         d["gpufleet_clusters"].append({"name": 7})
 
-    edit(inv, "clusters.yml", broken_shapes)
-    joined = "\n".join(errors_of(inv))
+    edit_vars(inv, "clusters.yml", broken_shapes)
+    joined = "\n".join(model_errors(inv))
     assert "gpufleet_pools[1].size.nodes: 'many' is not of type 'integer'" in joined
     assert "gpufleet_tenants[2].pools[1]: pool 'gpu-heavy' is not defined" in joined
     assert "gpufleet_clusters[0].fabric: 'ibnetdiscover' is not of type 'object'" in joined

@@ -5,12 +5,12 @@ Grafana dashboard, and that no rendered toleration tolerates the GPU-health quar
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from render_fixtures import copy_sample, edit_vars
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
@@ -27,18 +27,7 @@ T = "clusters/gpu-east/tenants"
 
 @pytest.fixture
 def inv(tmp_path: Path) -> Path:
-    dst = tmp_path / "inv"
-    shutil.copytree(SAMPLE / "group_vars", dst / "group_vars")
-    shutil.copy(SAMPLE / "hosts.yml", dst / "hosts.yml")
-    shutil.copytree(SAMPLE / "snapshots", dst / "snapshots")
-    return dst
-
-
-def edit(inv: Path, name: str, fn) -> None:
-    f = inv / "group_vars" / "all" / name
-    data = yaml.safe_load(f.read_text())
-    fn(data)
-    f.write_text(yaml.safe_dump(data, sort_keys=False))
+    return copy_sample(tmp_path, snapshots=True)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +41,7 @@ def test_defaults_are_on_and_typed(inv):
             t.pop("monitoring", None)
             t.pop("health", None)
 
-    edit(inv, "tenants.yml", strip)
+    edit_vars(inv, "tenants.yml", strip)
     fleet = load_fleet(inv)
     t = fleet.tenants["research"]
     assert t.monitoring.enabled and t.monitoring.scrape_interval == "30s"
@@ -82,7 +71,7 @@ def test_hostile_tenant_values_fail_closed(inv, where, key, value, needle):
     def bad(d):
         d["gpufleet_tenants"][1].setdefault(where, {})[key] = value
 
-    edit(inv, "tenants.yml", bad)
+    edit_vars(inv, "tenants.yml", bad)
     with pytest.raises(ModelError) as exc:
         load_fleet(inv)
     text = str(exc.value)
@@ -101,7 +90,7 @@ def test_hostile_tenant_values_fail_closed(inv, where, key, value, needle):
     ],
 )
 def test_hostile_cluster_monitoring_fails_closed(inv, key, value):
-    edit(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["monitoring"].__setitem__(key, value))
+    edit_vars(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["monitoring"].__setitem__(key, value))
     with pytest.raises(ModelError) as exc:
         load_fleet(inv)
     assert "clusters.yml" in str(exc.value) and "monitoring" in str(exc.value)
@@ -135,7 +124,7 @@ def test_options_off_render_nothing_of_it(inv):
             t["monitoring"] = {"enabled": False}
             t["health"] = {"enabled": False}
 
-    edit(inv, "tenants.yml", off)
+    edit_vars(inv, "tenants.yml", off)
     files = render_fleet(load_fleet(inv)).files
     v = yaml.safe_load(files[f"{T}/research/slurm/values.yaml"])
     assert "prologScripts" not in v and "metrics" not in v["controller"]

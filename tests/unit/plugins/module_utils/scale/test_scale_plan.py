@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,6 @@ SAMPLE = REPO / "inventories" / "sample"
 
 
 # ------------------------------------------------------------------------------ inventory edit
-
-
-@pytest.fixture
-def inv(tmp_path: Path) -> Path:
-    dst = tmp_path / "inv"
-    shutil.copytree(SAMPLE / "group_vars", dst / "group_vars")
-    shutil.copy2(SAMPLE / "hosts.yml", dst / "hosts.yml")
-    return dst
 
 
 def _changed_lines(a: str, b: str) -> list[str]:

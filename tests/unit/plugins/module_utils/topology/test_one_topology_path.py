@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from gpufleet_testlib import fabric_gen
-from render_fixtures import SAMPLE, cpu_node, edit_vars
+from render_fixtures import SAMPLE, copy_sample, cpu_node, edit_vars
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
@@ -37,9 +37,7 @@ def sample_inventory(root: Path) -> Path:
 
 def nvlink_inventory(root: Path) -> Path:
     """The sample's group_vars over a generated 64-node fabric with 4-node NVLink cliques."""
-    inv = root / "nvl"
-    shutil.copytree(SAMPLE / "group_vars", inv / "group_vars")
-    shutil.copy(SAMPLE / "hosts.yml", inv / "hosts.yml")
+    inv = copy_sample(root, "nvl")
     snap = inv / "snapshots" / CLUSTER
     snap.mkdir(parents=True)
     fab = fabric_gen.generate(fabric_gen.GenSpec(hosts=64, rails=8, su_size=8, nvl_domain=4, seed=5))
