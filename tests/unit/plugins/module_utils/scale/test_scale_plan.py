@@ -297,21 +297,27 @@ def test_markdown_tables_are_deterministic_and_escaped() -> None:
             assert len(widths) == 1, block
 
 
-def test_markdown_caps_long_move_lists() -> None:
-    old = {f"n{i:04d}": "spare" for i in range(500)}
-    new = {n: "pretrain" for n in old}
-    plan = build_plan(
-        pool="pretrain",
+def _nodes_plan(pool: str, old: dict, new: dict, old_size: int, size: int, **more):
+    """The plan of resizing ``pool`` (in nodes) on cluster ``c`` from assignment ``old`` to ``new``; no files."""
+    return build_plan(
+        pool=pool,
         cluster="c",
         old_unit="nodes",
-        old_size=0,
+        old_size=old_size,
         unit="nodes",
-        size=500,
+        size=size,
         old_assignment=old,
         new_assignment=new,
         files_before={},
         files_after={},
+        **more,
     )
+
+
+def test_markdown_caps_long_move_lists() -> None:
+    old = {f"n{i:04d}": "spare" for i in range(500)}
+    new = {n: "pretrain" for n in old}
+    plan = _nodes_plan("pretrain", old, new, 0, 500)
     md = render_markdown(plan, max_moves=10)
     assert "… and 490 more" in md and md.count("| `n0") == 10
 
@@ -319,17 +325,12 @@ def test_markdown_caps_long_move_lists() -> None:
 def test_slurm_membership_is_listed_as_partition_and_nodeset_change() -> None:
     old = {"n01": "batch", "n02": "batch", "n03": "spare", "n04": "spare", "n05": "debug"}
     new = old | {"n03": "batch", "n04": "batch"}
-    plan = build_plan(
-        pool="batch",
-        cluster="c",
-        old_unit="nodes",
-        old_size=2,
-        unit="nodes",
-        size=4,
-        old_assignment=old,
-        new_assignment=new,
-        files_before={},
-        files_after={},
+    plan = _nodes_plan(
+        "batch",
+        old,
+        new,
+        2,
+        4,
         slurm_pools={"batch": ("research/batch", "research/batch"), "debug": ("research/debug", "research/debug")},
         lock_file="inv/snapshots/c/pools.lock.yaml",
         pool_files={"batch": "gitops/clusters/c/tenants/research/slurm/values.yaml"},
