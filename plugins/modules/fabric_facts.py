@@ -20,15 +20,11 @@ author:
   - gpufleet maintainers (@gpufleet)
 requirements:
   - C(ibnetdiscover) (infiniband-diags) on the target when O(src) is not given
+extends_documentation_fragment:
+  - gpufleet.core.common.fabric
 options:
   src:
     description: Saved C(ibnetdiscover) output (default or C(-p) format). Without it, C(ibnetdiscover) is run.
-    type: path
-  fabric:
-    description: Fabric YAML file instead of C(ibnetdiscover).
-    type: path
-  nodes_snapshot:
-    description: Kubernetes Node list; NVLink cliques, and the fabric when nothing else is given.
     type: path
   discover:
     description:
@@ -58,20 +54,6 @@ options:
     type: list
     elements: str
     default: []
-  nodes:
-    description: The node list to compare the fabric with (names or hostlist expressions).
-    type: list
-    elements: str
-  node_name_map:
-    description:
-      - Host name to node name mapping, a dict, or a dict with keys C(pattern) and C(replacement).
-      - See M(gpufleet.core.slurm_topology). C(node_map) is the former name of this option, still accepted.
-    type: dict
-    aliases: [node_map]
-  exclude:
-    description: Glob patterns of HCA descriptions, devices or switch names to leave out.
-    type: list
-    elements: str
   dest:
     description: Save the raw C(ibnetdiscover) output here (on the target).
     type: path
@@ -82,10 +64,6 @@ attributes:
   diff_mode:
     support: full
     description: Shows the change of the saved snapshot.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the host that has the files (or the HCA); pure Python otherwise.
 """
 
 EXAMPLES = r"""

@@ -23,20 +23,13 @@ author:
   - gpufleet maintainers (@gpufleet)
 requirements:
   - PyYAML
+extends_documentation_fragment:
+  - gpufleet.core.common.fabric
 options:
   ibnetdiscover:
     description: Path(s) of saved C(ibnetdiscover) output (one per subnet/rail is fine; they are merged).
     type: list
     elements: path
-  fabric:
-    description: Path of a fabric YAML file (switch tree and blocks; topograph model format).
-    type: path
-  nodes_snapshot:
-    description:
-      - Path of a Kubernetes Node list (C(kubectl get nodes -o yaml)). Supplies NVLink cliques
-        (C(nvidia.com/gpu.clique)) for blocks, and the fabric itself (topograph or cloud topology labels)
-        when neither O(ibnetdiscover) nor O(fabric) is given.
-    type: path
   fabric_kind:
     description: Format of O(ibnetdiscover); C(auto) detects it.
     type: str
@@ -47,23 +40,6 @@ options:
     type: str
     choices: [tree, block, yaml]
     default: tree
-  nodes:
-    description: Restrict the topology to these nodes (names or hostlist expressions).
-    type: list
-    elements: str
-  node_name_map:
-    description:
-      - Turns fabric host names (from HCA descriptions) into Slurm node names. Either a mapping
-        from host to node (unlisted hosts keep their name, an empty value drops the host), or a dict
-        with keys C(pattern) (a regular expression, full match) and C(replacement) (its expansion
-        template, for example C(slinky-\\1)); the inventory's C(fabric.node_name_map) has the same form.
-      - C(node_map) is the former name of this option, still accepted.
-    type: dict
-    aliases: [node_map]
-  exclude:
-    description: Glob patterns of HCA descriptions (C(stor* mlx5_0)), devices or switch names to leave out.
-    type: list
-    elements: str
   block_sizes:
     description: C(BlockSizes) for C(block); default base = smallest block, doubled up to the block count.
     type: list
@@ -103,10 +79,6 @@ attributes:
   diff_mode:
     support: full
     description: Shows the old and new file content.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the host that has the files (or the HCA); pure Python otherwise.
 """
 
 EXAMPLES = r"""
