@@ -25,12 +25,9 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import App, Rendered, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
-    DCGM_JOB_MAPPING_DIR,
-    Rendered,
-    cluster_dir,
-)
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import DCGM_JOB_MAPPING_DIR, platform_scope
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace
 
 MONITORING_API = "monitoring.coreos.com/v1"
@@ -286,17 +283,7 @@ def render_monitoring(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> 
     out = Rendered()
     if not any(t.monitoring.enabled for t in fleet.cluster_tenants(cluster.name)):
         return out
-    path = f"{cluster_dir(cluster.name)}/platform/monitoring"
-    out.manifests[f"{path}/dashboard.yaml"] = [dashboard_configmap(fleet, cluster, inputs)]
-    out.apps["50-monitoring.yaml"] = argo.directory_app(
-        f"{cluster.name}-monitoring",
-        fleet=fleet,
-        path=path,
-        project=argo.platform_project(cluster.name),
-        wave="operators",
-        app_labels=argo.labels(cluster.name, "monitoring"),
-        dest_server=cluster.server,
-        dest_namespace=cluster.monitoring.namespace,
-        policy=argo.sync_policy(create_namespace=True),
-    )
+    files = {"dashboard.yaml": [dashboard_configmap(fleet, cluster, inputs)]}
+    row = App("50-monitoring.yaml", "monitoring", "operators", cluster.monitoring.namespace, manifests=files)
+    out.apps.update(emit(fleet, platform_scope(cluster), [row], out))
     return out
