@@ -151,15 +151,24 @@ def host_namespace(cluster: Cluster, tenant: Tenant, slurm: bool) -> dict[str, A
     }
 
 
+def _policy(tenant: Tenant, suffix: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A CiliumClusterwideNetworkPolicy ``tenant-<t>-<suffix>`` of the tenant."""
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumClusterwideNetworkPolicy",
+        "metadata": {"name": f"tenant-{tenant.name}-{suffix}", "labels": {argo.LABEL_TENANT: tenant.name}},
+        "spec": spec,
+    }
+
+
 def isolation_policy(tenant: Tenant) -> dict[str, Any]:
     """CiliumClusterwideNetworkPolicy: the tenant's host namespace talks to itself, DNS, the API
     server and the world; Argo CD reaches the vCluster API; other tenants are denied both ways."""
     own = {f"k8s:io.cilium.k8s.namespace.labels.{fence.NAMESPACE_TENANT_LABEL}": tenant.name}
-    return {
-        "apiVersion": "cilium.io/v2",
-        "kind": "CiliumClusterwideNetworkPolicy",
-        "metadata": {"name": f"tenant-{tenant.name}-isolation", "labels": {argo.LABEL_TENANT: tenant.name}},
-        "spec": {
+    return _policy(
+        tenant,
+        "isolation",
+        {
             "description": f"isolate tenant {tenant.name} (host namespace {vcluster_namespace(tenant.name)})",
             "endpointSelector": {"matchLabels": own},
             "ingress": [
@@ -182,7 +191,7 @@ def isolation_policy(tenant: Tenant) -> dict[str, Any]:
                 {"toEntities": ["kube-apiserver", "world"]},
             ],
         },
-    }
+    )
 
 
 def metrics_policy(cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
@@ -192,11 +201,10 @@ def metrics_policy(cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
     ``app.kubernetes.io/name: prometheus``; slurmctld pods the slurm chart's
     ``app.kubernetes.io/name: slurmctld`` (synced to the host by vCluster with their labels)."""
     own = {f"k8s:io.cilium.k8s.namespace.labels.{fence.NAMESPACE_TENANT_LABEL}": tenant.name}
-    return {
-        "apiVersion": "cilium.io/v2",
-        "kind": "CiliumClusterwideNetworkPolicy",
-        "metadata": {"name": f"tenant-{tenant.name}-metrics", "labels": {argo.LABEL_TENANT: tenant.name}},
-        "spec": {
+    return _policy(
+        tenant,
+        "metrics",
+        {
             "description": f"Prometheus ({cluster.monitoring.namespace}) scrapes tenant {tenant.name}'s slurmctld",
             "endpointSelector": {"matchLabels": {**own, f"k8s:{monitoring.SLURMCTLD_LABEL}": "slurmctld"}},
             "ingress": [
@@ -213,7 +221,7 @@ def metrics_policy(cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
                 }
             ],
         },
-    }
+    )
 
 
 def exposure_rules(tenant: Tenant) -> list[dict[str, Any]]:
