@@ -1,7 +1,8 @@
 """Platform Applications of one cluster (host side): Argo CD config, Cilium, cert-manager, NVIDIA GPU
 Operator, csi-driver-nfs and the static Slurm-home PVs.
 
-Each returns ``{relative path: object}`` (values files and manifests) plus the child Applications.
+Each component is one or more rows of render/apps.py (``platform_rows``): its values file or its
+manifests and the child Application that syncs them.
 Values are gpufleet's settings deep-merged with the inventory's ``components.<name>.values``.
 Pitfalls handled here (upstream sources: the Cilium Helm reference for ``hubble.tls.auto`` and
 ``cni.exclusive``, the NVIDIA GPU Operator chart values for ``daemonsets.tolerations``):
