@@ -23,13 +23,12 @@ import shlex
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting, Qos
-from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE, Rendered
+from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
 from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import state_storage_class
-from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_server
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES, chart
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES
 
 DB_PASSWORD_SECRET = {"name": "slurm-accounting-db", "key": "password"}
 DB_ROOT_SECRET = {"name": "slurm-accounting-db-root", "key": "password"}
@@ -407,63 +406,57 @@ def report_lines(tenant: Tenant) -> list[str]:
 # ------------------------------------------------------------------ Applications
 
 
-def render_apps(fleet: Fleet, cluster: Cluster, tenant: Tenant, base: str) -> Rendered:
+def app_rows(cluster: Cluster, tenant: Tenant) -> list[App]:
     """Inside the tenant's vCluster: mariadb-operator (CRDs + controller) and the MariaDB CR when the
-    database is in-cluster, then the sacctmgr Job once the Slurm cluster is up. ``apps`` are keyed by
-    file name under ``tenants/<t>/apps/`` (children of the tenant's root app)."""
-    out = Rendered()
-    t = tenant.name
+    database is in-cluster, then the sacctmgr Job once the Slurm cluster is up (children of the
+    tenant's root app, rows of render/apps.py)."""
     acct = tenant.accounting
     if not acct.enabled:
-        return out
-    server = vcluster_server(t)
-    platform = argo.platform_project(cluster.name)
+        return []
+    rows = []
     if acct.database.type == "mariadb-operator":
-        for part, wave, comp in (
-            ("3-mariadb-operator-crds", "tenant-crds", "mariadb_operator_crds"),
-            ("4-mariadb-operator", "tenant-operators", "mariadb_operator"),
-        ):
-            name = part.split("-", 1)[1]
-            vf = f"{base}/{name}/values.yaml"
-            out.values[vf] = {}  # the operator chart leaves CRDs to the -crds chart by default
-            out.apps[f"{part}.yaml"] = argo.chart_app(
-                f"{t}-{name}",
-                fleet=fleet,
-                chart=chart(comp, fleet.versions),
-                release=name,
-                values_file=vf,
-                project=platform,
-                wave=wave,
-                app_labels=argo.labels(cluster.name, name, t),
-                dest_server=server,
-                dest_namespace=MARIADB_OPERATOR_NS,
-                # CRDs: no resources finalizer (deleting the app must not delete every MariaDB);
-                # not kept past the tenant (removing the tenant removes the app with its vCluster)
-                keep=part == "3-mariadb-operator-crds",
+        db = {"mariadb.yaml": [mariadb(acct, state_storage_class(cluster))]}
+        rows += [
+            # CRDs: no resources finalizer (deleting the app must not delete every MariaDB); not kept
+            # past the tenant (removing the tenant removes the app with its vCluster). Empty values:
+            # the operator chart leaves CRDs to the -crds chart by default.
+            App(
+                "3-mariadb-operator-crds.yaml",
+                "mariadb-operator-crds",
+                "tenant-crds",
+                MARIADB_OPERATOR_NS,
+                chart="mariadb_operator_crds",
+                values={},
+                keep=True,
                 keep_app=False,
-            )
-        out.manifests[f"{base}/accounting-db/mariadb.yaml"] = [mariadb(acct, state_storage_class(cluster))]
-        out.apps["5-accounting-db.yaml"] = argo.directory_app(
-            f"{t}-accounting-db",
-            fleet=fleet,
-            path=f"{base}/accounting-db",
-            project=platform,
-            wave="tenant-objects",
-            app_labels=argo.labels(cluster.name, "accounting-db", t),
-            dest_server=server,
-            dest_namespace=SLURM_NAMESPACE,
-            policy=argo.sync_policy(create_namespace=False, extra=["SkipDryRunOnMissingResource=true"]),
+            ),
+            App(
+                "4-mariadb-operator.yaml",
+                "mariadb-operator",
+                "tenant-operators",
+                MARIADB_OPERATOR_NS,
+                chart="mariadb_operator",
+                values={},
+            ),
+            App(
+                "5-accounting-db.yaml",
+                "accounting-db",
+                "tenant-objects",
+                SLURM_NAMESPACE,
+                manifests=db,
+                create_namespace=False,
+                sync_options=(SKIP_DRY_RUN,),
+            ),
+        ]
+    accounts = {"accounts.yaml": apply_objects(tenant)}
+    rows.append(
+        App(
+            "7-accounting.yaml",
+            "accounting",
+            "tenant-accounting",
+            SLURM_NAMESPACE,
+            manifests=accounts,
+            create_namespace=False,
         )
-    out.manifests[f"{base}/accounting/accounts.yaml"] = apply_objects(tenant)
-    out.apps["7-accounting.yaml"] = argo.directory_app(
-        f"{t}-accounting",
-        fleet=fleet,
-        path=f"{base}/accounting",
-        project=platform,
-        wave="tenant-accounting",
-        app_labels=argo.labels(cluster.name, "accounting", t),
-        dest_server=server,
-        dest_namespace=SLURM_NAMESPACE,
-        policy=argo.sync_policy(create_namespace=False),
     )
-    return out
+    return rows

@@ -285,28 +285,17 @@ def chart_source(chart: dict[str, str], release: str, values_file: str, fleet: F
     }
 
 
-def chart_app(
-    name: str,
-    *,
-    fleet: Fleet,
-    chart: dict[str, str],
-    release: str,
-    values_file: str,
-    **kw: Any,
-) -> dict[str, Any]:
-    return application(name, sources=[chart_source(chart, release, values_file, fleet), values_ref(fleet)], **kw)
+def directory_source(fleet: Fleet, path: str) -> dict[str, Any]:
+    """A directory of plain manifests in this repository (not recursive: Argo CD's default;
+    ``directory: {recurse: false}`` would be dropped by the controller's normalisation and leave the
+    parent app OutOfSync for ever)."""
+    return {"repoURL": fleet.gitops.repo_url, "targetRevision": fleet.gitops.revision, "path": repo_path(fleet, path)}
 
 
 def directory_app(name: str, *, fleet: Fleet, path: str, **kw: Any) -> dict[str, Any]:
-    """An app over a directory of plain manifests in this repository (not recursive: Argo CD's
-    default; ``directory: {recurse: false}`` would be dropped by the controller's normalisation and
-    leave the parent app OutOfSync for ever)."""
-    source = {
-        "repoURL": fleet.gitops.repo_url,
-        "targetRevision": fleet.gitops.revision,
-        "path": repo_path(fleet, path),
-    }
-    return application(name, source=source, **kw)
+    """An app over a directory of plain manifests in this repository (the roots; every other app is a
+    row of render/apps.py)."""
+    return application(name, source=directory_source(fleet, path), **kw)
 
 
 def root_app(fleet: Fleet, cluster: str, apps_dir: str) -> dict[str, Any]:

@@ -24,13 +24,11 @@ import re
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import QUARANTINE_TAINT_KEY
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import App, Rendered, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
-    DCGM_JOB_MAPPING_DIR,
-    Rendered,
-    cluster_dir,
-)
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import DCGM_JOB_MAPPING_DIR, platform_scope
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace
 
 MONITORING_API = "monitoring.coreos.com/v1"
@@ -162,14 +160,37 @@ def _panel(pid: int, title: str, kind: str, grid: tuple[int, int, int, int], **k
     return {"id": pid, "title": title, "type": kind, "gridPos": {"x": x, "y": y, "w": w, "h": h}, **kw}
 
 
-def _target(expr: str, legend: str = "", instant: bool = False) -> dict[str, Any]:
-    t: dict[str, Any] = {"refId": "A", "expr": expr, "datasource": {"type": "prometheus", "uid": "${datasource}"}}
+def _target(expr: str, legend: str = "", instant: bool = False, ref: str = "A") -> dict[str, Any]:
+    t: dict[str, Any] = {"refId": ref, "expr": expr, "datasource": {"type": "prometheus", "uid": "${datasource}"}}
     if legend:
         t["legendFormat"] = legend
     if instant:
         t["instant"] = True
         t["format"] = "table"
     return t
+
+
+_GPUS = 'count by (tenant) (DCGM_FI_DEV_GPU_UTIL{tenant=~"$tenant"})'
+_GPU_UTIL = 'avg by (tenant) (DCGM_FI_DEV_GPU_UTIL{tenant=~"$tenant"})'
+_JOB_GPUS = 'max by (tenant, hpc_job, Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{hpc_job!="", tenant=~"$tenant"})'
+_RUNNING = 'sum by (tenant, partition) (slurm_partition_jobs_running{tenant=~"$tenant"})'
+_PENDING = 'sum by (tenant, partition) (slurm_partition_jobs_pending{tenant=~"$tenant"})'
+_QUARANTINED = f'kube_node_spec_taint{{key="{QUARANTINE_TAINT_KEY}"}}'
+_PER_PARTITION = "{{tenant}}/{{partition}}"
+# The dashboard's query panels, after the pool table: title, panel type, grid position (x, y, w, h)
+# and its queries (PromQL, legend); a table panel's queries are instant ones.
+PANELS: tuple[tuple[str, str, tuple[int, int, int, int], tuple[tuple[str, str], ...]], ...] = (
+    ("GPUs per tenant", "stat", (12, 0, 12, 8), ((_GPUS, "{{tenant}}"),)),
+    ("GPU utilisation per tenant (%)", "timeseries", (0, 8, 12, 8), ((_GPU_UTIL, "{{tenant}}"),)),
+    ("Job -> GPU (DCGM HPC job mapping)", "table", (12, 8, 12, 8), ((_JOB_GPUS, ""),)),
+    (
+        "Slurm jobs per partition",
+        "timeseries",
+        (0, 16, 12, 8),
+        ((_RUNNING, f"{_PER_PARTITION} running"), (_PENDING, f"{_PER_PARTITION} pending")),
+    ),
+    ("Nodes quarantined for GPU health (taint)", "table", (12, 16, 12, 8), ((_QUARANTINED, ""),)),
+)
 
 
 def pools_markdown(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
@@ -181,67 +202,14 @@ def pools_markdown(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str
 
 
 def dashboard(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> dict[str, Any]:
-    panels = [
-        _panel(
-            1,
-            "Pools (rendered from the inventory)",
-            "text",
-            (0, 0, 12, 8),
-            options={"mode": "markdown", "content": pools_markdown(fleet, cluster, inputs)},
-        ),
-        _panel(
-            2,
-            "GPUs per tenant",
-            "stat",
-            (12, 0, 12, 8),
-            targets=[_target('count by (tenant) (DCGM_FI_DEV_GPU_UTIL{tenant=~"$tenant"})', "{{tenant}}")],
-        ),
-        _panel(
-            3,
-            "GPU utilisation per tenant (%)",
-            "timeseries",
-            (0, 8, 12, 8),
-            targets=[_target('avg by (tenant) (DCGM_FI_DEV_GPU_UTIL{tenant=~"$tenant"})', "{{tenant}}")],
-        ),
-        _panel(
-            4,
-            "Job -> GPU (DCGM HPC job mapping)",
-            "table",
-            (12, 8, 12, 8),
-            targets=[
-                _target(
-                    'max by (tenant, hpc_job, Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{hpc_job!="", tenant=~"$tenant"})',
-                    instant=True,
-                )
-            ],
-        ),
-        _panel(
-            5,
-            "Slurm jobs per partition",
-            "timeseries",
-            (0, 16, 12, 8),
-            targets=[
-                _target(
-                    'sum by (tenant, partition) (slurm_partition_jobs_running{tenant=~"$tenant"})',
-                    "{{tenant}}/{{partition}} running",
-                ),
-                {
-                    **_target(
-                        'sum by (tenant, partition) (slurm_partition_jobs_pending{tenant=~"$tenant"})',
-                        "{{tenant}}/{{partition}} pending",
-                    ),
-                    "refId": "B",
-                },
-            ],
-        ),
-        _panel(
-            6,
-            "Nodes quarantined for GPU health (taint)",
-            "table",
-            (12, 16, 12, 8),
-            targets=[_target('kube_node_spec_taint{key="gpufleet.io/gpu-unhealthy"}', instant=True)],
-        ),
-    ]
+    pools = {"mode": "markdown", "content": pools_markdown(fleet, cluster, inputs)}
+    panels = [_panel(1, "Pools (rendered from the inventory)", "text", (0, 0, 12, 8), options=pools)]
+    for pid, (title, kind, grid, queries) in enumerate(PANELS, start=2):
+        targets = [
+            _target(expr, legend, kind == "table", chr(ord("A") + i)) for i, (expr, legend) in enumerate(queries)
+        ]
+        panels.append(_panel(pid, title, kind, grid, targets=targets))
+    tenants = ",".join(sorted(t.name for t in fleet.cluster_tenants(cluster.name)))
     return {
         "uid": DASHBOARD_UID,
         "title": f"gpufleet {fleet.name} / {cluster.name}",
@@ -258,7 +226,7 @@ def dashboard(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> dict[str
                     "includeAll": True,
                     "multi": True,
                     "allValue": ".*",
-                    "query": ",".join(sorted(t.name for t in fleet.cluster_tenants(cluster.name))),
+                    "query": tenants,
                 },
             ]
         },
@@ -286,17 +254,7 @@ def render_monitoring(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> 
     out = Rendered()
     if not any(t.monitoring.enabled for t in fleet.cluster_tenants(cluster.name)):
         return out
-    path = f"{cluster_dir(cluster.name)}/platform/monitoring"
-    out.manifests[f"{path}/dashboard.yaml"] = [dashboard_configmap(fleet, cluster, inputs)]
-    out.apps["50-monitoring.yaml"] = argo.directory_app(
-        f"{cluster.name}-monitoring",
-        fleet=fleet,
-        path=path,
-        project=argo.platform_project(cluster.name),
-        wave="operators",
-        app_labels=argo.labels(cluster.name, "monitoring"),
-        dest_server=cluster.server,
-        dest_namespace=cluster.monitoring.namespace,
-        policy=argo.sync_policy(create_namespace=True),
-    )
+    files = {"dashboard.yaml": [dashboard_configmap(fleet, cluster, inputs)]}
+    row = App("50-monitoring.yaml", "monitoring", "operators", cluster.monitoring.namespace, manifests=files)
+    out.apps.update(emit(fleet, platform_scope(cluster), [row], out))
     return out

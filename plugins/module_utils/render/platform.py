@@ -1,7 +1,8 @@
 """Platform Applications of one cluster (host side): Argo CD config, Cilium, cert-manager, NVIDIA GPU
 Operator, csi-driver-nfs and the static Slurm-home PVs.
 
-Each returns ``{relative path: object}`` (values files and manifests) plus the child Applications.
+Each component is one or more rows of render/apps.py (``platform_rows``): its values file or its
+manifests and the child Application that syncs them.
 Values are gpufleet's settings deep-merged with the inventory's ``components.<name>.values``.
 Pitfalls handled here (upstream sources: the Cilium Helm reference for ``hubble.tls.auto`` and
 ``cni.exclusive``, the NVIDIA GPU Operator chart values for ``daemonsets.tolerations``):
@@ -19,7 +20,6 @@ Pitfalls handled here (upstream sources: the Cilium Helm reference for ``hubble.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import C
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import loadbalancer
+from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import storage_class
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
@@ -55,34 +56,16 @@ DEFAULT_NAMESPACES = {
     "slurm_operator": "slinky",
     "kueue": "kueue-system",
 }
-
-
-@dataclass
-class Rendered:
-    """Objects to write: values files (single document) and manifest files (YAML streams)."""
-
-    values: dict[str, dict[str, Any]] = field(default_factory=dict)  # Helm values files
-    manifests: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # Kubernetes objects
-    data: dict[str, dict[str, Any]] = field(default_factory=dict)  # other YAML (for the apply step)
-    raw: dict[str, str] = field(default_factory=dict)  # text files (topology.conf, for review)
-    apps: dict[str, dict[str, Any]] = field(default_factory=dict)  # apps/<file> -> Application/AppProject
-    notes: list[str] = field(default_factory=list)
-
-    def update(self, other: Rendered) -> None:
-        for mine, theirs in (
-            (self.values, other.values),
-            (self.manifests, other.manifests),
-            (self.data, other.data),
-            (self.raw, other.raw),
-            (self.apps, other.apps),
-        ):
-            clash = set(mine) & set(theirs)
-            if clash:
-                raise GpufleetError(
-                    f"two parts of the fleet render the same file(s) {sorted(clash)}; rename the tenant or pool"
-                )
-            mine.update(theirs)
-        self.notes += other.notes
+# The chart (versions.CHARTS key) of each component.
+COMPONENT_CHART = {
+    "cilium": "cilium",
+    "cert_manager": "cert_manager",
+    "gpu_operator": "gpu_operator",
+    "shared_storage": "csi_driver_nfs",
+    "slurm_operator": "slurm_operator",
+    "kueue": "kueue",
+    "argocd": "argocd",
+}
 
 
 def namespace_of(comp: Component) -> str:
@@ -104,33 +87,23 @@ def cluster_dir(cluster: str) -> str:
     return f"clusters/{cluster}"
 
 
-def _chart_app(
-    fleet: Fleet,
-    cluster: Cluster,
-    comp: Component,
-    chart_key: str,
-    app: str,
-    wave: str,
-    values_file: str,
-    release: str,
-    namespace_labels: dict[str, str] | None = None,
-    ignore_differences: list[dict[str, Any]] | None = None,
-    keep: bool = False,
-) -> dict[str, Any]:
-    return argo.chart_app(
-        f"{cluster.name}-{app}",
-        fleet=fleet,
-        chart=chart(chart_key, fleet.versions),
-        release=release,
-        values_file=values_file,
-        project=argo.platform_project(cluster.name),
-        wave=wave,
-        app_labels=argo.labels(cluster.name, app),
-        dest_server=cluster.server,
-        dest_namespace=namespace_of(comp),
-        policy=argo.sync_policy(namespace_labels=namespace_labels),
-        ignore_differences=ignore_differences,
-        keep=keep,
+def platform_scope(cluster: Cluster) -> Scope:
+    """The platform's rows: files under ``platform/<part>/``, Applications ``<cluster>-<part>``."""
+    return Scope(cluster.name, f"{cluster_dir(cluster.name)}/platform", cluster.name, cluster.server)
+
+
+def _chart(comp: Component, file: str, part: str, wave: str, values: dict[str, Any], **kw: Any) -> App:
+    """A component from its chart; its values are written whoever installs it (Argo CD, or the apply
+    step with Helm when its ``install_method`` is not ``gitops``)."""
+    return App(
+        file,
+        part,
+        wave,
+        namespace_of(comp),
+        chart=COMPONENT_CHART[comp.name],
+        values=values,
+        synced=comp.install_method == "gitops",
+        **kw,
     )
 
 
@@ -149,38 +122,31 @@ def argocd_values(cluster: Cluster) -> dict[str, Any]:
     return deep_merge(ours, cluster.components["argocd"].values)
 
 
-def render_argocd_config(fleet: Fleet, cluster: Cluster) -> Rendered:
-    base = cluster_dir(cluster.name)
-    out = Rendered()
+def argocd_rows(cluster: Cluster) -> list[App]:
     if argocd_self_managed(cluster):
-        vf = f"{base}/platform/argocd/values.yaml"
-        out.values[vf] = argocd_values(cluster)
-        out.apps["00-argocd.yaml"] = _chart_app(
-            fleet,
-            cluster,
-            cluster.components["argocd"],
-            "argocd",
-            "argocd",
+        # release "argocd": the bootstrap's Helm release name, same object names, adopted in place;
+        # kept: never delete Argo CD (and its CRDs) with its own Application
+        return [
+            _chart(
+                cluster.components["argocd"],
+                "00-argocd.yaml",
+                "argocd",
+                "argocd-config",
+                argocd_values(cluster),
+                keep=True,
+            )
+        ]
+    cm = {"argocd-cm.yaml": [argo.argocd_cm_health()]}
+    return [
+        App(
+            "00-argocd-config.yaml",
             "argocd-config",
-            vf,
-            "argocd",  # the bootstrap's Helm release name: same object names, adopted in place
-            keep=True,  # never delete Argo CD (and its CRDs) with its own Application
+            "argocd-config",
+            argo.ARGOCD_NS,
+            manifests=cm,
+            create_namespace=False,
         )
-        return out
-    path = f"{base}/platform/argocd-config"
-    out.manifests[f"{path}/argocd-cm.yaml"] = [argo.argocd_cm_health()]
-    out.apps["00-argocd-config.yaml"] = argo.directory_app(
-        f"{cluster.name}-argocd-config",
-        fleet=fleet,
-        path=path,
-        project=argo.platform_project(cluster.name),
-        wave="argocd-config",
-        app_labels=argo.labels(cluster.name, "argocd-config"),
-        dest_server=cluster.server,
-        dest_namespace=argo.ARGOCD_NS,
-        policy=argo.sync_policy(create_namespace=False),
-    )
-    return out
+    ]
 
 
 def cilium_values(cluster: Cluster) -> dict[str, Any]:
@@ -212,63 +178,32 @@ def cilium_values(cluster: Cluster) -> dict[str, Any]:
     return deep_merge(ours, comp.values)
 
 
-def render_cilium(fleet: Fleet, cluster: Cluster) -> Rendered:
+def cilium_rows(fleet: Fleet, cluster: Cluster) -> list[App]:
     comp = cluster.components["cilium"]
-    out = Rendered()
-    vf = f"{cluster_dir(cluster.name)}/platform/cilium/values.yaml"
-    out.values[vf] = deep_merge(cilium_values(cluster), loadbalancer.cilium_fragment(fleet, cluster))
-    if comp.install_method == "gitops":
-        out.apps["10-cilium.yaml"] = _chart_app(
-            fleet,
-            cluster,
-            comp,
-            "cilium",
-            "cilium",
-            "network",
-            vf,
-            "cilium",
-            keep=True,  # the CNI
-        )
+    values = deep_merge(cilium_values(cluster), loadbalancer.cilium_fragment(fleet, cluster))
+    rows = [_chart(comp, "10-cilium.yaml", "cilium", "network", values, keep=True)]  # the CNI
     lb = loadbalancer.objects(fleet, cluster)
     if lb:  # LB IPAM pool + announcement (render/loadbalancer.py); CRDs come with the cilium-operator
-        path = f"{cluster_dir(cluster.name)}/platform/load-balancer"
-        out.manifests[f"{path}/load-balancer.yaml"] = lb
-        out.apps["11-load-balancer.yaml"] = argo.directory_app(
-            f"{cluster.name}-load-balancer",
-            fleet=fleet,
-            path=path,
-            project=argo.platform_project(cluster.name),
-            wave="operators",
-            app_labels=argo.labels(cluster.name, "load-balancer"),
-            dest_server=cluster.server,
-            dest_namespace=namespace_of(comp),
-            policy=argo.sync_policy(create_namespace=False, extra=["SkipDryRunOnMissingResource=true"]),
+        rows.append(
+            App(
+                "11-load-balancer.yaml",
+                "load-balancer",
+                "operators",
+                namespace_of(comp),
+                manifests={"load-balancer.yaml": lb},
+                create_namespace=False,
+                sync_options=(SKIP_DRY_RUN,),
+            )
         )
-    return out
+    return rows
 
 
-def render_cert_manager(fleet: Fleet, cluster: Cluster) -> Rendered:
-    comp = cluster.components["cert_manager"]
-    out = Rendered()
-    vf = f"{cluster_dir(cluster.name)}/platform/cert-manager/values.yaml"
+def cert_manager_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
     ours: dict[str, Any] = {"crds": {"enabled": True, "keep": True}}
     sel = system_placement(fleet, cluster.name)
     if sel:
         ours["nodeSelector"] = sel
-    out.values[vf] = deep_merge(ours, comp.values)
-    if comp.install_method == "gitops":
-        out.apps["20-cert-manager.yaml"] = _chart_app(
-            fleet,
-            cluster,
-            comp,
-            "cert_manager",
-            "cert-manager",
-            "crds",
-            vf,
-            "cert-manager",
-            keep=True,  # CRDs
-        )
-    return out
+    return deep_merge(ours, cluster.components["cert_manager"].values)
 
 
 def gpu_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
@@ -298,27 +233,6 @@ def gpu_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
     if sel:
         ours["operator"] = {"nodeSelector": {"kubernetes.io/os": "linux", **sel}}
     return deep_merge(ours, comp.values)
-
-
-def render_gpu_operator(fleet: Fleet, cluster: Cluster) -> Rendered:
-    comp = cluster.components["gpu_operator"]
-    out = Rendered()
-    vf = f"{cluster_dir(cluster.name)}/platform/gpu-operator/values.yaml"
-    out.values[vf] = gpu_operator_values(fleet, cluster)
-    if comp.install_method == "gitops":
-        out.apps["30-gpu-operator.yaml"] = _chart_app(
-            fleet,
-            cluster,
-            comp,
-            "gpu_operator",
-            "gpu-operator",
-            "operators",
-            vf,
-            "gpu-operator",
-            namespace_labels={"pod-security.kubernetes.io/enforce": "privileged"},
-            keep=True,  # CRDs (ClusterPolicy, NVIDIADriver) and the drivers every GPU job runs on
-        )
-    return out
 
 
 def slurm_tenants(fleet: Fleet, cluster: str) -> list[str]:
@@ -359,55 +273,43 @@ def home_pv(cluster: Cluster, tenant: str) -> dict[str, Any]:
     }
 
 
-def render_shared_storage(fleet: Fleet, cluster: Cluster) -> Rendered:
+def shared_storage_rows(fleet: Fleet, cluster: Cluster) -> list[App]:
     comp = cluster.components["shared_storage"]
-    out = Rendered()
-    if not comp.enabled:
-        return out
-    base = f"{cluster_dir(cluster.name)}/platform"
-    vf = f"{base}/csi-driver-nfs/values.yaml"
+    ns = namespace_of(comp)
     ours: dict[str, Any] = {"externalSnapshotter": {"enabled": False}}
     sel = system_placement(fleet, cluster.name)
     if sel:
         ours["controller"] = {"nodeSelector": sel}
-    out.values[vf] = deep_merge(ours, comp.values)
-    if comp.install_method == "gitops":
-        out.apps["40-csi-driver-nfs.yaml"] = _chart_app(
-            fleet, cluster, comp, "csi_driver_nfs", "csi-driver-nfs", "operators", vf, "csi-driver-nfs"
-        )
+    rows = [_chart(comp, "40-csi-driver-nfs.yaml", "csi-driver-nfs", "operators", deep_merge(ours, comp.values))]
     sc = storage_class(cluster)
-    if sc:
-        path = f"{base}/storage-class"
-        out.manifests[f"{path}/{sc['metadata']['name']}.yaml"] = [sc]
-        out.apps["42-storage-class.yaml"] = argo.directory_app(
-            f"{cluster.name}-storage-class",
-            fleet=fleet,
-            path=path,
-            project=argo.platform_project(cluster.name),
-            wave="storage",
-            app_labels=argo.labels(cluster.name, "storage-class"),
-            dest_server=cluster.server,
-            dest_namespace=namespace_of(comp),
-            policy=argo.sync_policy(create_namespace=False),
-            keep=True,  # deleting the app must not delete the class every tenant volume names
+    if sc:  # kept: deleting the app must not delete the class every tenant volume names
+        files = {f"{sc['metadata']['name']}.yaml": [sc]}
+        rows.append(
+            App(
+                "42-storage-class.yaml",
+                "storage-class",
+                "storage",
+                ns,
+                manifests=files,
+                create_namespace=False,
+                keep=True,
+            )
         )
     tenants = slurm_tenants(fleet, cluster.name)
     if tenants:
-        path = f"{base}/slurm-home"
-        for t in tenants:
-            out.manifests[f"{path}/pv-{t}.yaml"] = [home_pv(cluster, t)]
-        out.apps["41-slurm-home.yaml"] = argo.directory_app(
-            f"{cluster.name}-slurm-home",
-            fleet=fleet,
-            path=path,
-            project=argo.platform_project(cluster.name),
-            wave="storage",
-            app_labels=argo.labels(cluster.name, "slurm-home"),
-            dest_server=cluster.server,
-            dest_namespace=namespace_of(comp),
-            policy=argo.sync_policy(create_namespace=False, extra=["Delete=false", "Prune=confirm"]),
+        pvs = {f"pv-{t}.yaml": [home_pv(cluster, t)] for t in tenants}
+        rows.append(
+            App(
+                "41-slurm-home.yaml",
+                "slurm-home",
+                "storage",
+                ns,
+                manifests=pvs,
+                create_namespace=False,
+                sync_options=("Delete=false", "Prune=confirm"),
+            )
         )
-    return out
+    return rows
 
 
 def platform_project(fleet: Fleet, cluster: Cluster, tenant_servers: list[str]) -> dict[str, Any]:
@@ -431,15 +333,44 @@ def _all_charts(fleet: Fleet) -> list[dict[str, str]]:
     return [chart(k, fleet.versions) for k in sorted(CHARTS)]
 
 
+def platform_rows(fleet: Fleet, cluster: Cluster) -> list[App]:
+    """The host-side components of the cluster, in the order they are written."""
+    comps = cluster.components
+    rows = argocd_rows(cluster)
+    if comps["cilium"].enabled:
+        rows += cilium_rows(fleet, cluster)
+    if comps["cert_manager"].enabled:
+        rows.append(
+            _chart(
+                comps["cert_manager"],
+                "20-cert-manager.yaml",
+                "cert-manager",
+                "crds",
+                cert_manager_values(fleet, cluster),
+                keep=True,
+            )
+        )  # CRDs
+    if comps["gpu_operator"].enabled:
+        # kept: CRDs (ClusterPolicy, NVIDIADriver) and the drivers every GPU job runs on
+        privileged = {"pod-security.kubernetes.io/enforce": "privileged"}
+        values = gpu_operator_values(fleet, cluster)
+        rows.append(
+            _chart(
+                comps["gpu_operator"],
+                "30-gpu-operator.yaml",
+                "gpu-operator",
+                "operators",
+                values,
+                namespace_labels=privileged,
+                keep=True,
+            )
+        )
+    if comps["shared_storage"].enabled:
+        rows += shared_storage_rows(fleet, cluster)
+    return rows
+
+
 def render_platform(fleet: Fleet, cluster: Cluster) -> Rendered:
     out = Rendered()
-    comps = cluster.components
-    out.update(render_argocd_config(fleet, cluster))
-    if comps["cilium"].enabled:
-        out.update(render_cilium(fleet, cluster))
-    if comps["cert_manager"].enabled:
-        out.update(render_cert_manager(fleet, cluster))
-    if comps["gpu_operator"].enabled:
-        out.update(render_gpu_operator(fleet, cluster))
-    out.update(render_shared_storage(fleet, cluster))
+    out.apps.update(emit(fleet, platform_scope(cluster), platform_rows(fleet, cluster), out))
     return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
-from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import (
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT_KEY,
@@ -13,6 +13,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd
 from ansible_collections.gpufleet.core.plugins.module_utils.render.health import REASON_PREFIX
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
+    COMPONENT_CHART,
     SLURM_HOME_PVC,
     SLURM_NAMESPACE,
     namespace_of,
@@ -22,15 +23,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.values import
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.picture import mermaid
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
-_CHART_OF = {
-    "cilium": "cilium",
-    "cert_manager": "cert_manager",
-    "gpu_operator": "gpu_operator",
-    "shared_storage": "csi_driver_nfs",
-    "slurm_operator": "slurm_operator",
-    "kueue": "kueue",
-    "argocd": "argocd",
-}
 _WHERE = {"slurm_operator": "in each Slurm tenant's vCluster", "kueue": "in each Kubernetes tenant's vCluster"}
 
 
@@ -70,8 +62,8 @@ def observability_lines(cluster: Cluster, t: Tenant, slurm: bool) -> list[str]:
     return out
 
 
-def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
-    pools = sorted(fleet.cluster_pools(cluster.name), key=lambda p: (p.kind, p.name))
+def _head(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs, pools: list[Pool]) -> list[str]:
+    """The title, what the tree holds, and the pool table."""
     total_gpus = sum(n.gpus for n in inputs.nodes)
     lines = [
         f"# Cluster `{cluster.name}`: what runs where",
@@ -93,85 +85,94 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
             f"| {p.name} | {p.kind} | {p.tenant or '-'} | {len(members)} | {inputs.pool_gpus(p.name)} "
             f"| {_hosts(members)} |"
         )
-    if inputs.topology is not None:
-        picture = mermaid(
-            inputs.topology,
-            inputs.pool_of,
-            {p.name: (p.kind, p.tenant) for p in pools},
-        )
-        if picture:
-            lines += [
-                "",
-                "## Fabric",
-                "",
-                f"The switch tree (`topology/{cluster.topology.plugin}`) and the pools on it.",
-                "",
-            ]
-            lines += picture
-    lines += ["", "## Tenants", ""]
-    tenants = sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name)
-    if not tenants:
-        lines.append("No tenants.")
-    for t in tenants:
-        slurm = sorted(fleet.tenant_pools(t.name, "slurm"), key=lambda p: p.name)
-        kube = sorted(fleet.tenant_pools(t.name, "kubernetes"), key=lambda p: p.name)
-        lines += [f"### {t.name}", ""]
-        if t.description:
-            lines += [t.description, ""]
+    return lines
+
+
+def _fabric(cluster: Cluster, inputs: ClusterInputs, pools: list[Pool]) -> list[str]:
+    """The switch tree and the pools on it (a Mermaid picture), when the cluster has a topology."""
+    if inputs.topology is None:
+        return []
+    picture = mermaid(inputs.topology, inputs.pool_of, {p.name: (p.kind, p.tenant) for p in pools})
+    if not picture:
+        return []
+    head = ["", "## Fabric", "", f"The switch tree (`topology/{cluster.topology.plugin}`) and the pools on it.", ""]
+    return head + picture
+
+
+def _pool_lines(fleet: Fleet, inputs: ClusterInputs, t: Tenant) -> list[str]:
+    """The tenant's Slurm partitions and Kueue ClusterQueues."""
+    lines = []
+    for p in sorted(fleet.tenant_pools(t.name, "slurm"), key=lambda p: p.name):
+        s = p.slurm
+        n = len(inputs.members.get(p.name, []))
+        default = ", default" if s and s.default else ""
+        max_time = s.max_time if s and s.max_time else "UNLIMITED"
         lines.append(
-            f"- vCluster `{t.name}` in host namespace `{vcluster_namespace(t.name)}`; Argo CD destination "
-            f"`{vcluster_server(t.name)}`; AppProject `{t.name}`."
+            f"- Slurm partition `{s.partition if s else p.name}` (NodeSet `{p.name}`{default}): {n} nodes, "
+            f"{inputs.pool_gpus(p.name)} GPUs, MaxTime {max_time}" + (", autoscaled" if s and s.autoscale else "") + "."
         )
-        for p in slurm:
-            s = p.slurm
-            n = len(inputs.members.get(p.name, []))
-            default = ", default" if s and s.default else ""
-            max_time = s.max_time if s and s.max_time else "UNLIMITED"
-            lines.append(
-                f"- Slurm partition `{s.partition if s else p.name}` (NodeSet `{p.name}`{default}): {n} nodes, "
-                f"{inputs.pool_gpus(p.name)} GPUs, MaxTime {max_time}"
-                + (", autoscaled" if s and s.autoscale else "")
-                + "."
-            )
-        for p in kube:
-            lines.append(
-                f"- Kueue ClusterQueue `{p.name}` (flavor `{p.name}`): {len(inputs.members.get(p.name, []))} nodes, "
-                f"{inputs.pool_gpus(p.name)} GPUs; LocalQueues in namespaces "
-                f"{', '.join(f'`{n}`' for n in (t.namespaces or (t.name,)))}."
-            )
-        host_secret = (
-            f"`{argo.ARGOCD_NS}/cluster-{t.name}` (Argo CD cluster Secret, written by the apply step from "
-            f"`vc-{t.name}`)"
-        )
-        inside: list[str] = []
-        if slurm:
-            inside += [
-                f"`{SLURM_NAMESPACE}/{s['name']}` (key `{s['key']}`, created once by the apply step through the"
-                " vCluster's kubeconfig; never on the host)"
-                for s in (SLURM_KEY_SECRET, JWT_KEY_SECRET)
-            ]
-            if t.accounting.enabled:
-                inside += [
-                    f"`{SLURM_NAMESPACE}/{s['name']}` (key `{s['key']}`, database password, created once by the"
-                    " apply step through the vCluster's kubeconfig)"
-                    for s in accounting.secrets(t.accounting)
-                ]
-            if t.identity is not None and t.identity.bind_dn:
-                inside.append(
-                    f"`{SLURM_NAMESPACE}/{t.identity.bind_secret}` (key `bind.conf`, directory bind password,"
-                    " written by the apply step through the vCluster's kubeconfig)"
-                )
-            lines += accounting.report_lines(t)
-            lines += sssd.report_lines(t.identity)
-            lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")
-        lines += observability_lines(cluster, t, bool(slurm))
+    for p in sorted(fleet.tenant_pools(t.name, "kubernetes"), key=lambda p: p.name):
         lines.append(
-            f"- Secrets provisioned out of Git: on the host {host_secret}"
-            + ("; inside the vCluster " + ", ".join(inside) if inside else "")
-            + "."
+            f"- Kueue ClusterQueue `{p.name}` (flavor `{p.name}`): {len(inputs.members.get(p.name, []))} nodes, "
+            f"{inputs.pool_gpus(p.name)} GPUs; LocalQueues in namespaces "
+            f"{', '.join(f'`{n}`' for n in (t.namespaces or (t.name,)))}."
         )
-        lines.append("")
-    lines += [
+    return lines
+
+
+def _secrets_inside(t: Tenant) -> list[str]:
+    """The Secrets of a Slurm tenant provisioned inside its vCluster, out of Git."""
+    inside = [
+        f"`{SLURM_NAMESPACE}/{s['name']}` (key `{s['key']}`, created once by the apply step through the"
+        " vCluster's kubeconfig; never on the host)"
+        for s in (SLURM_KEY_SECRET, JWT_KEY_SECRET)
+    ]
+    if t.accounting.enabled:
+        inside += [
+            f"`{SLURM_NAMESPACE}/{s['name']}` (key `{s['key']}`, database password, created once by the"
+            " apply step through the vCluster's kubeconfig)"
+            for s in accounting.secrets(t.accounting)
+        ]
+    if t.identity is not None and t.identity.bind_dn:
+        inside.append(
+            f"`{SLURM_NAMESPACE}/{t.identity.bind_secret}` (key `bind.conf`, directory bind password,"
+            " written by the apply step through the vCluster's kubeconfig)"
+        )
+    return inside
+
+
+def tenant_section(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs, t: Tenant) -> list[str]:
+    """``### <tenant>``: its vCluster, pools, Slurm services, observability and Secrets."""
+    slurm = bool(fleet.tenant_pools(t.name, "slurm"))
+    lines = [f"### {t.name}", ""]
+    if t.description:
+        lines += [t.description, ""]
+    lines.append(
+        f"- vCluster `{t.name}` in host namespace `{vcluster_namespace(t.name)}`; Argo CD destination "
+        f"`{vcluster_server(t.name)}`; AppProject `{t.name}`."
+    )
+    lines += _pool_lines(fleet, inputs, t)
+    inside = _secrets_inside(t) if slurm else []
+    if slurm:
+        lines += accounting.report_lines(t)
+        lines += sssd.report_lines(t.identity)
+        lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")
+    lines += observability_lines(cluster, t, slurm)
+    host_secret = (
+        f"`{argo.ARGOCD_NS}/cluster-{t.name}` (Argo CD cluster Secret, written by the apply step from `vc-{t.name}`)"
+    )
+    lines.append(
+        f"- Secrets provisioned out of Git: on the host {host_secret}"
+        + ("; inside the vCluster " + ", ".join(inside) if inside else "")
+        + "."
+    )
+    lines.append("")
+    return lines
+
+
+def platform_section(fleet: Fleet, cluster: Cluster) -> list[str]:
+    """The table of the enabled components: chart, version, namespace, what installs them."""
+    lines = [
         "## Platform",
         "",
         "| component | chart | version | namespace | installed by |",
@@ -181,13 +182,25 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
         comp = cluster.components[name]
         if not comp.enabled:
             continue
-        c = chart(_CHART_OF[name], fleet.versions)
-        ns = namespace_of(comp)
-        where = _WHERE.get(name, ns)
+        c = chart(COMPONENT_CHART[name], fleet.versions)
+        where = _WHERE.get(name, namespace_of(comp))
         how = "Argo CD" if comp.install_method == "gitops" else "apply (Helm)"
         if name == "argocd" and comp.install_method == "gitops":
             how = "bootstrap (Helm), then Argo CD itself"
         lines.append(f"| {name} | {c['chart']} | {c['version']} | {where} | {how} |")
+    return lines
+
+
+def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
+    pools = sorted(fleet.cluster_pools(cluster.name), key=lambda p: (p.kind, p.name))
+    lines = _head(fleet, cluster, inputs, pools) + _fabric(cluster, inputs, pools)
+    lines += ["", "## Tenants", ""]
+    tenants = sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name)
+    if not tenants:
+        lines.append("No tenants.")
+    for t in tenants:
+        lines += tenant_section(fleet, cluster, inputs, t)
+    lines += platform_section(fleet, cluster)
     lines += ["", "## Sync waves (cluster root, then inside each tenant root)", ""]
     lines += [f"- {wave}: {n}" for n, wave in sorted(((v, k) for k, v in argo.WAVES.items()))]
     lines.append("")

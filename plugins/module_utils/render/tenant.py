@@ -35,12 +35,12 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import C
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring, quota, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     DCGM_JOB_MAPPING_DIR,
     SLURM_HOME_PVC,
     SLURM_NAMESPACE,
-    Rendered,
     cluster_dir,
     namespace_of,
     system_placement,
@@ -63,6 +63,10 @@ CGROUP_CONF = (
 GRES_CONF = "AutoDetect=nvidia\n"
 # jobs confined to their cores, memory and GPUs (cgroup.conf Constrain*) and bound to their cores
 TASK_PLUGIN = ["task/cgroup", "task/affinity"]
+# what Argo CD leaves to others: the vCluster's volume claims (the StatefulSet controller fills in
+# defaults), the replicas of an autoscaled NodeSet (the autoscaler sets them)
+VCLUSTER_IGNORE = {"group": "apps", "kind": "StatefulSet", "jsonPointers": ["/spec/volumeClaimTemplates"]}
+NODESET_REPLICAS_IGNORE = {"group": "slinky.slurm.net", "kind": "NodeSet", "jsonPointers": ["/spec/replicas"]}
 TENANT_NS_BLACKLIST = [
     {"group": "", "kind": "ResourceQuota"},
     {"group": "", "kind": "LimitRange"},
@@ -147,15 +151,24 @@ def host_namespace(cluster: Cluster, tenant: Tenant, slurm: bool) -> dict[str, A
     }
 
 
+def _policy(tenant: Tenant, suffix: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A CiliumClusterwideNetworkPolicy ``tenant-<t>-<suffix>`` of the tenant."""
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumClusterwideNetworkPolicy",
+        "metadata": {"name": f"tenant-{tenant.name}-{suffix}", "labels": {argo.LABEL_TENANT: tenant.name}},
+        "spec": spec,
+    }
+
+
 def isolation_policy(tenant: Tenant) -> dict[str, Any]:
     """CiliumClusterwideNetworkPolicy: the tenant's host namespace talks to itself, DNS, the API
     server and the world; Argo CD reaches the vCluster API; other tenants are denied both ways."""
     own = {f"k8s:io.cilium.k8s.namespace.labels.{fence.NAMESPACE_TENANT_LABEL}": tenant.name}
-    return {
-        "apiVersion": "cilium.io/v2",
-        "kind": "CiliumClusterwideNetworkPolicy",
-        "metadata": {"name": f"tenant-{tenant.name}-isolation", "labels": {argo.LABEL_TENANT: tenant.name}},
-        "spec": {
+    return _policy(
+        tenant,
+        "isolation",
+        {
             "description": f"isolate tenant {tenant.name} (host namespace {vcluster_namespace(tenant.name)})",
             "endpointSelector": {"matchLabels": own},
             "ingress": [
@@ -178,7 +191,7 @@ def isolation_policy(tenant: Tenant) -> dict[str, Any]:
                 {"toEntities": ["kube-apiserver", "world"]},
             ],
         },
-    }
+    )
 
 
 def metrics_policy(cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
@@ -188,11 +201,10 @@ def metrics_policy(cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
     ``app.kubernetes.io/name: prometheus``; slurmctld pods the slurm chart's
     ``app.kubernetes.io/name: slurmctld`` (synced to the host by vCluster with their labels)."""
     own = {f"k8s:io.cilium.k8s.namespace.labels.{fence.NAMESPACE_TENANT_LABEL}": tenant.name}
-    return {
-        "apiVersion": "cilium.io/v2",
-        "kind": "CiliumClusterwideNetworkPolicy",
-        "metadata": {"name": f"tenant-{tenant.name}-metrics", "labels": {argo.LABEL_TENANT: tenant.name}},
-        "spec": {
+    return _policy(
+        tenant,
+        "metrics",
+        {
             "description": f"Prometheus ({cluster.monitoring.namespace}) scrapes tenant {tenant.name}'s slurmctld",
             "endpointSelector": {"matchLabels": {**own, f"k8s:{monitoring.SLURMCTLD_LABEL}": "slurmctld"}},
             "ingress": [
@@ -209,7 +221,7 @@ def metrics_policy(cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
                 }
             ],
         },
-    }
+    )
 
 
 def exposure_rules(tenant: Tenant) -> list[dict[str, Any]]:
@@ -521,195 +533,187 @@ def home_pvc(cluster: Cluster) -> dict[str, Any]:
 # ------------------------------------------------------------------ one tenant
 
 
+def host_files(cluster: Cluster, tenant: Tenant, slurm: bool) -> dict[str, list[dict[str, Any]]]:
+    """The tenant's host side: its namespace, network isolation and the slurmctld PodMonitor."""
+    files = {"namespace.yaml": [host_namespace(cluster, tenant, slurm)]}
+    scraped = slurm and tenant.monitoring.enabled and cluster.monitoring.prometheus_operator
+    if cluster.components["cilium"].enabled:
+        files["network-policy.yaml"] = [isolation_policy(tenant)]
+        if scraped:
+            files["network-policy-metrics.yaml"] = [metrics_policy(cluster, tenant)]
+    if scraped:
+        files["monitoring.yaml"] = [monitoring.pod_monitor(cluster, tenant)]
+    return files
+
+
+def vcluster_objects(
+    fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs, kube: bool, kueue: bool
+) -> list[dict[str, Any]]:
+    """Platform-owned objects inside the vCluster: namespaces, the home PVC, the health-check and CA
+    ConfigMaps, Kueue flavors and queues."""
+    slurm = bool(fleet.tenant_pools(tenant.name, "slurm"))
+    objects = tenant_namespaces(tenant, slurm, kube)
+    if slurm and cluster.components["shared_storage"].enabled:
+        objects.append(home_pvc(cluster))
+    if slurm and tenant.health.enabled:
+        objects.append(health.configmap(tenant, SLURM_NAMESPACE))
+    if slurm and tenant.identity is not None and tenant.identity.tls_ca_pem:
+        objects.append(sssd.ca_configmap(tenant.identity))
+    if kueue:
+        objects += kueue_objects(fleet, tenant, inputs)
+    return objects
+
+
+def fence_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs) -> list[App]:
+    """The platform's apps of every tenant: host side, the vCluster, the objects inside it, Kueue."""
+    t, ns = tenant.name, vcluster_namespace(tenant.name)
+    slurm = bool(fleet.tenant_pools(t, "slurm"))
+    kube = bool(fleet.tenant_pools(t, "kubernetes"))
+    kueue = kube and cluster.components["kueue"].enabled
+    objects = {"objects.yaml": vcluster_objects(fleet, cluster, tenant, inputs, kube, kueue)}
+    vc_api = {"name": "vCluster API (Argo CD destination)", "value": vcluster_server(t)}
+    rows = [
+        App(
+            "1-host.yaml",
+            "host",
+            "tenant-host",
+            ns,
+            manifests=host_files(cluster, tenant, slurm),
+            component="tenant-host",
+            server=cluster.server,
+            create_namespace=False,
+            sync_options=(SKIP_DRY_RUN,),
+        ),
+        App(
+            "2-vcluster.yaml",
+            "vcluster",
+            "vcluster",
+            ns,
+            chart="vcluster",
+            values=vcluster_values(fleet, cluster, tenant, inputs),
+            release=t,
+            server=cluster.server,
+            create_namespace=False,
+            ignore_differences=(VCLUSTER_IGNORE,),
+            info=(vc_api,),
+        ),
+        App(
+            "5-objects.yaml",
+            "objects",
+            "tenant-objects",
+            "default",
+            manifests=objects,
+            component="tenant-objects",
+            create_namespace=False,
+            sync_options=(SKIP_DRY_RUN,),
+        ),
+    ]
+    if kueue:
+        comp = cluster.components["kueue"]
+        rows.append(
+            App(
+                "4-kueue.yaml",
+                "kueue",
+                "tenant-operators",
+                namespace_of(comp),
+                chart="kueue",
+                values=deep_merge({}, comp.values),
+            )
+        )
+    return rows
+
+
+def slurm_cluster_values(
+    fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs, out: Rendered
+) -> dict[str, Any]:
+    """The ``slurm`` chart values; beside them in ``slurm/`` (``out``) the topology file, for review,
+    and the Node topology annotations the apply step sets."""
+    base = f"{tenant_dir(cluster.name, tenant.name)}/slurm"
+    values, annotations = slurm_values(fleet, cluster, tenant, inputs)
+    topo_file = next((f for f in ("topology.conf", "topology.yaml") if f in values["configFiles"]), None)
+    if topo_file:
+        out.raw[f"{base}/{topo_file}"] = values["configFiles"][topo_file]
+    if annotations:
+        out.data[f"{base}/node-topology.yaml"] = {"annotation": fence.TOPOLOGY_ANNOTATION, "nodes": annotations}
+    return values
+
+
+def slurm_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs, out: Rendered) -> list[App]:
+    """Inside a Slurm tenant's vCluster: cert-manager, then the Slinky CRDs and operator (platform),
+    the Slurm cluster (the tenant's own project) and its accounting (render/accounting.py)."""
+    comps = cluster.components
+    op_ns = namespace_of(comps["slurm_operator"])
+    op_values = slurm_operator_values(fleet, cluster)
+    if tenant.health.enabled:
+        op_values = deep_merge(health.operator_fragment(), op_values)
+    values = slurm_cluster_values(fleet, cluster, tenant, inputs, out)
+    autoscaled = any(p.slurm and p.slurm.autoscale for p in fleet.tenant_pools(tenant.name, "slurm"))
+    ignore = (NODESET_REPLICAS_IGNORE,) if autoscaled else ()
+    return [
+        # cert-manager inside the vCluster, before the operator: the Slinky webhook's caBundle is
+        # injected by a cainjector that watches the API holding the webhook configurations, i.e. the
+        # vCluster's (docs/adr/slinky-webhook-tls.md). It and the Slinky CRDs are kept (deleting the
+        # app must not delete the Certificates or every Slurm cluster object), but not past the
+        # tenant (keep_app=False: removing the tenant removes the apps, its vCluster goes too).
+        App(
+            "3-cert-manager.yaml",
+            "cert-manager",
+            "tenant-certs",
+            namespace_of(comps["cert_manager"]),
+            chart="cert_manager",
+            values=tenant_cert_manager_values(cluster),
+            keep=True,
+            keep_app=False,
+        ),
+        App(
+            "3-slurm-operator-crds.yaml",
+            "slurm-operator-crds",
+            "tenant-crds",
+            op_ns,
+            chart="slurm_operator_crds",
+            values={},
+            keep=True,
+            keep_app=False,
+        ),
+        App(
+            "4-slurm-operator.yaml",
+            "slurm-operator",
+            "tenant-operators",
+            op_ns,
+            chart="slurm_operator",
+            values=op_values,
+        ),
+        App(
+            "6-slurm.yaml",
+            "slurm",
+            "tenant-clusters",
+            SLURM_NAMESPACE,
+            chart="slurm",
+            values=values,
+            project=tenant.name,
+            create_namespace=False,
+            sync_options=("RespectIgnoreDifferences=true",) if ignore else (),
+            ignore_differences=ignore,
+        ),
+        *accounting.app_rows(cluster, tenant),
+    ]
+
+
 def render_tenant(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs) -> Rendered:
+    """The tenant's AppProject and root Application (in the cluster's ``apps/``) and its child apps
+    (in ``tenants/<t>/apps/``, synced by that root), one row each (render/apps.py)."""
     out = Rendered()
     t = tenant.name
     base = tenant_dir(cluster.name, t)
-    slurm_pools = fleet.tenant_pools(t, "slurm")
-    kube_pools = fleet.tenant_pools(t, "kubernetes")
-    comps = cluster.components
-    server = vcluster_server(t)
-    ns = vcluster_namespace(t)
-    platform = argo.platform_project(cluster.name)
-    prefix = f"tenant-{t}"
-    storage = comps["shared_storage"].enabled
-
-    def app_name(part: str) -> str:
-        return f"{t}-{part}"
-
-    tapps: dict[str, dict[str, Any]] = {}  # tenants/<t>/apps/<file>: synced by the tenant's root app
-    out.apps[f"{prefix}-0-project.yaml"] = _with_cluster_blacklist(tenant_project(fleet, cluster, tenant))
-
-    # host: namespace + isolation
-    out.manifests[f"{base}/host/namespace.yaml"] = [host_namespace(cluster, tenant, bool(slurm_pools))]
-    if comps["cilium"].enabled:
-        out.manifests[f"{base}/host/network-policy.yaml"] = [isolation_policy(tenant)]
-        if slurm_pools and tenant.monitoring.enabled and cluster.monitoring.prometheus_operator:
-            out.manifests[f"{base}/host/network-policy-metrics.yaml"] = [metrics_policy(cluster, tenant)]
-    if slurm_pools and tenant.monitoring.enabled and cluster.monitoring.prometheus_operator:
-        out.manifests[f"{base}/host/monitoring.yaml"] = [monitoring.pod_monitor(cluster, tenant)]
-    tapps["1-host.yaml"] = argo.directory_app(
-        app_name("host"),
-        fleet=fleet,
-        path=f"{base}/host",
-        project=platform,
-        wave="tenant-host",
-        app_labels=argo.labels(cluster.name, "tenant-host", t),
-        dest_server=cluster.server,
-        dest_namespace=ns,
-        policy=argo.sync_policy(create_namespace=False, extra=["SkipDryRunOnMissingResource=true"]),
-    )
-
-    # the vCluster
-    vf = f"{base}/vcluster/values.yaml"
-    out.values[vf] = vcluster_values(fleet, cluster, tenant, inputs)
-    tapps["2-vcluster.yaml"] = argo.chart_app(
-        app_name("vcluster"),
-        fleet=fleet,
-        chart=chart("vcluster", fleet.versions),
-        release=t,
-        values_file=vf,
-        project=platform,
-        wave="vcluster",
-        app_labels=argo.labels(cluster.name, "vcluster", t),
-        dest_server=cluster.server,
-        dest_namespace=ns,
-        policy=argo.sync_policy(create_namespace=False),
-        ignore_differences=[
-            {"group": "apps", "kind": "StatefulSet", "jsonPointers": ["/spec/volumeClaimTemplates"]},
-        ],
-        info=[{"name": "vCluster API (Argo CD destination)", "value": server}],
-    )
-
-    # inside the vCluster: platform-owned objects (namespaces, home PVC, Kueue queues)
-    objects: list[dict[str, Any]] = tenant_namespaces(tenant, bool(slurm_pools), bool(kube_pools))
-    if slurm_pools and storage:
-        objects.append(home_pvc(cluster))
-    if slurm_pools and tenant.health.enabled:
-        objects.append(health.configmap(tenant, SLURM_NAMESPACE))
-    if slurm_pools and tenant.identity is not None and tenant.identity.tls_ca_pem:
-        objects.append(sssd.ca_configmap(tenant.identity))
-    use_kueue = bool(kube_pools) and comps["kueue"].enabled
-    if use_kueue:
-        objects += kueue_objects(fleet, tenant, inputs)
-    out.manifests[f"{base}/objects/objects.yaml"] = objects
-    tapps["5-objects.yaml"] = argo.directory_app(
-        app_name("objects"),
-        fleet=fleet,
-        path=f"{base}/objects",
-        project=platform,
-        wave="tenant-objects",
-        app_labels=argo.labels(cluster.name, "tenant-objects", t),
-        dest_server=server,
-        dest_namespace="default",
-        policy=argo.sync_policy(create_namespace=False, extra=["SkipDryRunOnMissingResource=true"]),
-    )
-
-    if use_kueue:
-        kf = f"{base}/kueue/values.yaml"
-        out.values[kf] = deep_merge({}, comps["kueue"].values)
-        tapps["4-kueue.yaml"] = argo.chart_app(
-            app_name("kueue"),
-            fleet=fleet,
-            chart=chart("kueue", fleet.versions),
-            release="kueue",
-            values_file=kf,
-            project=platform,
-            wave="tenant-operators",
-            app_labels=argo.labels(cluster.name, "kueue", t),
-            dest_server=server,
-            dest_namespace=namespace_of(comps["kueue"]),
-        )
-
-    if slurm_pools and comps["slurm_operator"].enabled:
-        # cert-manager inside the vCluster, before the operator: the Slinky webhook's caBundle is
-        # injected by a cainjector that watches the API holding the webhook configurations, i.e. the
-        # vCluster's (docs/adr/slinky-webhook-tls.md).
-        cm_vf = f"{base}/cert-manager/values.yaml"
-        out.values[cm_vf] = tenant_cert_manager_values(cluster)
-        tapps["3-cert-manager.yaml"] = argo.chart_app(
-            app_name("cert-manager"),
-            fleet=fleet,
-            chart=chart("cert_manager", fleet.versions),
-            release="cert-manager",
-            values_file=cm_vf,
-            project=platform,
-            wave="tenant-certs",
-            app_labels=argo.labels(cluster.name, "cert-manager", t),
-            dest_server=server,
-            dest_namespace=namespace_of(comps["cert_manager"]),
-            keep=True,  # keep_app=False: removing the tenant removes the app (its vCluster goes too)
-            keep_app=False,  # CRDs: deleting the app must not delete the Certificates
-        )
-        crd_vf = f"{base}/slurm-operator-crds/values.yaml"
-        out.values[crd_vf] = {}
-        tapps["3-slurm-operator-crds.yaml"] = argo.chart_app(
-            app_name("slurm-operator-crds"),
-            fleet=fleet,
-            chart=chart("slurm_operator_crds", fleet.versions),
-            release="slurm-operator-crds",
-            values_file=crd_vf,
-            project=platform,
-            wave="tenant-crds",
-            app_labels=argo.labels(cluster.name, "slurm-operator-crds", t),
-            dest_server=server,
-            dest_namespace=namespace_of(comps["slurm_operator"]),
-            keep=True,  # keep_app=False: removing the tenant removes the app (its vCluster goes too)
-            keep_app=False,  # CRDs: deleting the app must not delete every Slurm cluster object
-        )
-        op_vf = f"{base}/slurm-operator/values.yaml"
-        out.values[op_vf] = slurm_operator_values(fleet, cluster)
-        if tenant.health.enabled:
-            out.values[op_vf] = deep_merge(health.operator_fragment(), out.values[op_vf])
-        tapps["4-slurm-operator.yaml"] = argo.chart_app(
-            app_name("slurm-operator"),
-            fleet=fleet,
-            chart=chart("slurm_operator", fleet.versions),
-            release="slurm-operator",
-            values_file=op_vf,
-            project=platform,
-            wave="tenant-operators",
-            app_labels=argo.labels(cluster.name, "slurm-operator", t),
-            dest_server=server,
-            dest_namespace=namespace_of(comps["slurm_operator"]),
-        )
-        values, annotations = slurm_values(fleet, cluster, tenant, inputs)
-        sf = f"{base}/slurm/values.yaml"
-        out.values[sf] = values
-        topo_file = next((f for f in ("topology.conf", "topology.yaml") if f in values["configFiles"]), None)
-        if topo_file:
-            out.raw[f"{base}/slurm/{topo_file}"] = values["configFiles"][topo_file]
-        if annotations:
-            out.data[f"{base}/slurm/node-topology.yaml"] = {
-                "annotation": fence.TOPOLOGY_ANNOTATION,
-                "nodes": annotations,
-            }
-        ignore = []
-        if any(p.slurm and p.slurm.autoscale for p in slurm_pools):
-            ignore.append({"group": "slinky.slurm.net", "kind": "NodeSet", "jsonPointers": ["/spec/replicas"]})
-        tapps["6-slurm.yaml"] = argo.chart_app(
-            app_name("slurm"),
-            fleet=fleet,
-            chart=chart("slurm", fleet.versions),
-            release="slurm",
-            values_file=sf,
-            project=t,
-            wave="tenant-clusters",
-            app_labels=argo.labels(cluster.name, "slurm", t),
-            dest_server=server,
-            dest_namespace=SLURM_NAMESPACE,
-            policy=argo.sync_policy(create_namespace=False, extra=["RespectIgnoreDifferences=true"] if ignore else []),
-            ignore_differences=ignore or None,
-        )
-        acct = accounting.render_apps(fleet, cluster, tenant, base)  # child apps, manifests, values
-        out.manifests.update(acct.manifests)
-        out.values.update(acct.values)
-        tapps.update(acct.apps)
-    apps_dir = f"{base}/apps"
+    out.apps[f"tenant-{t}-0-project.yaml"] = _with_cluster_blacklist(tenant_project(fleet, cluster, tenant))
+    rows = fence_rows(fleet, cluster, tenant, inputs)
+    if fleet.tenant_pools(t, "slurm") and cluster.components["slurm_operator"].enabled:
+        rows += slurm_rows(fleet, cluster, tenant, inputs, out)
+    tapps = emit(fleet, Scope(cluster.name, base, t, vcluster_server(t), tenant=t), rows, out)
     for fname, app in tapps.items():
-        out.manifests[f"{apps_dir}/{fname}"] = [app]
-    out.apps[f"{prefix}.yaml"] = argo.tenant_root_app(fleet, cluster.name, t, apps_dir)
-    set_storage_quota(fleet, tenant, out, out.values[vf], tapps.values())
+        out.manifests[f"{base}/apps/{fname}"] = [app]
+    out.apps[f"tenant-{t}.yaml"] = argo.tenant_root_app(fleet, cluster.name, t, f"{base}/apps")
+    set_storage_quota(fleet, tenant, out, out.values[f"{base}/vcluster/values.yaml"], tapps.values())
     return out
 
 

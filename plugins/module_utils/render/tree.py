@@ -43,10 +43,10 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import identity
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
+from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import Rendered
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.monitoring import dcgm_fragment, render_monitoring
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
-    Rendered,
     cluster_dir,
     platform_project,
     render_platform,
