@@ -28,6 +28,9 @@ _PATH_SUFFIXES = (".out", ".txt", ".yaml", ".yml", ".json", ".ibnetdiscover", ".
 
 MAX_DIGITS = 64  # digits in one number of a fabric snapshot (checked before parsing: int() of 5,000 fails)
 _LONG_NUMBER = re.compile(r"\d{65}")  # Unicode digits too (as the parsers' \d); linear: <= 65 steps a position
+# ASCII text: every digit becomes "0", every other byte a space, then one substring search (C, ~20x the regex)
+_DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * (MAX_DIGITS + 1)
 
 # parsers that take the text as an iterable of blocks (each ending at a line break)
 STREAMED: dict[str, Callable[[Iterable[str], str], Fabric]] = {
@@ -135,10 +138,14 @@ def _blocks(p: Path) -> Iterator[str]:
 
 
 def _check_numbers(text: str, source: str, lines_before: int = 0) -> None:
-    """No number longer than MAX_DIGITS (one linear regex search over the text)."""
-    long = _LONG_NUMBER.search(text)
-    if long:
-        line = lines_before + text.count("\n", 0, long.start()) + 1
+    """No number longer than MAX_DIGITS (one linear pass over the text in C)."""
+    if text.isascii():
+        pos = text.encode("ascii").translate(_DIGITS_ONLY).find(_LONG_RUN)
+    else:
+        long = _LONG_NUMBER.search(text)
+        pos = long.start() if long else -1
+    if pos >= 0:
+        line = lines_before + text.count("\n", 0, pos) + 1
         raise FabricError(f"refused: a number longer than {MAX_DIGITS} digits", file=source, line=line)
 
 
