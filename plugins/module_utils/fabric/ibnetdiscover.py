@@ -35,19 +35,30 @@ Text = str | Iterable[str]
 # lines before it), so Python sees one tuple per port/node line and never a header line. Every line
 # must be blank, a comment, a header (key=value), a port or a node line (``_BORING`` counts the
 # first three), else the block goes through the plain line loop, which reports the bad line.
+# A port line that ``_PORT`` takes is split here already (its remote id whole when canonical, so
+# the hot loop builds no string for it); any other line starting with "[" comes as a plain line.
 _HDR = r"(?:#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=)"
 _BORING = re.compile(r"\n[ \t]*(?:" + _HDR + r"|(?=\n))")
+_EXT = r"(?:\[ext \d+\])?(?:\([0-9a-fA-F]{1,16}\))?"
 _ROWS = re.compile(
     r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*)[ \t]*(?:"
-    # a port line, whole, and its port number (enough to skip a cable seen from its other end)
-    r"(\[(\d{1,6})\](?:[^\n]*[^\s])?)"
+    # a port line as _PORT takes it: port, remote id (canonical, else kind and hex), remote port,
+    # the first quoted string of its comment (quotes kept: an empty description is not a missing one)
+    r"\[(\d{1,6})\]"
+    + _EXT
+    + r'[ \t]*"(?:([SHR]-[0-9a-f]{16})|([SHR])-([0-9a-fA-F]{1,16}))"\[(\d{1,6})\]'
+    + _EXT
+    + r'[ \t]*(?:#(?:[^"\n]*("[^"\n]*"))?[^\n]*)?(?=\n)'
     # a node line: _NODE on one line
     r'|(Switch|Ca|Rt)[ \t]+\d+[ \t]+"([SHR])-([0-9a-fA-F]{1,16})"[ \t]*(?:#[ \t]*"([^"\n]*)"[^\n]*)?(?=\n)'
     # any other line (not blank, a comment or a header) for the plain checks and their errors
     r"|(?!" + _HDR + r")([^\n]*[^\s]))"
 )
 _ODD = b"\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip / str.splitlines treat as space or line break
-_Row = tuple[str, str, str, str, str, str, str, str]
+# pre, port, remote id, remote kind and hex (non-canonical id), remote port, quoted description,
+# node type, kind, hex, description, plain line
+_Row = tuple[str, str, str, str, str, str, str, str, str, str, str, str]
+_NO_PORT = ("", "", "", "", "", "")
 
 
 def _rows(chunk: str) -> tuple[list[_Row], int] | None:
@@ -74,7 +85,7 @@ def _plain_rows(chunk: str) -> tuple[list[_Row], int]:
         if not line or line[0] == "#" or line.startswith(_HEADERS):
             gap += 1
             continue
-        rows.append(("\n" * gap, "", "", "", "", "", "", line))
+        rows.append(("\n" * gap, *_NO_PORT, "", "", "", "", line))
         gap = 0
     return rows, n
 
@@ -143,12 +154,14 @@ def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -
     # routers: links through them are not part of a Slurm tree; ignored
 
 
+_Fields = tuple[str, str, str, str, str, str, str, str, str, str]
+
+
 def _plain_line(
     line: str, cur: str | None, cur_mask: int, big: set[tuple[str, int]], source: str, lineno: int
-) -> tuple[str, str, str, str, str | None, str, str, str, str | None] | None:
-    """A line the regex pass did not split (the plain loop, or a line no row pattern takes): its
-    port fields (ps, rkind, rhex, rps, comment) or node fields (ntype, nkind, nhex, ndesc); None for
-    the second sighting of a cable."""
+) -> _Fields | None:
+    """A line the regex pass did not split (the plain loop, or a line no row pattern takes): the
+    row's fields after ``pre``, as ``_ROWS`` gives them; None for the second sighting of a cable."""
     c = line[0]
     if c == "[":
         if cur is not None:  # the same cable printed from its other end (switches come first): skip the regex
@@ -160,12 +173,18 @@ def _plain_line(
         m = _PORT.match(line)
         if m is None:
             raise FabricError(f"cannot parse port line: {_clip(line)}", source, lineno)
-        return (*m.group(1, 3, 4, 5, 7), "", "", "", None)
+        if cur is None:
+            raise FabricError("port line outside a Switch/Ca block", source, lineno)
+        ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
+        if len(ps) > _MAX_PORT_DIGITS or len(rps) > _MAX_PORT_DIGITS:
+            raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
+        q = _QUOTED.search(comment or "")
+        return (ps, "", rkind, rhex, rps, q.group(0) if q else "", "", "", "", "")
     if c in "SCR":
         m = _NODE.match(line)
         if m is None:
             raise FabricError(f"cannot parse node line: {_clip(line)}", source, lineno)
-        return ("", "", "", "", None, *m.group(1, 3, 4, 5))
+        return (*_NO_PORT, *m.group(1, 3, 4), m.group(5) or "")
     raise FabricError(f"unrecognised line: {_clip(line)}", source, lineno)
 
 
@@ -199,99 +218,88 @@ def _open_block(
     return (cur_node.id if cur_node is not None else cur), kind, cur_node
 
 
-def _link(cur_kind: str, cur: str, cur_node: Switch | CA, rkind: str, rid: str, known: Switch | CA) -> None:
-    """Record a new cable between the block's node and the remote one: switch peers (counted per
-    cable), or a CA's switches and a switch's CAs. Once per cable."""
-    if cur_kind == "S":
-        if rkind == "S":
-            if rid != cur:
-                pa, pb = cur_node.peers, known.peers  # type: ignore[union-attr]
-                pa[rid] = pa.get(rid, 0) + 1
-                pb[cur] = pb.get(cur, 0) + 1
-        elif cur not in known.switches:  # type: ignore[union-attr]
-            known.switches.append(cur)  # type: ignore[union-attr]
-            cur_node.cas.append(rid)  # type: ignore[union-attr]
-    elif rkind == "S" and rid not in cur_node.switches:  # type: ignore[union-attr]
-        cur_node.switches.append(rid)  # type: ignore[union-attr]
-        known.cas.append(cur)  # type: ignore[union-attr]
+def _remote(fab: Fabric, ids: _Ids, rid: str, okind: str, ohex: str, rq: str, lineno: int) -> Switch | CA | None:
+    """The far end of a port line when it is new or has no description yet (None: a router)."""
+    if not rid:
+        if okind == "R":
+            return None
+        rid = ids.odd_id(okind, ohex)
+    desc = rq[1:-1] if rq else None
+    if rid[0] == "S":
+        return fab.switch(rid, desc, lineno)
+    return fab.ca(rid, desc, lineno) if rid[0] == "H" else None
 
 
 def parse_default(text: Text, source: str = "<text>") -> Fabric:
     """Parse the default ``ibnetdiscover`` output (``Switch``/``Ca`` blocks with ``[port]`` lines)."""
     fab = Fabric(source=source, kind="ibnetdiscover")
     ids = _Ids(fab)
+    nodes: dict[str, Switch | CA] = {}  # every switch and HCA by id (one lookup per port line)
+    nodes_get = nodes.get
     mask: dict[str, int] = {}  # node id -> bit mask of its ports already linked (cables print twice)
     mask_get = mask.get
     big: set[tuple[str, int]] = set()  # the same for ports >= 256 (not valid IB, parsed as before)
     cur: str | None = None  # id of the node whose block we are in
-    cur_mask = 0  # mask[cur], kept at hand
+    cur_mask = 0  # mask[cur] while in its block (written back when the next block opens)
     cur_node: Switch | CA | None = None
     cur_kind = ""
     headers: dict[str, int] = {}  # node id -> line of its block header
-    sw_get, ca_get = fab.switches.get, fab.cas.get
-    port_match = _PORT.match
-    quoted = _QUOTED.search
     lineno = 0
     for chunk in chunks(text):
         start = lineno
         rows, count = _rows(chunk) or _plain_rows(chunk)
-        for pre, pline, ps, ntype, nkind, nhex, ndesc, line in rows:
+        for pre, ps, rid, okind, ohex, rps, rq, ntype, nkind, nhex, ndesc, line in rows:
             lineno += pre.count("\n") + 1 if pre else 1
-            if pline:  # a port line ("[<1 to 6 digits>]...") found by the regex pass
-                p = int(ps)  # the same cable printed from its other end: skip the regex (cur_mask is 0 outside a block)
-                if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
-                    continue
-                m = port_match(pline)
-                if m is None:
-                    raise FabricError(f"cannot parse port line: {_clip(pline)}", source, lineno)
-                ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
-                line = pline
-            elif line:  # the checks line by line
+            if line:  # not split by the regex pass: the checks line by line
                 got = _plain_line(line, cur, cur_mask, big, source, lineno)
                 if got is None:
                     continue
-                ps, rkind, rhex, rps, comment, ntype, nkind, nhex, ndesc = got
+                ps, rid, okind, ohex, rps, rq, ntype, nkind, nhex, ndesc = got
             if not ps:  # a node line: Switch / Ca / Rt
+                if cur is not None:
+                    mask[cur] = cur_mask
                 cur, cur_kind, cur_node = _open_block(fab, ids, headers, (ntype, nkind, nhex, ndesc), source, lineno)
+                if cur_node is not None:
+                    nodes[cur] = cur_node
                 cur_mask = mask_get(cur, 0)
+                continue
+            p = int(ps)  # the same cable printed from its other end (cur_mask is 0 outside a block)
+            if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
                 continue
             if cur is None:
                 raise FabricError("port line outside a Switch/Ca block", source, lineno)
-            if len(ps) > _MAX_PORT_DIGITS or len(rps) > _MAX_PORT_DIGITS:
-                raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
-            if rkind == "S":
-                rid = "S-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("S", rhex)
-                known: Switch | CA | None = sw_get(rid)
-            elif rkind == "H":
-                rid = "H-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("H", rhex)
-                known = ca_get(rid)
-            else:
-                continue  # routers: links through them are not part of a Slurm tree
+            known = nodes_get(rid) if rid else None
             if known is None or not known.desc:
-                q = quoted(comment or "")
-                desc = q.group(1) if q else None
-                known = fab.switch(rid, desc, lineno) if rkind == "S" else fab.ca(rid, desc, lineno)
+                known = _remote(fab, ids, rid, okind, ohex, rq, lineno)
+                if known is None:
+                    continue  # routers: links through them are not part of a Slurm tree
+                nodes[known.id] = known
             rid = known.id  # one string object per device
             if cur_kind == "R":
                 continue
-            port, rport = int(ps), int(rps)
-            if port < _MASK_PORTS:
-                if (cur_mask >> port) & 1:
-                    continue
-                cur_mask |= 1 << port
-                mask[cur] = cur_mask
-            elif (cur, port) in big:
-                continue
+            if p < _MASK_PORTS:
+                cur_mask |= 1 << p
             else:
-                big.add((cur, port))
+                big.add((cur, p))
+            rport = int(rps)
             if rport >= _MASK_PORTS:
                 big.add((rid, rport))
-            elif rid is cur or rid == cur:
+            elif rid is cur:
                 cur_mask |= 1 << rport
-                mask[cur] = cur_mask
             else:
                 mask[rid] = mask_get(rid, 0) | (1 << rport)
-            _link(cur_kind, cur, cur_node, rkind, rid, known)  # type: ignore[arg-type]
+            if cur_kind == "S":
+                if rid[0] == "S":
+                    if rid is not cur:  # switch peers, counted per cable
+                        pa, pb = cur_node.peers, known.peers  # type: ignore[union-attr]
+                        pa[rid] = pa.get(rid, 0) + 1
+                        pb[cur] = pb.get(cur, 0) + 1
+                elif cur not in known.switches:  # type: ignore[union-attr]
+                    known.switches.append(cur)  # type: ignore[union-attr]
+                    cur_node.cas.append(rid)  # type: ignore[union-attr]
+            elif rid[0] == "S" and rid not in cur_node.switches:  # type: ignore[union-attr]
+                cur_node.switches.append(rid)  # type: ignore[union-attr]
+                known.cas.append(cur)  # type: ignore[union-attr]
         lineno = start + count
     return fab.finish()
 
