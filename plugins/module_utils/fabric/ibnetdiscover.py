@@ -35,30 +35,28 @@ Text = str | Iterable[str]
 # lines before it), so Python sees one tuple per port/node line and never a header line. Every line
 # must be blank, a comment, a header (key=value), a port or a node line (``_BORING`` counts the
 # first three), else the block goes through the plain line loop, which reports the bad line.
-# A port line that ``_PORT`` takes is split here already (its remote id whole when canonical, so
-# the hot loop builds no string for it); any other line starting with "[" comes as a plain line.
+# A port line comes as its port number (enough to skip a cable seen from its other end, half of
+# them) and the rest of the line, which ``_TAIL`` splits for a first sighting only.
 _HDR = r"(?:#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=)"
 _BORING = re.compile(r"\n[ \t]*(?:" + _HDR + r"|(?=\n))")
-_EXT = r"(?:\[ext \d+\])?(?:\([0-9a-fA-F]{1,16}\))?"
 _ROWS = re.compile(
     r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*)[ \t]*(?:"
-    # a port line as _PORT takes it: port, remote id (canonical, else kind and hex), remote port,
-    # the first quoted string of its comment (quotes kept: an empty description is not a missing one)
-    r"\[(\d{1,6})\]"
-    + _EXT
-    + r'[ \t]*"(?:([SHR]-[0-9a-f]{16})|([SHR])-([0-9a-fA-F]{1,16}))"\[(\d{1,6})\]'
-    + _EXT
-    + r'[ \t]*(?:#(?:[^"\n]*("[^"\n]*"))?[^\n]*)?(?=\n)'
+    # a port line: its port number and the rest of the line
+    r"\[([0-9]{1,6})\]([^\n]*)"
     # a node line: _NODE on one line
     r'|(Switch|Ca|Rt)[ \t]+\d+[ \t]+"([SHR])-([0-9a-fA-F]{1,16})"[ \t]*(?:#[ \t]*"([^"\n]*)"[^\n]*)?(?=\n)'
     # any other line (not blank, a comment or a header) for the plain checks and their errors
     r"|(?!" + _HDR + r")([^\n]*[^\s]))"
 )
+# The rest of a port line as _PORT takes it (ports of 1 to 6 digits): remote id (canonical, else
+# kind and hex), remote port, comment. A line it does not take goes to _plain_line for its error.
+_TAIL = re.compile(
+    r'(?:\[ext [0-9]+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*"(?:([SHR]-[0-9a-f]{16})|([SHR])-([0-9a-fA-F]{1,16}))"'
+    r"\[([0-9]{1,6})\](?:\[ext [0-9]+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*(?:#(.*))?$"
+)
 _ODD = b"\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip / str.splitlines treat as space or line break
-# pre, port, remote id, remote kind and hex (non-canonical id), remote port, quoted description,
-# node type, kind, hex, description, plain line
-_Row = tuple[str, str, str, str, str, str, str, str, str, str, str, str]
-_NO_PORT = ("", "", "", "", "", "")
+# pre, port, rest of a port line, node type, kind, hex, description, plain line
+_Row = tuple[str, str, str, str, str, str, str, str]
 
 
 def _rows(chunk: str) -> tuple[list[_Row], int] | None:
@@ -85,7 +83,7 @@ def _plain_rows(chunk: str) -> tuple[list[_Row], int]:
         if not line or line[0] == "#" or line.startswith(_HEADERS):
             gap += 1
             continue
-        rows.append(("\n" * gap, *_NO_PORT, "", "", "", "", line))
+        rows.append(("\n" * gap, "", "", "", "", "", "", line))
         gap = 0
     return rows, n
 
@@ -154,7 +152,8 @@ def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -
     # routers: links through them are not part of a Slurm tree; ignored
 
 
-_Fields = tuple[str, str, str, str, str, str, str, str, str, str]
+# remote id, remote kind and hex (a non-canonical id), remote port, comment; node type, kind, hex, description
+_Fields = tuple[str, str, str, str, str | None, str, str, str, str]
 
 
 def _plain_line(
@@ -178,13 +177,12 @@ def _plain_line(
         ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
         if len(ps) > _MAX_PORT_DIGITS or len(rps) > _MAX_PORT_DIGITS:
             raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
-        q = _QUOTED.search(comment or "")
-        return (ps, "", rkind, rhex, rps, q.group(0) if q else "", "", "", "", "")
+        return ("", rkind, rhex, rps, comment, "", "", "", "")
     if c in "SCR":
         m = _NODE.match(line)
         if m is None:
             raise FabricError(f"cannot parse node line: {_clip(line)}", source, lineno)
-        return (*_NO_PORT, *m.group(1, 3, 4), m.group(5) or "")
+        return ("", "", "", "", None, *m.group(1, 3, 4), m.group(5) or "")
     raise FabricError(f"unrecognised line: {_clip(line)}", source, lineno)
 
 
@@ -218,13 +216,16 @@ def _open_block(
     return (cur_node.id if cur_node is not None else cur), kind, cur_node
 
 
-def _remote(fab: Fabric, ids: _Ids, rid: str, okind: str, ohex: str, rq: str, lineno: int) -> Switch | CA | None:
+def _remote(
+    fab: Fabric, ids: _Ids, rid: str, okind: str, ohex: str, comment: str | None, lineno: int
+) -> Switch | CA | None:
     """The far end of a port line when it is new or has no description yet (None: a router)."""
     if not rid:
         if okind == "R":
             return None
         rid = ids.odd_id(okind, ohex)
-    desc = rq[1:-1] if rq else None
+    q = _QUOTED.search(comment or "")
+    desc = q.group(1) if q else None
     if rid[0] == "S":
         return fab.switch(rid, desc, lineno)
     return fab.ca(rid, desc, lineno) if rid[0] == "H" else None
@@ -244,17 +245,30 @@ def parse_default(text: Text, source: str = "<text>") -> Fabric:
     cur_node: Switch | CA | None = None
     cur_kind = ""
     headers: dict[str, int] = {}  # node id -> line of its block header
+    tail_match = _TAIL.match
     lineno = 0
     for chunk in chunks(text):
         start = lineno
         rows, count = _rows(chunk) or _plain_rows(chunk)
-        for pre, ps, rid, okind, ohex, rps, rq, ntype, nkind, nhex, ndesc, line in rows:
+        for pre, ps, tail, ntype, nkind, nhex, ndesc, line in rows:
             lineno += pre.count("\n") + 1 if pre else 1
+            if ps:  # a port line: the same cable printed from its other end? (cur_mask is 0 outside a block)
+                p = int(ps)
+                if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
+                    continue
+                m = tail_match(tail)
+                if m is not None:
+                    rid, okind, ohex, rps, comment = m.groups()
+                else:  # not as _PORT takes it: the plain checks name the fault
+                    line = "[" + ps + "]" + tail.rstrip()
             if line:  # not split by the regex pass: the checks line by line
                 got = _plain_line(line, cur, cur_mask, big, source, lineno)
                 if got is None:
                     continue
-                ps, rid, okind, ohex, rps, rq, ntype, nkind, nhex, ndesc = got
+                rid, okind, ohex, rps, comment, ntype, nkind, nhex, ndesc = got
+                if not ntype:
+                    ps = line[1 : line.find("]")]
+                    p = int(ps)
             if not ps:  # a node line: Switch / Ca / Rt
                 if cur is not None:
                     mask[cur] = cur_mask
@@ -263,22 +277,23 @@ def parse_default(text: Text, source: str = "<text>") -> Fabric:
                     nodes[cur] = cur_node
                 cur_mask = mask_get(cur, 0)
                 continue
-            p = int(ps)  # the same cable printed from its other end (cur_mask is 0 outside a block)
-            if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
-                continue
             if cur is None:
                 raise FabricError("port line outside a Switch/Ca block", source, lineno)
             known = nodes_get(rid) if rid else None
             if known is None or not known.desc:
-                known = _remote(fab, ids, rid, okind, ohex, rq, lineno)
+                known = _remote(fab, ids, rid, okind, ohex, comment, lineno)
                 if known is None:
                     continue  # routers: links through them are not part of a Slurm tree
                 nodes[known.id] = known
             rid = known.id  # one string object per device
             if cur_kind == "R":
                 continue
-            if p < _MASK_PORTS:
+            if p < _MASK_PORTS:  # checked again: the plain loop's port numbers may be other digits
+                if (cur_mask >> p) & 1:
+                    continue
                 cur_mask |= 1 << p
+            elif (cur, p) in big:
+                continue
             else:
                 big.add((cur, p))
             rport = int(rps)
