@@ -14,7 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import CA, Fabric, FabricError, Switch
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
+    CA,
+    Fabric,
+    FabricError,
+    Switch,
+    bulk_build,
+)
 
 _HEADERS = ("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=")
 _NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"([^"]*)"(.*))?$')
@@ -32,15 +38,14 @@ Text = str | Iterable[str]
 
 # A block of plain ASCII without carriage returns or other odd separators is parsed by one regex
 # pass in C (``_ROWS``: each port and node line with its fields, plus the blank, comment and header
-# lines before it), so Python sees one tuple per port/node line and never a header line. Every line
-# must be blank, a comment, a header (key=value), a port or a node line (``_BORING`` counts the
-# first three), else the block goes through the plain line loop, which reports the bad line.
+# lines before it), so Python sees one tuple per port/node line and never a header line. Any other
+# line comes whole (the last alternative) and gets the plain line checks, which name it. Other
+# blocks go through the plain line loop (``_plain_rows``), line by line, into the same rows.
 # A port line comes as its port number (enough to skip a cable seen from its other end, half of
 # them) and the rest of the line, which ``_TAIL`` splits for a first sighting only.
 _HDR = r"(?:#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=)"
-_BORING = re.compile(r"\n[ \t]*(?:" + _HDR + r"|(?=\n))")
 _ROWS = re.compile(
-    r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*)[ \t]*(?:"
+    r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*+)[ \t]*(?:"
     # a port line: its port number and the rest of the line
     r"\[([0-9]{1,6})\]([^\n]*)"
     # a node line: _NODE on one line
@@ -54,24 +59,20 @@ _TAIL = re.compile(
     r'(?:\[ext [0-9]+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*"(?:([SHR]-[0-9a-f]{16})|([SHR])-([0-9a-fA-F]{1,16}))"'
     r"\[([0-9]{1,6})\](?:\[ext [0-9]+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*(?:#(.*))?$"
 )
-_ODD = b"\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip / str.splitlines treat as space or line break
+_ODD = "\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip / str.splitlines treat as space or line break
 # pre, port, rest of a port line, node type, kind, hex, description, plain line
 _Row = tuple[str, str, str, str, str, str, str, str]
 
 
 def _rows(chunk: str) -> tuple[list[_Row], int] | None:
-    """The block's rows from the one regex pass and its line count, or None for the plain loop."""
-    if not chunk.isascii():
-        return None
-    raw = chunk.encode("ascii")
-    if len(raw.translate(None, _ODD)) != len(raw):
+    """The block's rows from the one regex pass and its line count, or None for the plain loop.
+
+    Every line is accounted for: a line that is not blank, a comment or a header (those go into the
+    next row's ``pre``, or after the last row) is a row, the last alternative taking any line."""
+    if not chunk.isascii() or any(c in chunk for c in _ODD):
         return None
     t = "\n" + chunk if chunk.endswith("\n") else "\n" + chunk + "\n"
-    rows = _ROWS.findall(t)
-    total = t.count("\n") - 1
-    if len(rows) + len(_BORING.findall(t)) != total:
-        return None  # some line is none of those: the plain loop names it
-    return rows, total
+    return _ROWS.findall(t), t.count("\n") - 1
 
 
 def _plain_rows(chunk: str) -> tuple[list[_Row], int]:
@@ -233,6 +234,11 @@ def _remote(
 
 def parse_default(text: Text, source: str = "<text>") -> Fabric:
     """Parse the default ``ibnetdiscover`` output (``Switch``/``Ca`` blocks with ``[port]`` lines)."""
+    with bulk_build():
+        return _parse_default(text, source)
+
+
+def _parse_default(text: Text, source: str) -> Fabric:
     fab = Fabric(source=source, kind="ibnetdiscover")
     ids = _Ids(fab)
     nodes: dict[str, Switch | CA] = {}  # every switch and HCA by id (one lookup per port line)
@@ -279,7 +285,7 @@ def parse_default(text: Text, source: str = "<text>") -> Fabric:
                 continue
             if cur is None:
                 raise FabricError("port line outside a Switch/Ca block", source, lineno)
-            known = nodes_get(rid) if rid else None
+            known = nodes_get(rid)  # None for a non-canonical id (rid None): _remote makes it
             if known is None or not known.desc:
                 known = _remote(fab, ids, rid, okind, ohex, comment, lineno)
                 if known is None:
