@@ -153,8 +153,8 @@ def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -
     # routers: links through them are not part of a Slurm tree; ignored
 
 
-# remote id, remote kind and hex (a non-canonical id), remote port, comment; node type, kind, hex, description
-_Fields = tuple[str, str, str, str, str | None, str, str, str, str]
+# port, remote id, remote kind and hex (a non-canonical id), remote port, comment; node type, kind, hex, description
+_Fields = tuple[str, str, str, str, str, str | None, str, str, str, str]
 
 
 def _plain_line(
@@ -178,20 +178,30 @@ def _plain_line(
         ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
         if len(ps) > _MAX_PORT_DIGITS or len(rps) > _MAX_PORT_DIGITS:
             raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
-        return ("", rkind, rhex, rps, comment, "", "", "", "")
+        return (ps, "", rkind, rhex, rps, comment, "", "", "", "")
     if c in "SCR":
         m = _NODE.match(line)
         if m is None:
             raise FabricError(f"cannot parse node line: {_clip(line)}", source, lineno)
-        return ("", "", "", "", None, *m.group(1, 3, 4), m.group(5) or "")
+        return ("", "", "", "", "", None, *m.group(1, 3, 4), m.group(5) or "")
     raise FabricError(f"unrecognised line: {_clip(line)}", source, lineno)
 
 
 def _open_block(
-    fab: Fabric, ids: _Ids, headers: dict[str, int], node: tuple[str, str, str, str | None], source: str, lineno: int
-) -> tuple[str, str, Switch | CA | None]:
-    """A ``Switch``/``Ca``/``Rt`` line: (id, kind, node) of the block it opens (node None for a router:
-    links through routers are not part of a Slurm tree). Once per device, off the per-port path."""
+    fab: Fabric,
+    ids: _Ids,
+    headers: dict[str, int],
+    node: tuple[str, str, str, str | None],
+    prev: tuple[dict[str, Switch | CA], dict[str, int], str | None, int],
+    source: str,
+    lineno: int,
+) -> tuple[str, str, Switch | CA | None, int]:
+    """A ``Switch``/``Ca``/``Rt`` line: (id, kind, node, port mask) of the block it opens (node None
+    for a router: links through routers are not part of a Slurm tree). ``prev``: the node table,
+    the port masks, the block before and its mask (written back). Once per device, off the per-port path."""
+    nodes, mask, before, before_mask = prev
+    if before is not None:
+        mask[before] = before_mask
     ntype, nkind, nhex, ndesc = node
     kind = _KIND[ntype]
     if kind != nkind:
@@ -214,7 +224,10 @@ def _open_block(
         cur_node = fab.cas.get(cur)
         if cur_node is None or not cur_node.desc:
             cur_node = fab.ca(cur, ndesc or "", lineno)
-    return (cur_node.id if cur_node is not None else cur), kind, cur_node
+    if cur_node is None:
+        return cur, kind, None, mask.get(cur, 0)
+    nodes[cur_node.id] = cur_node
+    return cur_node.id, kind, cur_node, mask.get(cur_node.id, 0)
 
 
 def _remote(
@@ -271,17 +284,11 @@ def _parse_default(text: Text, source: str) -> Fabric:
                 got = _plain_line(line, cur, cur_mask, big, source, lineno)
                 if got is None:
                     continue
-                rid, okind, ohex, rps, comment, ntype, nkind, nhex, ndesc = got
-                if not ntype:
-                    ps = line[1 : line.find("]")]
-                    p = int(ps)
+                ps, rid, okind, ohex, rps, comment, ntype, nkind, nhex, ndesc = got
+                p = int(ps) if ps else 0
             if not ps:  # a node line: Switch / Ca / Rt
-                if cur is not None:
-                    mask[cur] = cur_mask
-                cur, cur_kind, cur_node = _open_block(fab, ids, headers, (ntype, nkind, nhex, ndesc), source, lineno)
-                if cur_node is not None:
-                    nodes[cur] = cur_node
-                cur_mask = mask_get(cur, 0)
+                node, prev = (ntype, nkind, nhex, ndesc), (nodes, mask, cur, cur_mask)
+                cur, cur_kind, cur_node, cur_mask = _open_block(fab, ids, headers, node, prev, source, lineno)
                 continue
             if cur is None:
                 raise FabricError("port line outside a Switch/Ca block", source, lineno)
