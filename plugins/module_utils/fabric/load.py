@@ -45,6 +45,7 @@ KINDS = ("auto", "ibnetdiscover", "ibnetdiscover-ports", "labels", "file")
 _BLOCK = 1 << 20  # bytes read at a time (cut at a line break): a dump is streamed, never held whole
 _HEAD = 1 << 20  # detect_kind looks at the first lines only
 _BAD_CHARS = re.compile("[\udc80-\udcff\ufffd]")  # undecodable command output (surrogates), U+FFFD
+_BINARY = "the fabric snapshot is binary, not ibnetdiscover text; run discover again"
 _NOT_UTF8 = (
     "not UTF-8 text; node descriptions must be ASCII: fix the host's NodeDescription (rdma-ndd) and run discover again"
 )
@@ -173,7 +174,7 @@ def _checked(blocks: Iterator[str], source: str, binary: bool) -> Iterator[str]:
     for text in blocks:
         _check_numbers(text, source, lines)
         if binary and "\x00" in text:
-            raise FabricError("the fabric snapshot is binary, not ibnetdiscover text; run discover again", file=source)
+            raise FabricError(_BINARY, file=source)
         lines += text.count("\n")
         yield text
 
@@ -280,7 +281,7 @@ def _kind(kind: str, head: str, nonblank: bool, nul: bool, source: str) -> str:
     if not nonblank:
         raise FabricError("the fabric snapshot is empty; run discover again", file=source)
     if nul:
-        raise FabricError("the fabric snapshot is binary, not ibnetdiscover text; run discover again", file=source)
+        raise FabricError(_BINARY, file=source)
     try:
         return detect_kind(head)
     except FabricError as exc:
