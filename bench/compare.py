@@ -56,8 +56,12 @@ if kind == "topology":
     detail = f"{len(topo.node_group)} nodes, {len(out.splitlines())} lines"
 else:  # render: inventory, out, mode (uncached | cached | noop)
     from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as rt
+    try:  # render/cache.py since the stage split; render/tree.py before it
+        from ansible_collections.gpufleet.core.plugins.module_utils.render.cache import cache_dir
+    except ImportError:
+        cache_dir = rt.cache_dir
     inv, out, mode = args
-    cache = rt.cache_dir(__import__("pathlib").Path(out))
+    cache = cache_dir(__import__("pathlib").Path(out))
     if mode == "uncached":
         shutil.rmtree(cache, ignore_errors=True)
     elif mode == "cached":  # parse caches kept, the no-change record dropped: a full render

@@ -14,7 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import CA, Fabric, FabricError, Switch
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
+    CA,
+    Fabric,
+    FabricError,
+    Switch,
+    bulk_build,
+)
 
 _HEADERS = ("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=")
 _NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"([^"]*)"(.*))?$')
@@ -32,37 +38,41 @@ Text = str | Iterable[str]
 
 # A block of plain ASCII without carriage returns or other odd separators is parsed by one regex
 # pass in C (``_ROWS``: each port and node line with its fields, plus the blank, comment and header
-# lines before it), so Python sees one tuple per port/node line and never a header line. Every line
-# must be blank, a comment, a header (key=value), a port or a node line (``_BORING`` counts the
-# first three), else the block goes through the plain line loop, which reports the bad line.
+# lines before it), so Python sees one tuple per port/node line and never a header line. Any other
+# line comes whole (the last alternative) and gets the plain line checks, which name it. Other
+# blocks go through the plain line loop (``_plain_rows``), line by line, into the same rows.
+# A port line comes as its port number (enough to skip a cable seen from its other end, half of
+# them) and the rest of the line, which ``_TAIL`` splits for a first sighting only.
 _HDR = r"(?:#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=)"
-_BORING = re.compile(r"\n[ \t]*(?:" + _HDR + r"|(?=\n))")
 _ROWS = re.compile(
-    r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*)[ \t]*(?:"
-    # a port line, whole, and its port number (enough to skip a cable seen from its other end)
-    r"(\[(\d{1,6})\](?:[^\n]*[^\s])?)"
+    r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*+)[ \t]*(?:"
+    # a port line: its port number and the rest of the line
+    r"\[([0-9]{1,6})\]([^\n]*)"
     # a node line: _NODE on one line
     r'|(Switch|Ca|Rt)[ \t]+\d+[ \t]+"([SHR])-([0-9a-fA-F]{1,16})"[ \t]*(?:#[ \t]*"([^"\n]*)"[^\n]*)?(?=\n)'
     # any other line (not blank, a comment or a header) for the plain checks and their errors
     r"|(?!" + _HDR + r")([^\n]*[^\s]))"
 )
-_ODD = b"\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip / str.splitlines treat as space or line break
+# The rest of a port line as _PORT takes it (ports of 1 to 6 digits): remote id (canonical, else
+# kind and hex), remote port, comment. A line it does not take goes to _plain_line for its error.
+_TAIL = re.compile(
+    r'(?:\[ext [0-9]+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*"(?:([SHR]-[0-9a-f]{16})|([SHR])-([0-9a-fA-F]{1,16}))"'
+    r"\[([0-9]{1,6})\](?:\[ext [0-9]+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*(?:#(.*))?$"
+)
+_ODD = "\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip / str.splitlines treat as space or line break
+# pre, port, rest of a port line, node type, kind, hex, description, plain line
 _Row = tuple[str, str, str, str, str, str, str, str]
 
 
 def _rows(chunk: str) -> tuple[list[_Row], int] | None:
-    """The block's rows from the one regex pass and its line count, or None for the plain loop."""
-    if not chunk.isascii():
-        return None
-    raw = chunk.encode("ascii")
-    if len(raw.translate(None, _ODD)) != len(raw):
+    """The block's rows from the one regex pass and its line count, or None for the plain loop.
+
+    Every line is accounted for: a line that is not blank, a comment or a header (those go into the
+    next row's ``pre``, or after the last row) is a row, the last alternative taking any line."""
+    if not chunk.isascii() or any(c in chunk for c in _ODD):
         return None
     t = "\n" + chunk if chunk.endswith("\n") else "\n" + chunk + "\n"
-    rows = _ROWS.findall(t)
-    total = t.count("\n") - 1
-    if len(rows) + len(_BORING.findall(t)) != total:
-        return None  # some line is none of those: the plain loop names it
-    return rows, total
+    return _ROWS.findall(t), t.count("\n") - 1
 
 
 def _plain_rows(chunk: str) -> tuple[list[_Row], int]:
@@ -143,12 +153,15 @@ def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -
     # routers: links through them are not part of a Slurm tree; ignored
 
 
+# port, remote id, remote kind and hex (a non-canonical id), remote port, comment; node type, kind, hex, description
+_Fields = tuple[str, str, str, str, str, str | None, str, str, str, str]
+
+
 def _plain_line(
     line: str, cur: str | None, cur_mask: int, big: set[tuple[str, int]], source: str, lineno: int
-) -> tuple[str, str, str, str, str | None, str, str, str, str | None] | None:
-    """A line the regex pass did not split (the plain loop, or a line no row pattern takes): its
-    port fields (ps, rkind, rhex, rps, comment) or node fields (ntype, nkind, nhex, ndesc); None for
-    the second sighting of a cable."""
+) -> _Fields | None:
+    """A line the regex pass did not split (the plain loop, or a line no row pattern takes): the
+    row's fields after ``pre``, as ``_ROWS`` gives them; None for the second sighting of a cable."""
     c = line[0]
     if c == "[":
         if cur is not None:  # the same cable printed from its other end (switches come first): skip the regex
@@ -160,20 +173,35 @@ def _plain_line(
         m = _PORT.match(line)
         if m is None:
             raise FabricError(f"cannot parse port line: {_clip(line)}", source, lineno)
-        return (*m.group(1, 3, 4, 5, 7), "", "", "", None)
+        if cur is None:
+            raise FabricError("port line outside a Switch/Ca block", source, lineno)
+        ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
+        if len(ps) > _MAX_PORT_DIGITS or len(rps) > _MAX_PORT_DIGITS:
+            raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
+        return (ps, "", rkind, rhex, rps, comment, "", "", "", "")
     if c in "SCR":
         m = _NODE.match(line)
         if m is None:
             raise FabricError(f"cannot parse node line: {_clip(line)}", source, lineno)
-        return ("", "", "", "", None, *m.group(1, 3, 4, 5))
+        return ("", "", "", "", "", None, *m.group(1, 3, 4), m.group(5) or "")
     raise FabricError(f"unrecognised line: {_clip(line)}", source, lineno)
 
 
 def _open_block(
-    fab: Fabric, ids: _Ids, headers: dict[str, int], node: tuple[str, str, str, str | None], source: str, lineno: int
-) -> tuple[str, str, Switch | CA | None]:
-    """A ``Switch``/``Ca``/``Rt`` line: (id, kind, node) of the block it opens (node None for a router:
-    links through routers are not part of a Slurm tree). Once per device, off the per-port path."""
+    fab: Fabric,
+    ids: _Ids,
+    headers: dict[str, int],
+    node: tuple[str, str, str, str | None],
+    prev: tuple[dict[str, Switch | CA], dict[str, int], str | None, int],
+    source: str,
+    lineno: int,
+) -> tuple[str, str, Switch | CA | None, int]:
+    """A ``Switch``/``Ca``/``Rt`` line: (id, kind, node, port mask) of the block it opens (node None
+    for a router: links through routers are not part of a Slurm tree). ``prev``: the node table,
+    the port masks, the block before and its mask (written back). Once per device, off the per-port path."""
+    nodes, mask, before, before_mask = prev
+    if before is not None:
+        mask[before] = before_mask
     ntype, nkind, nhex, ndesc = node
     kind = _KIND[ntype]
     if kind != nkind:
@@ -196,102 +224,110 @@ def _open_block(
         cur_node = fab.cas.get(cur)
         if cur_node is None or not cur_node.desc:
             cur_node = fab.ca(cur, ndesc or "", lineno)
-    return (cur_node.id if cur_node is not None else cur), kind, cur_node
+    if cur_node is None:
+        return cur, kind, None, mask.get(cur, 0)
+    nodes[cur_node.id] = cur_node
+    return cur_node.id, kind, cur_node, mask.get(cur_node.id, 0)
 
 
-def _link(cur_kind: str, cur: str, cur_node: Switch | CA, rkind: str, rid: str, known: Switch | CA) -> None:
-    """Record a new cable between the block's node and the remote one: switch peers (counted per
-    cable), or a CA's switches and a switch's CAs. Once per cable."""
-    if cur_kind == "S":
-        if rkind == "S":
-            if rid != cur:
-                pa, pb = cur_node.peers, known.peers  # type: ignore[union-attr]
-                pa[rid] = pa.get(rid, 0) + 1
-                pb[cur] = pb.get(cur, 0) + 1
-        elif cur not in known.switches:  # type: ignore[union-attr]
-            known.switches.append(cur)  # type: ignore[union-attr]
-            cur_node.cas.append(rid)  # type: ignore[union-attr]
-    elif rkind == "S" and rid not in cur_node.switches:  # type: ignore[union-attr]
-        cur_node.switches.append(rid)  # type: ignore[union-attr]
-        known.cas.append(cur)  # type: ignore[union-attr]
+def _remote(
+    fab: Fabric, ids: _Ids, rid: str, okind: str, ohex: str, comment: str | None, lineno: int
+) -> Switch | CA | None:
+    """The far end of a port line when it is new or has no description yet (None: a router)."""
+    if not rid:
+        if okind == "R":
+            return None
+        rid = ids.odd_id(okind, ohex)
+    q = _QUOTED.search(comment or "")
+    desc = q.group(1) if q else None
+    if rid[0] == "S":
+        return fab.switch(rid, desc, lineno)
+    return fab.ca(rid, desc, lineno) if rid[0] == "H" else None
 
 
 def parse_default(text: Text, source: str = "<text>") -> Fabric:
     """Parse the default ``ibnetdiscover`` output (``Switch``/``Ca`` blocks with ``[port]`` lines)."""
+    with bulk_build():
+        return _parse_default(text, source)
+
+
+def _parse_default(text: Text, source: str) -> Fabric:
     fab = Fabric(source=source, kind="ibnetdiscover")
     ids = _Ids(fab)
+    nodes: dict[str, Switch | CA] = {}  # every switch and HCA by id (one lookup per port line)
+    nodes_get = nodes.get
     mask: dict[str, int] = {}  # node id -> bit mask of its ports already linked (cables print twice)
     mask_get = mask.get
     big: set[tuple[str, int]] = set()  # the same for ports >= 256 (not valid IB, parsed as before)
     cur: str | None = None  # id of the node whose block we are in
-    cur_mask = 0  # mask[cur], kept at hand
+    cur_mask = 0  # mask[cur] while in its block (written back when the next block opens)
     cur_node: Switch | CA | None = None
     cur_kind = ""
     headers: dict[str, int] = {}  # node id -> line of its block header
-    sw_get, ca_get = fab.switches.get, fab.cas.get
-    port_match = _PORT.match
-    quoted = _QUOTED.search
+    tail_match = _TAIL.match
     lineno = 0
     for chunk in chunks(text):
         start = lineno
         rows, count = _rows(chunk) or _plain_rows(chunk)
-        for pre, pline, ps, ntype, nkind, nhex, ndesc, line in rows:
+        for pre, ps, tail, ntype, nkind, nhex, ndesc, line in rows:
             lineno += pre.count("\n") + 1 if pre else 1
-            if pline:  # a port line ("[<1 to 6 digits>]...") found by the regex pass
-                p = int(ps)  # the same cable printed from its other end: skip the regex (cur_mask is 0 outside a block)
+            if ps:  # a port line: the same cable printed from its other end? (cur_mask is 0 outside a block)
+                p = int(ps)
                 if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
                     continue
-                m = port_match(pline)
-                if m is None:
-                    raise FabricError(f"cannot parse port line: {_clip(pline)}", source, lineno)
-                ps, rkind, rhex, rps, comment = m.group(1, 3, 4, 5, 7)
-                line = pline
-            elif line:  # the checks line by line
+                m = tail_match(tail)
+                if m is not None:
+                    rid, okind, ohex, rps, comment = m.groups()
+                else:  # not as _PORT takes it: the plain checks name the fault
+                    line = "[" + ps + "]" + tail.rstrip()
+            if line:  # not split by the regex pass: the checks line by line
                 got = _plain_line(line, cur, cur_mask, big, source, lineno)
                 if got is None:
                     continue
-                ps, rkind, rhex, rps, comment, ntype, nkind, nhex, ndesc = got
+                ps, rid, okind, ohex, rps, comment, ntype, nkind, nhex, ndesc = got
+                p = int(ps) if ps else 0
             if not ps:  # a node line: Switch / Ca / Rt
-                cur, cur_kind, cur_node = _open_block(fab, ids, headers, (ntype, nkind, nhex, ndesc), source, lineno)
-                cur_mask = mask_get(cur, 0)
+                node, prev = (ntype, nkind, nhex, ndesc), (nodes, mask, cur, cur_mask)
+                cur, cur_kind, cur_node, cur_mask = _open_block(fab, ids, headers, node, prev, source, lineno)
                 continue
             if cur is None:
                 raise FabricError("port line outside a Switch/Ca block", source, lineno)
-            if len(ps) > _MAX_PORT_DIGITS or len(rps) > _MAX_PORT_DIGITS:
-                raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
-            if rkind == "S":
-                rid = "S-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("S", rhex)
-                known: Switch | CA | None = sw_get(rid)
-            elif rkind == "H":
-                rid = "H-" + rhex if len(rhex) == 16 and rhex.lower() == rhex else ids.odd_id("H", rhex)
-                known = ca_get(rid)
-            else:
-                continue  # routers: links through them are not part of a Slurm tree
+            known = nodes_get(rid)  # None for a non-canonical id (rid None): _remote makes it
             if known is None or not known.desc:
-                q = quoted(comment or "")
-                desc = q.group(1) if q else None
-                known = fab.switch(rid, desc, lineno) if rkind == "S" else fab.ca(rid, desc, lineno)
+                known = _remote(fab, ids, rid, okind, ohex, comment, lineno)
+                if known is None:
+                    continue  # routers: links through them are not part of a Slurm tree
+                nodes[known.id] = known
             rid = known.id  # one string object per device
             if cur_kind == "R":
                 continue
-            port, rport = int(ps), int(rps)
-            if port < _MASK_PORTS:
-                if (cur_mask >> port) & 1:
+            if p < _MASK_PORTS:  # checked again: the plain loop's port numbers may be other digits
+                if (cur_mask >> p) & 1:
                     continue
-                cur_mask |= 1 << port
-                mask[cur] = cur_mask
-            elif (cur, port) in big:
+                cur_mask |= 1 << p
+            elif (cur, p) in big:
                 continue
             else:
-                big.add((cur, port))
+                big.add((cur, p))
+            rport = int(rps)
             if rport >= _MASK_PORTS:
                 big.add((rid, rport))
-            elif rid is cur or rid == cur:
+            elif rid is cur:
                 cur_mask |= 1 << rport
-                mask[cur] = cur_mask
             else:
                 mask[rid] = mask_get(rid, 0) | (1 << rport)
-            _link(cur_kind, cur, cur_node, rkind, rid, known)  # type: ignore[arg-type]
+            if cur_kind == "S":
+                if rid[0] == "S":
+                    if rid is not cur:  # switch peers, counted per cable
+                        pa, pb = cur_node.peers, known.peers  # type: ignore[union-attr]
+                        pa[rid] = pa.get(rid, 0) + 1
+                        pb[cur] = pb.get(cur, 0) + 1
+                elif cur not in known.switches:  # type: ignore[union-attr]
+                    known.switches.append(cur)  # type: ignore[union-attr]
+                    cur_node.cas.append(rid)  # type: ignore[union-attr]
+            elif rid[0] == "S" and rid not in cur_node.switches:  # type: ignore[union-attr]
+                cur_node.switches.append(rid)  # type: ignore[union-attr]
+                known.cas.append(cur)  # type: ignore[union-attr]
         lineno = start + count
     return fab.finish()
 

@@ -8,7 +8,10 @@ switches it is cabled to. No Ansible imports.
 
 from __future__ import annotations
 
+import gc
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
@@ -195,3 +198,17 @@ def merge_into(dst: Fabric, src: Fabric) -> None:
             dst.link_ca(ca.id, sid)
     for host, dom in src.domains.items():
         dst.domains.setdefault(host, dom)
+
+
+@contextmanager
+def bulk_build() -> Iterator[None]:
+    """Build a fabric's hundreds of thousands of objects (none in a reference cycle) without the
+    cycle collector walking the growing heap again and again (about a tenth of a 16,384-host
+    parse); it is switched back on afterwards, errors included."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

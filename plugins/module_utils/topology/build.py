@@ -49,31 +49,29 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.names impor
 MAX_DEPTH = 20
 
 
-# ---------------------------------------------------------------- union-find
+# ---------------------------------------------------------------- connected components
 
 
-class _DSU:
-    __slots__ = ("p",)
-
-    def __init__(self) -> None:
-        self.p: dict = {}
-
-    def find(self, x):
-        p = self.p
-        p.setdefault(x, x)
-        root = x
-        while p[root] != root:
-            root = p[root]
-        while p[x] != root:
-            p[x], x = root, p[x]
-        return root
-
-    def union(self, a, b) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            if rb < ra:
-                ra, rb = rb, ra
-            self.p[rb] = ra
+def _components(order: Iterable[str], links: Callable[[str], Iterable[str]]) -> dict[str, list[str]]:
+    """Connected components by one walk: each keyed by its smallest member (``order`` is sorted,
+    so the first member met starts its component), members sorted; ``links(x)`` the neighbours of x."""
+    label: dict[str, str] = {}
+    comps: dict[str, list[str]] = {}
+    for s in order:
+        if s in label:
+            continue
+        label[s] = s
+        members = [s]
+        stack = [s]
+        while stack:
+            for y in links(stack.pop()):
+                if y not in label:
+                    label[y] = s
+                    members.append(y)
+                    stack.append(y)
+        members.sort()
+        comps[s] = members
+    return comps
 
 
 # ---------------------------------------------------------------- the algorithm
@@ -192,7 +190,7 @@ def _collect_hosts(
     out = _Hosts()
     sw_all = fabric.switches
     for ca in fabric.cas.values():
-        links = [s for s in ca.switches if s not in drop_sw]
+        links = [s for s in ca.switches if s not in drop_sw] if drop_sw else ca.switches
         if ca.kind == SHARP:
             out.sharp += 1
             continue
@@ -284,7 +282,7 @@ def _tiers(alive: list, leaf_hosts: dict[str, list[str]], sw_all: dict) -> _Tier
     alive_ids = {s.id for s in alive}
     # dangling switches: no hosts and at most one switch neighbour (empty leaves, cables to nowhere)
     # add no path between hosts; left in, they would pose as a top tier
-    deg = {s.id: sum(1 for p in s.peers if p in alive_ids) for s in alive}
+    deg = {s.id: len(s.peers.keys() & alive_ids) for s in alive}
     queue = sorted(sid for sid, d in deg.items() if d <= 1 and sid not in leaf_hosts)
     gone: set[str] = set()
     while queue:
@@ -350,22 +348,15 @@ class _Entities:
         asymmetric: list[dict] = []
         for t in sorted(by_tier):
             sws = sorted(by_tier[t])
-            dsu = _DSU()
             kids: dict[str, set[int]] = {}
-            first_with: dict[int, str] = {}
+            by_child: dict[int, list[str]] = {}  # child entity -> the switches reaching it
             for s in sws:
                 ch = {self.of[p] for p in sw_all[s].peers if tier.get(p) == t - 1 and p in self.of}
                 kids[s] = ch
-                dsu.find(s)
                 for c in ch:
-                    f = first_with.get(c)
-                    if f is None:
-                        first_with[c] = s
-                    else:
-                        dsu.union(f, s)
-            comps: dict[str, list[str]] = {}
-            for s in sws:
-                comps.setdefault(dsu.find(s), []).append(s)
+                    by_child.setdefault(c, []).append(s)
+            # switches reaching a common child, transitively; each child's list is walked once
+            comps = _components(sws, lambda s, k=kids, b=by_child: (y for c in k[s] for y in b.pop(c, ())))
             for root in sorted(comps):
                 members = comps[root]
                 union: set[int] = set()
@@ -398,19 +389,32 @@ class _Entities:
 
     def add_roots(self, tier: dict[str, int], sw_all: dict, host_leaves: dict[str, list[str]]) -> int:
         """One root per connected fabric (hosts join their rails); returns the number of fabrics."""
-        comp = _DSU()
-        for s in tier:
-            comp.find(s)
-            for p in sw_all[s].peers:
-                if p in tier:
-                    comp.union(s, p)
+        hosts_of: dict[str, list[list[str]]] = {}  # leaf -> leaf lists of its hosts (hosts join their rails)
         for lst in host_leaves.values():
-            for s in lst[1:]:
-                comp.union(lst[0], s)
+            if len(lst) > 1:
+                for s in lst:
+                    hosts_of.setdefault(s, []).append(lst)
+        comp_of: dict[str, str] = {}  # switch -> smallest switch of its connected fabric (one walk)
+        for first in sorted(tier):
+            if first in comp_of:
+                continue
+            comp_of[first] = first
+            stack = [first]
+            while stack:
+                x = stack.pop()
+                for p in sw_all[x].peers:
+                    if p not in comp_of and p in tier:
+                        comp_of[p] = first
+                        stack.append(p)
+                for lst in hosts_of.pop(x, ()):
+                    for p in lst:
+                        if p not in comp_of:
+                            comp_of[p] = first
+                            stack.append(p)
         tops: dict[str, list[int]] = {}
         for eid in range(len(self.members)):
             if self.parent[eid] is None and eid not in self.removed:
-                tops.setdefault(comp.find(self.members[eid][0]), []).append(eid)
+                tops.setdefault(comp_of.get(self.members[eid][0], self.members[eid][0]), []).append(eid)
         for key in sorted(tops):
             if len(tops[key]) > 1:
                 self.synthetic.append(self.add([], max(self.tier[x] for x in tops[key]) + 1, sorted(tops[key])))

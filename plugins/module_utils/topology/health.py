@@ -83,8 +83,9 @@ def uplink_anomalies(sw_all: dict, tier: dict[str, int]) -> list[dict]:
             mode, support = max(freq.items(), key=lambda kv: (kv[1], kv[0]))
             if (direction == "up" and mode == 0) or support < 2 or support * 2 <= len(counts):
                 continue
-            for s in sorted(counts, key=lambda x: natural_key(sw_all[x].name)):
-                if counts[s] < mode and len(out) < LIST_CAP:
+            low = [s for s, v in counts.items() if v < mode]  # few: only they are sorted by name
+            for s in sorted(low, key=lambda x: natural_key(sw_all[x].name)):
+                if len(out) < LIST_CAP:
                     out.append(
                         {
                             "switch": sw_all[s].name,
