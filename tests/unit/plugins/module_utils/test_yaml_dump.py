@@ -1,0 +1,56 @@
+"""yaml_dump's fast representer gives the bytes PyYAML's own SafeRepresenter gives."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.core.plugins.module_utils import yaml_dump
+
+# Strings whose implicit tag is not str (must be quoted), multi-line ones (literal blocks), unicode,
+# keys of mixed types (not sortable: PyYAML keeps their order), and types left to SafeRepresenter.
+CASES: list[Any] = [
+    {"b": 1, "a": [1, 2, {"z": None, "y": True}], "c": {}, "d": []},
+    ["1", "1.5", "true", "yes", "no", "null", "~", "", " lead", "trail ", "0x1F", "1e3", "2024-01-01", ".inf"],
+    {"script": "#!/bin/sh\necho hi\n", "no-newline-at-end": "a\nb", "trailing": "a\n\n", "tab": "\tx"},
+    {"unicode": "héllo ✓", "colon": "a: b", "hash": "a #b", "dash": "- x", "quote": 'it\'s "q"'},
+    {1: "int key", "s": "str key"},
+    {"float": 1.5, "nan": float("nan"), "big": 10**30, "neg": -3, "false": False},
+    {"date": datetime.date(2024, 1, 2), "bytes": b"\x00\x01", "set": {"x"}},
+    [[[]], [{}], {"nested": [{"deep": ["x", {"k": "v"}]}]}],
+    "plain",
+    None,
+    7,
+]
+
+
+def _reference(obj: Any) -> str:
+    """The dump before the fast path: SafeDumper (C emitter when there), _str, no aliases."""
+    base: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class Plain(base):  # type: ignore[misc,valid-type]
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    Plain.add_representer(str, yaml_dump._str)
+    kw = {"sort_keys": True, "default_flow_style": False, "allow_unicode": True, "width": 1_000_000, "indent": 2}
+    return yaml.dump(obj, Dumper=Plain, **kw)
+
+
+@pytest.mark.parametrize("obj", CASES, ids=range(len(CASES)))
+def test_same_bytes_as_safe_representer(obj: Any) -> None:
+    assert yaml_dump.dump(obj) == _reference(obj)
+
+
+def test_shared_values_are_not_aliased() -> None:
+    shared = {"k": ["v"]}
+    out = yaml_dump.dump({"a": shared, "b": shared})
+    assert "&" not in out and out == _reference({"a": shared, "b": shared})
+
+
+def test_unknown_type_still_refused() -> None:
+    with pytest.raises(yaml.representer.RepresenterError):
+        yaml_dump.dump({"x": object()})
