@@ -57,12 +57,14 @@ _SUFFIX = {
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
 
 
-def parse_quantity(value: Any) -> Fraction | None:
-    """A Kubernetes resource quantity (``500m``, ``64``, ``1990Gi``, ``1e3``) as an exact number."""
+def parse_quantity(value: Any) -> int | Fraction | None:
+    """A Kubernetes resource quantity (``500m``, ``64``, ``1990Gi``, ``1e3``) as an exact number:
+    an int when whole digits with a whole suffix (most of a snapshot: ``64``, ``2113363548Ki``; no
+    ``Fraction`` to build), else a Fraction."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return Fraction(value) if abs(value) < 10**30 else None
+        return value if abs(value) < 10**30 else None
     if isinstance(value, float):
         return Fraction(value) if math.isfinite(value) and abs(value) < 1e30 else None
     if not isinstance(value, str) or len(value) > 64:  # never str() of a container (alias bombs)
@@ -70,6 +72,8 @@ def parse_quantity(value: Any) -> Fraction | None:
     m = _QUANTITY.match(value.strip())
     if not m or not m.group(1).isascii() or (m.group(2) and abs(int(m.group(2)[1:])) > 30):
         return None
+    if m.group(1).isdigit() and not m.group(2) and type(_SUFFIX.get(m.group(3), 1)) is int:
+        return int(m.group(1)) * _SUFFIX.get(m.group(3), 1)
     try:
         number = Fraction(m.group(1))
     except (ValueError, ZeroDivisionError):

@@ -3,6 +3,8 @@ without expanding, strict integers, quantities."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand
@@ -66,3 +68,16 @@ def test_long_quantities_refused() -> None:
 def test_quantity_containers_never_stringified() -> None:
     assert parse_quantity([1, 2]) is None and parse_quantity({"a": 1}) is None
     assert parse_quantity(float("inf")) is None and parse_quantity(float("nan")) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("64", 64), ("2113363548Ki", 2113363548 * 1024), ("3k", 3000), ("1E", 10**18), ("007", 7), (" 8 ", 8),
+     ("500m", Fraction(1, 2)), ("1.5Gi", 3 * 2**29), ("0.5", Fraction(1, 2)), ("1e3", 1000), ("+2", 2),
+     ("-1", -1), ("250n", Fraction(1, 4_000_000)), ("12u", Fraction(3, 250_000))],
+)  # fmt: skip
+def test_quantities_exact(text: str, value: int | Fraction) -> None:
+    """Whole quantities come back as ints (no Fraction built), the rest as exact Fractions."""
+    got = parse_quantity(text)
+    assert got == value
+    assert (type(got) is int) == text.strip().rstrip("KkMGTPEi").isdigit()
