@@ -24,9 +24,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import 
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     LOCK_NAME,
     lock_text_at,
-    parse_lock,
-    parse_lock_owners,
-    read_lock,
+    parse_lock_entries,
+    read_lock_entries,
     render_lock,
     verify_lock,
 )
@@ -121,12 +120,12 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None, ba
     nodes = render_cache.cached_nodes(cluster, ccache)
     topo = render_cache.cached_topology(cluster, nodes, ccache, load_topology)
     lock_path = cluster.snapshot_dir / LOCK_NAME
-    previous = working = read_lock(lock_path, cluster.name)
-    owners = parse_lock_owners(lock_path.read_bytes(), str(lock_path)) if previous is not None else {}
+    previous, owners = read_lock_entries(lock_path, cluster.name) or (None, {})
+    working = previous
     if base is not None:
         text = lock_text_at(base, lock_path)
-        previous = parse_lock(text, f"{lock_path} (at {base})", cluster.name) if text is not None else None
-        owners = parse_lock_owners(text, f"{lock_path} (at {base})")
+        previous, owners = parse_lock_entries(text, f"{lock_path} (at {base})", cluster.name)
+        previous = previous if text is not None else None
     node_group = dict(topo.node_group) if topo is not None else {}
     assignment = assign(fleet, cluster.name, nodes, node_group, previous)
     if base is not None:

@@ -13,6 +13,14 @@ import pytest
 from hostile_cases import INV, snapshot
 from render_fixtures import REPO
 
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
+    LockError,
+    parse_lock,
+    parse_lock_entries,
+    parse_lock_owners,
+    read_lock_entries,
+)
+
 LOCK = INV / "snapshots/gpu-east/pools.lock.yaml"
 
 
@@ -94,3 +102,13 @@ def test_bad_base_revision(repo: Path) -> None:
         p = cli(repo, "--base", rev)
         assert p.returncode == 2, p.stderr
         assert "--base" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_one_parse_gives_both_maps() -> None:
+    """``read_lock_entries`` (the render's one parse) gives what the two single readers give."""
+    text = (REPO / LOCK).read_text()
+    nodes, owners = read_lock_entries(REPO / LOCK, "gpu-east") or ({}, {})
+    assert nodes and owners
+    assert (nodes, owners) == (parse_lock(text, "l", "gpu-east"), parse_lock_owners(text, "l"))
+    with pytest.raises(LockError, match="cluster: is 'gpu-east', expected 'other'"):
+        parse_lock_entries(text, "l", "other")
