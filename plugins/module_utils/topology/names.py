@@ -20,7 +20,11 @@ _NAT = re.compile(r"(\d+)")
 
 
 def natural_key(s: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in _NAT.split(s))
+    """``n10`` after ``n9``: the text with its digit runs as ints (split by a capturing group puts
+    them at the odd places; converting those by slice is half the time of a test per part)."""
+    parts: list = _NAT.split(s)
+    parts[1::2] = map(int, parts[1::2])
+    return tuple(parts)
 
 
 def hostlist_compress(names: Iterable[str]) -> str:
