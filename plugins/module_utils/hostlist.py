@@ -391,6 +391,9 @@ def _check_name(name: str, expr: str | None) -> None:
             )
 
 
+_ONE_NAME = re.compile(r"[^\[\],\t ]+")  # no bracket, no separator (_SEPARATORS)
+
+
 def _tokens(expr: str) -> list[str]:
     """Split on commas, tabs and spaces outside brackets (Slurm's ``_next_tok``)."""
     tokens: list[str] = []
@@ -495,6 +498,9 @@ def expand(expr: str) -> list[str]:
     """
     if not isinstance(expr, str):
         raise HostlistError(f"expected a string, got {type(expr).__name__}")
+    if _ONE_NAME.fullmatch(expr):  # one plain name (most calls: node lists): no per-character split
+        _check_name(expr, expr)
+        return [expr]
     out: list[str] = []
     for token in _tokens(expr):
         _expand_token(token, expr, out)

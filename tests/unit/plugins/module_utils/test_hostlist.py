@@ -288,3 +288,18 @@ def test_filters():
 def test_filter_errors(name, arg):
     with pytest.raises(AnsibleFilterError):
         FilterModule().filters()[name](arg)
+
+
+@pytest.mark.parametrize("name", ["gpu001", "a.b-c_d", "n", "x" * 63])
+def test_one_plain_name_expands_to_itself(name: str) -> None:
+    assert expand(name) == [name]
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [("n\x01", "contains"), ("n" + "9" * 21, "64-bit host index"), ("n]", "without '\\['"), ("n\n", "contains")],
+)
+def test_one_name_still_checked(expr: str, message: str) -> None:
+    """The single-name shortcut checks the name as the token path does."""
+    with pytest.raises(HostlistError, match=message):
+        expand(expr)
