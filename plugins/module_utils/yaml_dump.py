@@ -55,19 +55,49 @@ _STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bo
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 
 
+def _node_builder(dumper: Any) -> Callable[[Any], Any]:
+    """data -> the node tree SafeRepresenter makes of it (see _dumper), plain types by a closure."""
+    scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+    flow, sort, other = dumper.default_flow_style, dumper.sort_keys, dumper.represent_data
+
+    def node(data: Any) -> Any:
+        kind = type(data)
+        if kind is str:
+            return scalar(_STR, data, None, None, "|" if "\n" in data else None)
+        if kind is dict:
+            items = list(data.items())
+            if sort:
+                try:
+                    items = sorted(items)
+                except TypeError:
+                    pass
+            return mapping(_MAP, [(node(k), node(v)) for k, v in items], None, None, flow)
+        if kind is list:
+            return sequence(_SEQ, [node(v) for v in data], None, None, flow)
+        if kind is int:
+            return scalar(_INT, str(data), None, None, None)
+        if kind is bool:
+            return scalar(_BOOL, "true" if data else "false", None, None, None)
+        if data is None:
+            return scalar(_NULL, "null", None, None, None)
+        return other(data)  # SafeRepresenter (floats, dates, sets, ...; refuses unknown types)
+
+    return node
+
+
 @functools.lru_cache(maxsize=1)
 def _dumper() -> Any:
     """SafeDumper (libyaml's when there) with literal blocks for multi-line strings and no aliases.
 
     A render dumps some 2,600 files (10,000 nodes): PyYAML's representer, not the C emitter, was
-    most of that time. ``represent_data`` below builds the very nodes SafeRepresenter builds for the
+    most of that time. ``_node_builder`` builds the very nodes SafeRepresenter builds for the
     plain types we emit (dict, list, str, int, bool, None: exact types, as SafeRepresenter looks
     them up) without its per-value alias bookkeeping and MRO lookup, and hands anything else to
     SafeRepresenter; ``resolve`` remembers the implicit tag of a scalar (keys and values repeat
     across files; SafeDumper has no path resolvers, so the answer depends on value and flags only).
     Same nodes, same emitter: same bytes (tests/unit/plugins/module_utils/test_yaml_dump.py)."""
     base: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+    scalar = yaml.ScalarNode
     tags: dict[tuple[str, tuple[bool, bool]], str] = {}
 
     class Dumper(base):  # type: ignore[misc,valid-type]
@@ -84,31 +114,12 @@ def _dumper() -> Any:
                 tag = tags[value, implicit] = super().resolve(kind, value, implicit)
             return tag
 
-        def represent_data(self, data: Any) -> Any:
+        def represent(self, data: Any) -> None:
             if self.default_flow_style is None or self.default_style is not None:
-                return super().represent_data(data)  # not how dump() calls it: no shortcut
-            kind = type(data)
-            if kind is str:
-                return scalar(_STR, data, style="|" if "\n" in data else None)
-            if kind is dict:
-                items = list(data.items())
-                if self.sort_keys:
-                    try:
-                        items = sorted(items)
-                    except TypeError:
-                        pass
-                rep = self.represent_data
-                return mapping(_MAP, [(rep(k), rep(v)) for k, v in items], flow_style=self.default_flow_style)
-            if kind is list:
-                rep = self.represent_data
-                return sequence(_SEQ, [rep(v) for v in data], flow_style=self.default_flow_style)
-            if kind is int:
-                return scalar(_INT, str(data), style=None)
-            if kind is bool:
-                return scalar(_BOOL, "true" if data else "false", style=None)
-            if data is None:
-                return scalar(_NULL, "null", style=None)
-            return super().represent_data(data)
+                return super().represent(data)  # not how dump() calls it: no shortcut
+            self.serialize(_node_builder(self)(data))
+            self.represented_objects, self.object_keeper, self.alias_key = {}, [], None
+            return None
 
     Dumper.add_representer(str, _str)
     return Dumper
