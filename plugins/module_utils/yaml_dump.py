@@ -105,7 +105,7 @@ def _dumper() -> Any:
             return True
 
         def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-            if kind is not scalar:
+            if kind is not scalar or len(value) > 200:  # long values (scripts) are not kept alive
                 return super().resolve(kind, value, implicit)
             tag = tags.get((value, implicit))
             if tag is None:
