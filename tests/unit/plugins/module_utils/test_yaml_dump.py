@@ -21,6 +21,7 @@ CASES: list[Any] = [
     {"float": 1.5, "nan": float("nan"), "big": 10**30, "neg": -3, "false": False},
     {"date": datetime.date(2024, 1, 2), "bytes": b"\x00\x01", "set": {"x"}},
     [[[]], [{}], {"nested": [{"deep": ["x", {"k": "v"}]}]}],
+    {"long": "x" * 300, "long-int": "1" * 300, "long-script": "line\n" * 100},  # tags not remembered
     "plain",
     None,
     7,
