@@ -33,9 +33,9 @@ def health(tmp_path: Path, obj: dict[str, Any]) -> tuple[str, str]:
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-cm"}, "data": health_checks()}
     (tmp_path / "cm.yaml").write_text(yaml.safe_dump(cm))
     (tmp_path / "obj.yaml").write_text(yaml.safe_dump(obj))
+    cmd = [str(ARGOCD), "admin", "settings", "resource-overrides", "health", str(tmp_path / "obj.yaml")]
     p = subprocess.run(
-        [str(ARGOCD), "admin", "settings", "resource-overrides", "health", str(tmp_path / "obj.yaml")]
-        + ["--argocd-cm-path", str(tmp_path / "cm.yaml")],
+        [*cmd, "--argocd-cm-path", str(tmp_path / "cm.yaml")],
         capture_output=True,
         text=True,
         env=dict(os.environ, HOME=str(tmp_path)),
