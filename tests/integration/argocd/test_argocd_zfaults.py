@@ -88,14 +88,17 @@ def converged(bed: ArgoBed) -> bool:
     return all(n in apps and synced_healthy(apps[n]) for n in [*rendered_apps(bed), ROOT_APP])
 
 
-def seen(bed: ArgoBed, apps: list[str]) -> bool:
-    """The controller noticed the commit: one of ``apps`` is OutOfSync or its sync is running."""
+def seen(bed: ArgoBed, apps: list[str], rev: str) -> bool:
+    """The controller noticed commit ``rev``: one of ``apps`` is OutOfSync, syncing, or already at it."""
     live = bed.argocd.apps()
     for n in apps:
         st = live[n].get("status") or {}
-        if (st.get("sync") or {}).get("status") != "Synced" or (st.get("operationState") or {}).get(
-            "phase"
-        ) == "Running":
+        sync = st.get("sync") or {}
+        if (
+            sync.get("status") != "Synced"
+            or sync.get("revision") == rev
+            or (st.get("operationState") or {}).get("phase") == "Running"
+        ):
             return True
     return False
 
@@ -116,8 +119,9 @@ def test_fault_mid_sync_converges(argocd_bed: ArgoBed, synced: Synced, fault: st
         write_probe(bed, name, t)
     git(bed.repo, "add", "-A")
     git(bed.repo, "commit", "-qm", f"probes: {fault} killed mid-sync")
+    rev = git(bed.repo, "rev-parse", "HEAD").strip()
     t0 = time.monotonic()
-    wait_until(lambda: seen(bed, [f"{t}-host" for t in bed.tenants]), "the commit seen")
+    wait_until(lambda: seen(bed, [f"{t}-host" for t in bed.tenants], rev), "the commit seen")
     applied = sum(host_has(bed, name, t) for t in bed.tenants)
     back = FAULTS[fault](bed)
     wait_until(lambda: all(host_has(bed, name, t) for t in bed.tenants) and converged(bed), f"after {fault}")
