@@ -31,7 +31,10 @@
 # tears the whole instance down.
 #
 # Environment: GPUFLEET_BIN (default .build/bin; argocd and helm come from
-# there), GPUFLEET_ARGOCD_APP_RESYNC (controller --app-resync seconds, default 10).
+# there), GPUFLEET_ARGOCD_APP_RESYNC (controller --app-resync seconds, default 10),
+# GPUFLEET_ARGOCD_APP_RESYNC_JITTER (--app-resync-jitter seconds, default 0: Argo CD's
+# default of 60 delays every periodic refresh by a random 0-60 s, so a test's wait for a commit
+# varied by up to a minute per step).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,7 +42,7 @@ BIN="${GPUFLEET_BIN:-$ROOT/.build/bin}"
 
 die() { echo "tools/argocd.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/argocd.sh: $*" >&2; }
-usage() { sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,38p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd="${1:-}"; [[ -n "$cmd" ]] || usage; shift
 STATE="" KCFG="" OWNER_PID="" TIMEOUT=180 COMPONENT=""
@@ -138,7 +141,7 @@ c_controller() {
   exec "${IN[@]}" ARGOCD_BINARY_NAME=argocd-application-controller \
     ARGOCD_APPLICATION_CONTROLLER_PERSIST_RESOURCE_HEALTH=true "$BIN/argocd" \
     --namespace argocd --redis 127.0.0.1:6379 --repo-server 127.0.0.1:8081 --repo-server-plaintext \
-    --metrics-port 8082 --app-resync "$APP_RESYNC" --app-hard-resync 0 --self-heal-timeout-seconds 2 \
+    --metrics-port 8082 --app-resync "$APP_RESYNC" --app-resync-jitter "$APP_RESYNC_JITTER" --app-hard-resync 0 --self-heal-timeout-seconds 2 \
     --status-processors 4 --operation-processors 4 --loglevel info
 }
 mkdir -p "$STATE/restart"
@@ -212,6 +215,7 @@ NS='$NS'
 OWNER_PID='$OWNER_PID'
 FORWARDS='${FORWARDS[*]}'
 APP_RESYNC='${GPUFLEET_ARGOCD_APP_RESYNC:-10}'
+APP_RESYNC_JITTER='${GPUFLEET_ARGOCD_APP_RESYNC_JITTER:-0}'
 EOF
   write_runner
   STATE="$STATE" setsid "$STATE/run.sh" </dev/null >>"$STATE/logs/runner.log" 2>&1 &
