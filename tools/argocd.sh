@@ -130,8 +130,11 @@ c_redis() {
   exec "${IN[@]}" redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly no \
     --dir "$STATE/tmp" --protected-mode yes --daemonize no
 }
+# ARGOCD_RECONCILIATION_TIMEOUT: how long the repo-server keeps a resolved branch revision; an
+# install wires argocd-cm's timeout.reconciliation into it (upstream manifests), so it is the
+# controller's period here too (unset, 3 min: every commit waited up to 3 min to be seen)
 c_repo-server() {
-  exec "${IN[@]}" ARGOCD_BINARY_NAME=argocd-repo-server "$BIN/argocd" \
+  exec "${IN[@]}" ARGOCD_BINARY_NAME=argocd-repo-server ARGOCD_RECONCILIATION_TIMEOUT="${APP_RESYNC}s" "$BIN/argocd" \
     --address 127.0.0.1 --port 8081 --metrics-address 127.0.0.1 --metrics-port 8084 \
     --redis 127.0.0.1:6379 --disable-tls --parallelismlimit 4 --loglevel info
 }
