@@ -9,6 +9,7 @@
 #                        [--host NAME[=ADDR]]...
 #                        [--timeout SECS]
 #   tools/argocd.sh down STATE_DIR
+#   tools/argocd.sh restart STATE_DIR COMPONENT   (redis, repo-server, controller)
 #
 # The controller binds its metrics port on 0.0.0.0 (no flag changes that in
 # 3.2), so every Argo CD process runs in a network namespace that has only
@@ -24,10 +25,16 @@
 # `up` prints the namespace name on stdout once the controller is healthy.
 # With --owner-pid the processes die with that process. `down` kills the
 # process group, waits for every recorded pid, removes the namespace, its
-# /etc/netns entry and STATE_DIR.
+# /etc/netns entry and STATE_DIR. `restart` kills one component (SIGKILL: a
+# crash, mid-operation) and the runner starts it again with the same flags;
+# it returns once Argo CD answers again. Any other exit of a component still
+# tears the whole instance down.
 #
 # Environment: GPUFLEET_BIN (default .build/bin; argocd and helm come from
-# there), GPUFLEET_ARGOCD_APP_RESYNC (controller --app-resync seconds, default 10).
+# there), GPUFLEET_ARGOCD_APP_RESYNC (controller --app-resync seconds, default 10),
+# GPUFLEET_ARGOCD_APP_RESYNC_JITTER (--app-resync-jitter seconds, default 0: Argo CD's
+# default of 60 delays every periodic refresh by a random 0-60 s, so a test's wait for a commit
+# varied by up to a minute per step).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,10 +42,10 @@ BIN="${GPUFLEET_BIN:-$ROOT/.build/bin}"
 
 die() { echo "tools/argocd.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/argocd.sh: $*" >&2; }
-usage() { sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,38p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd="${1:-}"; [[ -n "$cmd" ]] || usage; shift
-STATE="" KCFG="" OWNER_PID="" TIMEOUT=180
+STATE="" KCFG="" OWNER_PID="" TIMEOUT=180 COMPONENT=""
 FORWARDS=() HOSTS=()
 while (($#)); do
   case "$1" in
@@ -49,7 +56,10 @@ while (($#)); do
     --timeout) TIMEOUT="$2"; shift 2 ;;
     -h|--help) usage ;;
     -*) die "unknown option $1" ;;
-    *) [[ -z "$STATE" ]] || die "only one STATE_DIR allowed"; STATE="$1"; shift ;;
+    *) if [[ -z "$STATE" ]]; then STATE="$1"
+       elif [[ "$cmd" == restart && -z "$COMPONENT" ]]; then COMPONENT="$1"
+       else die "only one STATE_DIR allowed"; fi
+       shift ;;
   esac
 done
 [[ -n "$STATE" ]] || usage
@@ -99,7 +109,7 @@ cd "$STATE"
 echo $$ >"$STATE/pids/runner"
 start() { # name cmd...
   local n="$1"; shift
-  "$@" >"$STATE/logs/$n.log" 2>&1 &
+  "$@" >>"$STATE/logs/$n.log" 2>&1 &
   echo $! >"$STATE/pids/$n"
 }
 shutdown() { trap '' TERM INT HUP; kill -TERM 0 2>/dev/null; sleep 2; kill -KILL 0 2>/dev/null; exit 0; }
@@ -111,27 +121,73 @@ if [[ -n "${OWNER_PID:-}" ]]; then
     kill -TERM 0 ) &
   echo $! >"$STATE/pids/owner-watch"
 fi
+# each component function execs its process (pids/NAME is that process, `restart` kills it)
 IN=(ip netns exec "$NS" env HOME="$STATE/home" TMPDIR="$STATE/tmp" PATH="$BIN:/usr/local/bin:/usr/bin:/bin"
     ARGOCD_FAKE_IN_CLUSTER=true KUBECONFIG="$STATE/kubeconfig" ARGOCD_GPG_ENABLED=false
     ARGOCD_LOG_FORMAT=text)
-start forward python3 "$ROOT/tools/netns-forward.py" "/run/netns/$NS" $FORWARDS
-start redis "${IN[@]}" redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly no \
-  --dir "$STATE/tmp" --protected-mode yes --daemonize no
-start repo-server "${IN[@]}" ARGOCD_BINARY_NAME=argocd-repo-server "$BIN/argocd" \
-  --address 127.0.0.1 --port 8081 --metrics-address 127.0.0.1 --metrics-port 8084 \
-  --redis 127.0.0.1:6379 --disable-tls --parallelismlimit 4 --loglevel info
+c_forward() { exec python3 "$ROOT/tools/netns-forward.py" "/run/netns/$NS" $FORWARDS; }
+c_redis() {
+  exec "${IN[@]}" redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly no \
+    --dir "$STATE/tmp" --protected-mode yes --daemonize no
+}
+# ARGOCD_RECONCILIATION_TIMEOUT: how long the repo-server keeps a resolved branch revision; an
+# install wires argocd-cm's timeout.reconciliation into it (upstream manifests), so it is the
+# controller's period here too (unset, 3 min: every commit waited up to 3 min to be seen)
+c_repo-server() {
+  exec "${IN[@]}" ARGOCD_BINARY_NAME=argocd-repo-server ARGOCD_RECONCILIATION_TIMEOUT="${APP_RESYNC}s" "$BIN/argocd" \
+    --address 127.0.0.1 --port 8081 --metrics-address 127.0.0.1 --metrics-port 8084 \
+    --redis 127.0.0.1:6379 --disable-tls --parallelismlimit 4 --loglevel info
+}
 # ARGOCD_APPLICATION_CONTROLLER_PERSIST_RESOURCE_HEALTH: as gpufleet's Argo CD values set
 # configs.params controller.resource.health.persist (render/platform.py argocd_values)
-start controller "${IN[@]}" ARGOCD_BINARY_NAME=argocd-application-controller \
-  ARGOCD_APPLICATION_CONTROLLER_PERSIST_RESOURCE_HEALTH=true "$BIN/argocd" \
-  --namespace argocd --redis 127.0.0.1:6379 --repo-server 127.0.0.1:8081 --repo-server-plaintext \
-  --metrics-port 8082 --app-resync "$APP_RESYNC" --app-hard-resync 0 --self-heal-timeout-seconds 2 \
-  --status-processors 4 --operation-processors 4 --loglevel info
-wait -n
+c_controller() {
+  exec "${IN[@]}" ARGOCD_BINARY_NAME=argocd-application-controller \
+    ARGOCD_APPLICATION_CONTROLLER_PERSIST_RESOURCE_HEALTH=true "$BIN/argocd" \
+    --namespace argocd --redis 127.0.0.1:6379 --repo-server 127.0.0.1:8081 --repo-server-plaintext \
+    --metrics-port 8082 --app-resync "$APP_RESYNC" --app-resync-jitter "$APP_RESYNC_JITTER" --app-hard-resync 0 --self-heal-timeout-seconds 2 \
+    --status-processors 4 --operation-processors 4 --loglevel info
+}
+mkdir -p "$STATE/restart"
+for c in forward redis repo-server controller; do start "$c" "c_$c"; done
+# a component whose restart was asked for (tools/argocd.sh restart) is started again; any other
+# exit tears the instance down
+while wait -n; [[ -n "$(ls -A "$STATE/restart" 2>/dev/null)" ]]; do
+  for m in "$STATE"/restart/*; do
+    c="${m##*/}"; rm -f "$m"
+    echo "restarting $c" >>"$STATE/logs/runner.log"
+    start "$c" "c_$c"
+  done
+done
 echo "a component exited; tearing down" >>"$STATE/logs/runner.log"
 shutdown
 EOF
   chmod +x "$STATE/run.sh"
+}
+
+argocd_healthy() {
+  ip netns exec "$NS" curl -fsS --max-time 2 http://127.0.0.1:8082/healthz >/dev/null 2>&1 &&
+    ip netns exec "$NS" curl -fsS --max-time 2 http://127.0.0.1:8084/metrics >/dev/null 2>&1
+}
+
+do_restart() {
+  [[ "$COMPONENT" == application-controller ]] && COMPONENT=controller
+  [[ "$COMPONENT" =~ ^(redis|repo-server|controller)$ ]] || die "restart: component is redis, repo-server or controller"
+  local old runner t0=$SECONDS deadline=$((SECONDS + TIMEOUT)) pid
+  old="$(cat "$STATE/pids/$COMPONENT" 2>/dev/null)" || die "no Argo CD running in $STATE"
+  runner="$(cat "$STATE/pids/runner")"
+  alive_pid "$old" || die "$COMPONENT (pid $old) is not running"
+  : >"$STATE/restart/$COMPONENT"
+  kill -KILL "$old"
+  while ((SECONDS < deadline)); do
+    pid="$(cat "$STATE/pids/$COMPONENT" 2>/dev/null || echo "$old")"
+    if [[ "$pid" != "$old" ]] && alive_pid "$pid" && argocd_healthy; then
+      log "$COMPONENT restarted (pid $old -> $pid) in $((SECONDS - t0))s"
+      return 0
+    fi
+    alive_pid "$runner" || die "the runner exited (see $STATE/logs/runner.log)"
+    sleep 0.2
+  done
+  die "$COMPONENT did not come back within ${TIMEOUT}s"
 }
 
 do_up() {
@@ -162,6 +218,7 @@ NS='$NS'
 OWNER_PID='$OWNER_PID'
 FORWARDS='${FORWARDS[*]}'
 APP_RESYNC='${GPUFLEET_ARGOCD_APP_RESYNC:-10}'
+APP_RESYNC_JITTER='${GPUFLEET_ARGOCD_APP_RESYNC_JITTER:-0}'
 EOF
   write_runner
   STATE="$STATE" setsid "$STATE/run.sh" </dev/null >>"$STATE/logs/runner.log" 2>&1 &
@@ -170,8 +227,7 @@ EOF
   local deadline=$((SECONDS + TIMEOUT)) runner
   runner="$(cat "$STATE/pids/runner" 2>/dev/null || echo 0)"
   while ((SECONDS < deadline)); do
-    if ip netns exec "$NS" curl -fsS --max-time 2 http://127.0.0.1:8082/healthz >/dev/null 2>&1 &&
-       ip netns exec "$NS" curl -fsS --max-time 2 http://127.0.0.1:8084/metrics >/dev/null 2>&1; then
+    if argocd_healthy; then
       log "Argo CD up in ${SECONDS}s (netns $NS, state $STATE)"
       echo "$NS"
       return 0
@@ -189,5 +245,6 @@ EOF
 case "$cmd" in
   up) do_up ;;
   down) do_down ;;
+  restart) do_restart ;;
   *) usage ;;
 esac

@@ -9,12 +9,15 @@
 #   tools/cluster.sh down [STATE_DIR]
 #   tools/cluster.sh env  [STATE_DIR]      prints: export KUBECONFIG=...
 #   tools/cluster.sh status [STATE_DIR]    exit 0 when running and /readyz ok
+#   tools/cluster.sh restart STATE_DIR COMPONENT   e.g. kube-apiserver
 #
 # STATE_DIR defaults to .build/cluster/default. `up` prints the admin
 # kubeconfig path on stdout once /readyz answers "ok". `down` kills the whole
 # process group, waits for every recorded pid to be gone and removes STATE_DIR.
 # With --owner-pid, the cluster tears itself down when that process dies (so a
-# killed test run leaves nothing behind).
+# killed test run leaves nothing behind). `restart` kills one component
+# (SIGKILL) and the runner starts it again with the same flags (the
+# apiserver on the same port and etcd); it returns once /readyz answers.
 #
 # Environment: GPUFLEET_BIN (default .build/bin), GPUFLEET_KWOK_STAGES
 # (default .build/share/kwok/stages.yaml), GPUFLEET_APISERVER_SANS (extra DNS
@@ -31,10 +34,11 @@ GPUFLEET_APISERVER_SANS="${GPUFLEET_APISERVER_SANS:-}"
 die() { echo "tools/cluster.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/cluster.sh: $*" >&2; }
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd="${1:-}"; [[ -n "$cmd" ]] || usage; shift
 STATE=""
+COMPONENT=""
 OWNER_PID=""
 TIMEOUT=120
 while (($#)); do
@@ -43,7 +47,10 @@ while (($#)); do
     --timeout) TIMEOUT="$2"; shift 2 ;;
     -h|--help) usage ;;
     -*) die "unknown option $1" ;;
-    *) [[ -z "$STATE" ]] || die "only one STATE_DIR allowed"; STATE="$1"; shift ;;
+    *) if [[ -z "$STATE" ]]; then STATE="$1"
+       elif [[ "$cmd" == restart && -z "$COMPONENT" ]]; then COMPONENT="$1"
+       else die "only one STATE_DIR allowed"; fi
+       shift ;;
   esac
 done
 STATE="${STATE:-$ROOT/.build/cluster/default}"
@@ -129,7 +136,7 @@ P="$STATE/pki"; K="$STATE/admin.kubeconfig"
 echo $$ >"$STATE/pids/runner"
 start() { # name cmd...
   local n="$1"; shift
-  "$@" >"$STATE/logs/$n.log" 2>&1 &
+  "$@" >>"$STATE/logs/$n.log" 2>&1 &
   echo $! >"$STATE/pids/$n"
 }
 # fork-free liveness (the shutdown path must stay fast on a loaded machine):
@@ -167,12 +174,16 @@ if [[ -n "${OWNER_PID:-}" ]]; then
   echo $! >"$STATE/pids/owner-watch"
 fi
 
-start etcd "$BIN/etcd" --name=n0 --data-dir="$STATE/etcd" \
+# each component is a function that execs its process (pids/NAME is that process)
+c_etcd() {
+  exec "$BIN/etcd" --name=n0 --data-dir="$STATE/etcd" \
   --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
   --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
   --initial-cluster="n0=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
   --unsafe-no-fsync --max-request-bytes=33554432 --quota-backend-bytes=8589934592 \
   --log-level=warn
+}
+start etcd c_etcd
 
 for _ in $(seq 1 300); do
   curl -fsS "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1 && break
@@ -180,7 +191,8 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 
-start kube-apiserver "$BIN/kube-apiserver" \
+c_kube-apiserver() {
+  exec "$BIN/kube-apiserver" \
   --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
   --cert-dir="$STATE/apiserver-certs" \
@@ -190,6 +202,8 @@ start kube-apiserver "$BIN/kube-apiserver" \
   --service-cluster-ip-range=10.96.0.0/16 --authorization-mode=Node,RBAC \
   --allow-privileged=true --endpoint-reconciler-type=none \
   --max-requests-inflight=800 --max-mutating-requests-inflight=400
+}
+start kube-apiserver c_kube-apiserver
 
 for _ in $(seq 1 600); do
   curl -fsS --cacert "$P/ca.crt" --cert "$P/admin.crt" --key "$P/admin.key" \
@@ -200,19 +214,32 @@ done
 
 A=(--kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K"
    --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false)
-start kube-controller-manager "$BIN/kube-controller-manager" "${A[@]}" \
-  --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
-  --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
-  --use-service-account-credentials=false
-start kube-scheduler "$BIN/kube-scheduler" "${A[@]}"
-start kwok "$BIN/kwok" --kubeconfig="$K" --config="$STATE/kwok-stages.yaml" \
-  --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-  --manage-nodes-with-label-selector= --manage-single-node= \
-  --node-lease-duration-seconds=40 --cidr=10.64.0.0/12 --node-ip=10.0.0.1
+c_kube-controller-manager() {
+  exec "$BIN/kube-controller-manager" "${A[@]}" \
+    --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+    --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
+    --use-service-account-credentials=false
+}
+c_kube-scheduler() { exec "$BIN/kube-scheduler" "${A[@]}"; }
+c_kwok() {
+  exec "$BIN/kwok" --kubeconfig="$K" --config="$STATE/kwok-stages.yaml" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --manage-nodes-with-label-selector= --manage-single-node= \
+    --node-lease-duration-seconds=40 --cidr=10.64.0.0/12 --node-ip=10.0.0.1
+}
+for c in kube-controller-manager kube-scheduler kwok; do start "$c" "c_$c"; done
 
-# Any component dying takes the whole cluster down: a half-alive cluster
-# only produces confusing test failures.
-wait -n
+# A component whose restart was asked for (tools/cluster.sh restart) is started
+# again. Any other component dying takes the whole cluster down: a half-alive
+# cluster only produces confusing test failures.
+mkdir -p "$STATE/restart"
+while wait -n; [[ -n "$(ls -A "$STATE/restart" 2>/dev/null)" ]]; do
+  for m in "$STATE"/restart/*; do
+    c="${m##*/}"; rm -f "$m"
+    echo "restarting $c" >>"$STATE/logs/runner.log"
+    start "$c" "c_$c"
+  done
+done
 echo "a component exited; tearing down" >>"$STATE/logs/runner.log"
 shutdown
 EOF
@@ -265,6 +292,27 @@ do_down() {
   done
   [[ -z "$procs" ]] || die "processes still alive after SIGKILL in $STATE: $(tr '\n' ' ' <<<"$procs")"
   rm -rf "$STATE"
+}
+
+do_restart() {
+  [[ "$COMPONENT" =~ ^(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok)$ ]] ||
+    die "restart: unknown component '$COMPONENT'"
+  local old pid t0=$SECONDS deadline=$((SECONDS + TIMEOUT))
+  old="$(cat "$STATE/pids/$COMPONENT" 2>/dev/null)" || die "no cluster running in $STATE"
+  runner_alive || die "no cluster running in $STATE"
+  : >"$STATE/restart/$COMPONENT"
+  kill -KILL "$old"
+  while ((SECONDS < deadline)); do
+    pid="$(cat "$STATE/pids/$COMPONENT" 2>/dev/null || echo "$old")"
+    if [[ "$pid" != "$old" ]] &&
+       [[ "$("$BIN/kubectl" --kubeconfig="$KCFG" --request-timeout=5s get --raw /readyz 2>/dev/null)" == ok ]]; then
+      log "$COMPONENT restarted (pid $old -> $pid) in $((SECONDS - t0))s"
+      return 0
+    fi
+    runner_alive || die "the runner exited (see $STATE/logs/runner.log)"
+    sleep 0.2
+  done
+  die "$COMPONENT did not come back within ${TIMEOUT}s"
 }
 
 do_up() {
@@ -340,6 +388,7 @@ case "$cmd" in
   up) do_up ;;
   down) do_down ;;
   env) [[ -f "$KCFG" ]] || die "no cluster in $STATE"; echo "export KUBECONFIG='$KCFG'" ;;
+  restart) [[ -d "$STATE" ]] || die "no cluster in $STATE"; do_restart ;;
   status) runner_alive && [[ "$("$BIN/kubectl" --kubeconfig="$KCFG" --request-timeout=5s get --raw /readyz 2>/dev/null)" == ok ]] ;;
   *) usage ;;
 esac

@@ -69,10 +69,16 @@ end
 return hs
 """
 
+# Slinky Controller/Accounting: the pinned slurm-operator (v1.2.1) keeps status.conditions but sets
+# none (later versions set SlurmReachable/Available): no conditions at all is Healthy with a message
+# saying readiness is not observed (the accounts Job retries, backoffLimit 20), not Progressing
+# forever; a False condition holds the wave, a True one releases it (docs/adr/fleet-whole.md).
 _CONDITIONS_LUA = """hs = {}
-hs.status = "Progressing"
-hs.message = "no status conditions from the operator yet"
-if obj.status ~= nil and obj.status.conditions ~= nil then
+hs.status = "Healthy"
+hs.message = "the operator sets no status conditions (slurm-operator 1.2): readiness not observed"
+if obj.status ~= nil and obj.status.conditions ~= nil and #obj.status.conditions > 0 then
+  hs.status = "Progressing"
+  hs.message = "no condition True yet"
   local ok = 0
   for _, c in ipairs(obj.status.conditions) do
     if c.status == "False" then

@@ -351,6 +351,23 @@ class LocalArgoCD:
         self.stop()
         return self.start(*self.wiring)
 
+    def restart_component(self, component: str) -> float:
+        """One Argo CD process killed (SIGKILL) and started again by the runner with the same flags
+        (``tools/argocd.sh restart``: redis, repo-server, controller); returns the seconds until Argo
+        CD answered again."""
+        t0 = time.monotonic()
+        p = subprocess.run(
+            ["bash", str(ARGOCD_SH), "restart", str(self.state_dir), component],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, GPUFLEET_BIN=str(BIN_DIR)),
+            check=False,
+            timeout=400,
+        )
+        if p.returncode != 0:
+            raise ArgoCDError(f"tools/argocd.sh restart {component} failed (exit {p.returncode}):\n{p.stderr}")
+        return time.monotonic() - t0
+
     def install_config(self) -> None:
         """Namespace, CRDs and the argocd-cm/argocd-rbac-cm/argocd-secret an install would create."""
         self.host.create_namespace("argocd")

@@ -29,7 +29,11 @@ host objects back up, ``enforceTolerations`` and ``fromHost`` node selection (th
 picked, not selected by label), the vCluster's own DNS.
 
 Host volumes: no provisioner runs here, so a host claim that is not pre-bound gets a hostPath
-volume made for it (a provisioner's job); the home claim binds to the rendered static NFS volume.
+volume made for it (a provisioner's job), deleted once its claim is gone (the ``Delete`` reclaim a
+provisioner performs); the home claim binds to the rendered static NFS volume.
+
+The syncer runs in ``vc-<t>``: the double syncs nothing for a tenant before that namespace exists or
+once it is being deleted (removing the tenant deletes the vCluster with it).
 
 Operators (their controllers cannot run: they need slurmctld/MariaDB processes):
 
@@ -359,7 +363,32 @@ class TenantDouble:
                     st.update(desired=want, readyReplicas=ready)
                 self._status(SLINKY, plural, obj, st)
 
+    def host_namespace_up(self) -> bool:
+        """The syncer runs in ``vc-<t>``: nothing syncs before it exists or once it is being deleted."""
+        try:
+            ns = self.hcore.read_namespace(self.ns)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return ns.metadata.deletion_timestamp is None
+
+    def reclaim(self) -> None:
+        """A provisioner's reclaim: a volume it made for this tenant (``Delete`` policy) goes once its
+        claim is gone."""
+        for pv in self.hcore.list_persistent_volume(label_selector="gpufleet.io/test-provisioned=true").items:
+            ref = pv.spec.claim_ref
+            if ref and ref.namespace == self.ns and pv.status.phase in ("Released", "Failed"):
+                try:
+                    self.hcore.delete_persistent_volume(pv.metadata.name)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+
     def step(self, host_node: dict[str, Any] | None) -> None:
+        self.reclaim()
+        if not self.host_namespace_up():
+            return
         if host_node is not None:
             self.copy_node(host_node)
         self.operators()

@@ -201,6 +201,24 @@ class LocalControlPlane:
                     out[f.name] = int(text)
         return out
 
+    def restart(self, component: str) -> float:
+        """Kill one component (SIGKILL) and have the runner start it again with the same flags
+        (``tools/cluster.sh restart``); returns the seconds until /readyz answered again."""
+        if self.state_dir is None:
+            raise ControlPlaneError("not started")
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            ["bash", str(CLUSTER_SH), "restart", str(self.state_dir), component],
+            capture_output=True,
+            text=True,
+            env=self._env(),
+            check=False,
+            timeout=300,
+        )
+        if proc.returncode != 0:
+            raise ControlPlaneError(f"tools/cluster.sh restart {component} failed: {proc.stderr}")
+        return time.monotonic() - t0
+
     def stop(self) -> None:
         """Kill every component and remove the state dir. Safe to call twice."""
         if self.state_dir is None:

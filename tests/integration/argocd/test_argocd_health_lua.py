@@ -1,0 +1,74 @@
+"""The operator CR health checks gpufleet puts in ``argocd-cm``, run by Argo CD's own Lua engine
+(``argocd admin settings resource-overrides health``, offline, the binary the bed runs).
+
+Slinky Controller/Accounting: the pinned slurm-operator v1.2.1 keeps ``status.conditions`` but sets
+none (``SlurmReachable``/``Available`` come in later versions), so a CR without conditions must not
+be Progressing forever (the tenant's later waves would never be created); a False condition holds
+the wave, a True one releases it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from argocd_harness import BIN_DIR
+
+from ansible_collections.gpufleet.core.plugins.module_utils.render.argocd import health_checks
+
+ARGOCD = BIN_DIR / "argocd"
+
+
+def health(tmp_path: Path, obj: dict[str, Any]) -> tuple[str, str]:
+    if not ARGOCD.exists():
+        pytest.skip("Argo CD; build it with tools/build.sh argocd")
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-cm"}, "data": health_checks()}
+    (tmp_path / "cm.yaml").write_text(yaml.safe_dump(cm))
+    (tmp_path / "obj.yaml").write_text(yaml.safe_dump(obj))
+    cmd = [str(ARGOCD), "admin", "settings", "resource-overrides", "health", str(tmp_path / "obj.yaml")]
+    p = subprocess.run(
+        [*cmd, "--argocd-cm-path", str(tmp_path / "cm.yaml")],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, HOME=str(tmp_path)),
+        check=True,
+        timeout=60,
+    )
+    out = dict(line.split(": ", 1) for line in p.stdout.splitlines() if ": " in line)
+    return out["STATUS"], out.get("MESSAGE", "")
+
+
+def cr(kind: str, conditions: list[dict[str, str]] | None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "slinky.slurm.net/v1beta1",
+        "kind": kind,
+        "metadata": {"name": "slurm", "namespace": "slurm"},
+        "spec": {},
+    }
+    if conditions is not None:
+        obj["status"] = {"conditions": conditions}
+    return obj
+
+
+@pytest.mark.parametrize("kind", ["Controller", "Accounting"])
+@pytest.mark.parametrize(
+    ("conditions", "want", "message"),
+    [
+        (None, "Healthy", "sets no status conditions"),  # v1.2.1: never writes a status
+        ([], "Healthy", "sets no status conditions"),
+        ([{"type": "SlurmReachable", "status": "False", "reason": "Unreachable"}], "Progressing", "Unreachable"),
+        ([{"type": "SlurmReachable", "status": "True", "message": "pong"}], "Healthy", "SlurmReachable: pong"),
+        ([{"type": "X", "status": "Unknown"}], "Progressing", "no condition True"),
+    ],
+)
+def test_slinky_cr_health(tmp_path: Path, kind: str, conditions: Any, want: str, message: str) -> None:
+    status, msg = health(tmp_path, cr(kind, conditions))
+    assert (status, message in msg) == (want, True), (status, msg)
