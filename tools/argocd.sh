@@ -147,20 +147,9 @@ c_controller() {
     --metrics-port 8082 --app-resync "$APP_RESYNC" --app-resync-jitter "$APP_RESYNC_JITTER" --app-hard-resync 0 --self-heal-timeout-seconds 2 \
     --status-processors 4 --operation-processors 4 --loglevel info
 }
-mkdir -p "$STATE/restart"
 for c in forward redis repo-server controller; do start "$c" "c_$c"; done
-# a component whose restart was asked for (tools/argocd.sh restart) is started again; any other
-# exit tears the instance down
-while wait -n; [[ -n "$(ls -A "$STATE/restart" 2>/dev/null)" ]]; do
-  for m in "$STATE"/restart/*; do
-    c="${m##*/}"; rm -f "$m"
-    echo "restarting $c" >>"$STATE/logs/runner.log"
-    start "$c" "c_$c"
-  done
-done
-echo "a component exited; tearing down" >>"$STATE/logs/runner.log"
-shutdown
 EOF
+  cat "$ROOT/tools/supervise.sh" >>"$STATE/run.sh"
   chmod +x "$STATE/run.sh"
 }
 

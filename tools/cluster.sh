@@ -228,21 +228,8 @@ c_kwok() {
     --node-lease-duration-seconds=40 --cidr=10.64.0.0/12 --node-ip=10.0.0.1
 }
 for c in kube-controller-manager kube-scheduler kwok; do start "$c" "c_$c"; done
-
-# A component whose restart was asked for (tools/cluster.sh restart) is started
-# again. Any other component dying takes the whole cluster down: a half-alive
-# cluster only produces confusing test failures.
-mkdir -p "$STATE/restart"
-while wait -n; [[ -n "$(ls -A "$STATE/restart" 2>/dev/null)" ]]; do
-  for m in "$STATE"/restart/*; do
-    c="${m##*/}"; rm -f "$m"
-    echo "restarting $c" >>"$STATE/logs/runner.log"
-    start "$c" "c_$c"
-  done
-done
-echo "a component exited; tearing down" >>"$STATE/logs/runner.log"
-shutdown
 EOF
+  cat "$ROOT/tools/supervise.sh" >>"$STATE/run.sh"
   chmod +x "$STATE/run.sh"
 }
 
