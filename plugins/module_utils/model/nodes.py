@@ -72,7 +72,7 @@ def parse_quantity(value: Any) -> int | Fraction | None:
     m = _QUANTITY.match(value.strip())
     if not m or not m.group(1).isascii() or (m.group(2) and abs(int(m.group(2)[1:])) > 30):
         return None
-    if m.group(1).isdigit() and not m.group(2) and type(_SUFFIX.get(m.group(3), 1)) is int:
+    if m.group(1).isdigit() and not m.group(2) and isinstance(_SUFFIX.get(m.group(3), 1), int):
         return int(m.group(1)) * _SUFFIX.get(m.group(3), 1)
     try:
         number = Fraction(m.group(1))

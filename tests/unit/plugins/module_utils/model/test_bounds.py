@@ -80,4 +80,4 @@ def test_quantities_exact(text: str, value: int | Fraction) -> None:
     """Whole quantities come back as ints (no Fraction built), the rest as exact Fractions."""
     got = parse_quantity(text)
     assert got == value
-    assert (type(got) is int) == text.strip().rstrip("KkMGTPEi").isdigit()
+    assert isinstance(got, int) == text.strip().rstrip("KkMGTPEi").isdigit()
