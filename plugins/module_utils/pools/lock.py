@@ -153,11 +153,6 @@ def parse_lock_entries(
     return _str_map(doc, "nodes", source, "node -> pool"), owners
 
 
-def parse_lock_owners(text: str | bytes | None, source: str = "<lock>") -> dict[str, str]:
-    """pool -> tenant as recorded in the lock (who owned each pool when it was written)."""
-    return _str_map(_doc(text, source, None), "owners", source, "pool -> tenant")
-
-
 def _scalar(s: str) -> str:
     if _PLAIN.match(s) and s.lower() not in _YAML_WORDS and not _looks_numeric(s):
         return s

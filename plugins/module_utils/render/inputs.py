@@ -124,8 +124,9 @@ def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None, ba
     working = previous
     if base is not None:
         text = lock_text_at(base, lock_path)
-        previous, owners = parse_lock_entries(text, f"{lock_path} (at {base})", cluster.name)
-        previous = previous if text is not None else None
+        previous, owners = (
+            parse_lock_entries(text, f"{lock_path} (at {base})", cluster.name) if text is not None else (None, {})
+        )
     node_group = dict(topo.node_group) if topo is not None else {}
     assignment = assign(fleet, cluster.name, nodes, node_group, previous)
     if base is not None:

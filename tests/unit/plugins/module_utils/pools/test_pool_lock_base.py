@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from hostile_cases import INV, snapshot
 from render_fixtures import REPO
 
@@ -17,7 +18,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     LockError,
     parse_lock,
     parse_lock_entries,
-    parse_lock_owners,
     read_lock_entries,
 )
 
@@ -105,10 +105,11 @@ def test_bad_base_revision(repo: Path) -> None:
 
 
 def test_one_parse_gives_both_maps() -> None:
-    """``read_lock_entries`` (the render's one parse) gives what the two single readers give."""
+    """``read_lock_entries`` (the render's one parse) gives the node map ``parse_lock`` gives and the
+    lock's owners as written."""
     text = (REPO / LOCK).read_text()
     nodes, owners = read_lock_entries(REPO / LOCK, "gpu-east") or ({}, {})
     assert nodes and owners
-    assert (nodes, owners) == (parse_lock(text, "l", "gpu-east"), parse_lock_owners(text, "l"))
+    assert (nodes, owners) == (parse_lock(text, "l", "gpu-east"), yaml.safe_load(text)["owners"])
     with pytest.raises(LockError, match="cluster: is 'gpu-east', expected 'other'"):
         parse_lock_entries(text, "l", "other")
