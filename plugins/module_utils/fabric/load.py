@@ -98,7 +98,6 @@ def _blocks(p: Path) -> Iterator[str]:
             raise FabricError(f"refused: larger than {MAX_FABRIC_BYTES} bytes", file=source)
         with p.open("rb") as f:
             offset = 0  # bytes before ``data``
-            nl = 0  # line breaks before ``data``
             parts: list[bytes] = []  # a line longer than a block, so far
             while True:
                 more = f.read(_BLOCK)
@@ -121,7 +120,7 @@ def _blocks(p: Path) -> Iterator[str]:
                             f"not UTF-8 text (byte {offset + e.start}); node descriptions must be ASCII: fix the"
                             " host's NodeDescription (rdma-ndd) and run discover again",
                             file=source,
-                            line=nl + data[: int(e.start)].count(b"\n") + 1,
+                            line=_lines_before(p, offset) + data[: int(e.start)].count(b"\n") + 1,
                         ) from None
                     m = _BAD_CHARS.search(text)
                     if m is not None:
@@ -130,7 +129,6 @@ def _blocks(p: Path) -> Iterator[str]:
                         raise FabricError(_NOT_UTF8, file=source, line=_line_at(before + text, len(before) + m.start()))
                     yield text
                 offset += cut
-                nl += data.count(b"\n")
     except IsADirectoryError:
         raise FabricError("is a directory, expected a fabric file", file=source) from None
     except FileNotFoundError:
@@ -139,25 +137,36 @@ def _blocks(p: Path) -> Iterator[str]:
         raise FabricError(f"cannot read fabric file: {e.strerror or e}", file=source) from None
 
 
-def _check_numbers(text: str, source: str, lines_before: int = 0) -> None:
-    """No number longer than MAX_DIGITS (one linear pass over the text in C)."""
+def _lines_before(p: Path, offset: int, chars: bool = False) -> int:
+    """Line breaks in the first ``offset`` bytes (``chars``: characters) of a file that decoded
+    cleanly that far: counted on an error path only, so a streamed read counts no lines."""
+    if chars:
+        with p.open(encoding="utf-8", newline="") as g:
+            return g.read(offset).count("\n")
+    with p.open("rb") as g:
+        return g.read(offset).count(b"\n")
+
+
+def _check_numbers(text: str, source: str, path: Path | None = None, chars_before: int = 0) -> None:
+    """No number longer than MAX_DIGITS (one linear pass over the text in C). ``text`` follows
+    ``chars_before`` characters of the file at ``path`` (for the line of a fault)."""
     if text.isascii():
         pos = text.encode("ascii").translate(_DIGITS_ONLY).find(_LONG_RUN)
     else:
         long = _LONG_NUMBER.search(text)
         pos = long.start() if long else -1
     if pos >= 0:
-        line = lines_before + text.count("\n", 0, pos) + 1
+        line = (_lines_before(path, chars_before, chars=True) if path else 0) + text.count("\n", 0, pos) + 1
         raise FabricError(f"refused: a number longer than {MAX_DIGITS} digits", file=source, line=line)
 
 
 def _scan(p: Path) -> tuple[str, bool, bool]:
     """Check a whole file before parsing it (encoding first, as for text): (head, any non-blank, any NUL)."""
     head, blank, nul = "", True, False
-    lines = 0
+    chars = 0
     for text in _blocks(p):
-        _check_numbers(text, str(p), lines)
-        lines += text.count("\n")
+        _check_numbers(text, str(p), p, chars)
+        chars += len(text)
         if len(head) < _HEAD:
             head += text[: _HEAD - len(head)]
         if blank and not text.isspace():
@@ -167,15 +176,15 @@ def _scan(p: Path) -> tuple[str, bool, bool]:
     return head, not blank, nul
 
 
-def _checked(blocks: Iterator[str], source: str, binary: bool) -> Iterator[str]:
+def _checked(blocks: Iterator[str], p: Path, binary: bool) -> Iterator[str]:
     """The blocks of a streamed file, each checked before the parser sees it: the checks of
     :func:`_scan` (``binary``: a NUL is the binary-file error), in one read of the file."""
-    lines = 0
+    chars = 0
     for text in blocks:
-        _check_numbers(text, source, lines)
+        _check_numbers(text, str(p), p, chars)
         if binary and "\x00" in text:
-            raise FabricError(_BINARY, file=source)
-        lines += text.count("\n")
+            raise FabricError(_BINARY, file=str(p))
+        chars += len(text)
         yield text
 
 
@@ -263,7 +272,7 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
     if got is not None:  # one read: the checks run block by block as the parser reads on
         head, first, rest = got
         k = _kind(kind, head, True, False, source)
-        blocks = _checked(itertools.chain(first, rest), source, kind == "auto")
+        blocks = _checked(itertools.chain(first, rest), p, kind == "auto")
     else:
         head, nonblank, nul = _scan(p)
         k = _kind(kind, head, nonblank, nul, source)
