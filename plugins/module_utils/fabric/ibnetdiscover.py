@@ -48,17 +48,18 @@ _ROWS = re.compile(
     r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*+)[ \t]*(?:"
     # a port line: its port number and the rest of the line
     r"\[([0-9]{1,6})\]([^\n]*)"
-    # a node line: _NODE on one line
-    r'|(Switch|Ca|Rt)[ \t]+\d+[ \t]+"([SHR])-([0-9a-fA-F]{1,16})"[ \t]*(?:#[ \t]*"([^"\n]*)"[^\n]*)?(?=\n)'
+    # a node line: _NODE on one line (anything may follow the description: the match ends there, and
+    # the search for the next row skips the rest of the line in C)
+    r'|(Switch|Ca|Rt)[ \t]+\d+[ \t]+"([SHR])-([0-9a-fA-F]{1,16})"[ \t]*(?:#[ \t]*"([^"\n]*)"|(?=\n))'
     # any other line (not blank, a comment or a header) for the plain checks and their errors
     r"|(?!" + _HDR + r")([^\n]*[^\s]))"
 )
 # The rest of a port line as _PORT takes it (ports of 1 to 6 digits): remote id (canonical, else
-# kind and hex), remote port, comment. A line it does not take goes to _plain_line for its error.
+# kind and hex), remote port. A line it does not take goes to _plain_line for its error.
 _TAIL = re.compile(
     r'(?:\[ext [0-9]+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*"(?:([SHR]-[0-9a-f]{16})|([SHR])-([0-9a-fA-F]{1,16}))"'
-    r"\[([0-9]{1,6})\](?:\[ext [0-9]+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*(?:#(.*))?$"
-)
+    r"\[([0-9]{1,6})\](?:\[ext [0-9]+\])?(?:\([0-9a-fA-F]{1,16}\))?[ \t]*(?:#|$)"
+)  # the comment is the rest of the line after the match: sliced for a new remote only
 _ODD = "\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip / str.splitlines treat as space or line break
 # pre, port, rest of a port line, node type, kind, hex, description, plain line
 _Row = tuple[str, str, str, str, str, str, str, str]
@@ -277,7 +278,7 @@ def _parse_default(text: Text, source: str) -> Fabric:
                     continue
                 m = tail_match(tail)
                 if m is not None:
-                    rid, okind, ohex, rps, comment = m.groups()
+                    rid, okind, ohex, rps = m.groups()
                 else:  # not as _PORT takes it: the plain checks name the fault
                     line = "[" + ps + "]" + tail.rstrip()
             if line:  # not split by the regex pass: the checks line by line
@@ -303,6 +304,8 @@ def _parse_default(text: Text, source: str) -> Fabric:
                 raise FabricError("port line outside a Switch/Ca block", source, lineno)
             known = nodes_get(rid)  # None for a non-canonical id (rid None): _remote makes it
             if known is None or not known.desc:
+                if not line:  # split by _TAIL (m): the comment follows its match
+                    comment = tail[m.end() :]  # type: ignore[union-attr]
                 known = _remote(fab, ids, rid, okind, ohex, comment, lineno)
                 if known is None:
                     continue  # routers: links through them are not part of a Slurm tree

@@ -122,9 +122,12 @@ class Fabric:
 
     def ca(self, cid: str, desc: str | None = None, line: int | None = None) -> CA:
         ca = self.cas.get(cid)
-        if ca is None:
-            ca = CA(cid, line=line)
-            self.cas[cid] = ca
+        if ca is None:  # made whole at once (a dump makes 10^5 of them)
+            if desc is None:
+                ca = self.cas[cid] = CA(cid, line=line)
+            else:
+                ca = self.cas[cid] = CA(cid, desc, *classify_ca(desc), line)
+            return ca
         if desc is not None and not ca.desc:
             ca.desc = desc
             ca.kind, ca.host, ca.device = classify_ca(desc)
