@@ -52,7 +52,9 @@ _ROWS = re.compile(
     # the search for the next row skips the rest of the line in C)
     r'|(Switch|Ca|Rt)[ \t]+\d+[ \t]+"([SHR])-([0-9a-fA-F]{1,16})"[ \t]*(?:#[ \t]*"([^"\n]*)"|(?=\n))'
     # any other line (not blank, a comment or a header) for the plain checks and their errors
-    r"|(?!" + _HDR + r")([^\n]*[^\s]))"
+    r"|(?!" + _HDR + r")([^\n]*[^\s])"
+    # the end of the block: the last match, its pre holding the lines after the last row
+    r"|\Z)"
 )
 # The rest of a port line as _PORT takes it (ports of 1 to 6 digits): remote id (canonical, else
 # kind and hex), remote port. A line it does not take goes to _plain_line for its error.
@@ -66,28 +68,31 @@ _Row = tuple[str, str, str, str, str, str, str, str]
 
 
 def _rows(chunk: str) -> tuple[list[_Row], int] | None:
-    """The block's rows from the one regex pass and its line count, or None for the plain loop.
+    """The block's rows from the one regex pass and the number of lines after the last row, or
+    None for the plain loop.
 
     Every line is accounted for: a line that is not blank, a comment or a header (those go into the
-    next row's ``pre``, or after the last row) is a row, the last alternative taking any line."""
+    next row's ``pre``, or the end match's) is a row, the last alternative taking any line. So the
+    lines of a block are the rows, their ``pre`` and the end's: nothing counts them again."""
     if not chunk.isascii() or any(c in chunk for c in _ODD):
         return None
-    t = "\n" + chunk if chunk.endswith("\n") else "\n" + chunk + "\n"
-    return _ROWS.findall(t), t.count("\n") - 1
+    rows = _ROWS.findall("\n" + chunk if chunk.endswith("\n") else "\n" + chunk + "\n")
+    return rows, rows.pop()[0].count("\n")  # the end match is always the last
 
 
 def _plain_rows(chunk: str) -> tuple[list[_Row], int]:
-    """The same rows, line by line (any text): every line but blanks, comments and headers, unparsed."""
+    """The same rows, line by line (any text): every line but blanks, comments and headers, unparsed;
+    and the number of lines after the last row."""
     rows: list[_Row] = []
-    gap = n = 0
-    for n, raw in enumerate(chunk.splitlines(), 1):  # noqa: B007 (n: the line count)
+    gap = 0
+    for raw in chunk.splitlines():
         line = raw.strip()
         if not line or line[0] == "#" or line.startswith(_HEADERS):
             gap += 1
             continue
         rows.append(("\n" * gap, "", "", "", "", "", "", line))
         gap = 0
-    return rows, n
+    return rows, gap
 
 
 def chunks(text: Text) -> Iterator[str]:
@@ -268,8 +273,7 @@ def _parse_default(text: Text, source: str) -> Fabric:
     tail_match = _TAIL.match
     lineno = 0
     for chunk in chunks(text):
-        start = lineno
-        rows, count = _rows(chunk) or _plain_rows(chunk)
+        rows, rest = _rows(chunk) or _plain_rows(chunk)
         for pre, ps, tail, ntype, nkind, nhex, ndesc, line in rows:
             lineno += pre.count("\n") + 1 if pre else 1
             if ps:  # a port line: the same cable printed from its other end? (cur_mask is 0 outside a block)
@@ -340,7 +344,7 @@ def _parse_default(text: Text, source: str) -> Fabric:
             elif rid[0] == "S" and rid not in cur_node.switches:  # type: ignore[union-attr]
                 cur_node.switches.append(rid)  # type: ignore[union-attr]
                 known.cas.append(cur)  # type: ignore[union-attr]
-        lineno = start + count
+        lineno += rest
     return fab.finish()
 
 
