@@ -20,7 +20,7 @@ Algorithm (linear in links; docs/adr/topology.md explains each step):
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,11 +54,11 @@ MAX_DEPTH = 20
 # ---------------------------------------------------------------- connected components
 
 
-def _components(order: Iterable[str], links: Callable[[str], Iterable[str]]) -> dict[str, list[str]]:
+def _components(order: Iterable[Any], links: Callable[[Any], Iterable[Any]]) -> dict[Any, list[Any]]:
     """Connected components by one walk: each keyed by its smallest member (``order`` is sorted,
     so the first member met starts its component), members sorted; ``links(x)`` the neighbours of x."""
-    label: dict[str, str] = {}
-    comps: dict[str, list[str]] = {}
+    label: dict[Any, Any] = {}
+    comps: dict[Any, list[Any]] = {}
     for s in order:
         if s in label:
             continue
@@ -131,7 +131,7 @@ def build_topology(
         "unnamed_hcas": sorted(hosts.unnamed, key=lambda d: d["guid"])[:LIST_CAP],
         "unnamed_hcas_count": len(hosts.unnamed),
         "sharp_nodes": hosts.sharp,
-        "uplink_anomalies": uplink_anomalies(sw_all, tiers.tier, links.up, links.down),
+        "uplink_anomalies": uplink_anomalies(sw_all, tiers.tier, links.up_cables, links.down_cables),
         "asymmetric_switches": asymmetric,
         "isolated_switches": tiers.isolated[:LIST_CAP],
         "dangling_switches": tiers.dangling[:LIST_CAP],
@@ -201,7 +201,7 @@ def _collect_hosts(
     """
     out = _Hosts()
     sw_all = fabric.switches
-    host_links: dict[str, list[str]] = {}  # host -> switch ids of its HCAs, hosts in order of first HCA
+    host_links: defaultdict[str, list[str]] = defaultdict(list)  # host -> switch ids of its HCAs, in HCA order
     for ca in fabric.cas.values():
         kind = ca.kind
         if kind == SHARP:
@@ -214,13 +214,8 @@ def _collect_hosts(
             continue
         links = [s for s in ca.switches if s not in drop_sw] if drop_sw else ca.switches
         if kind == HOST:
-            host = ca.host
-            if links and host is not None:
-                have = host_links.get(host)
-                if have is None:
-                    host_links[host] = list(links)
-                else:
-                    have += links
+            if links and ca.host is not None:
+                host_links[ca.host] += links
         elif kind == UNNAMED and links:
             out.unnamed.append(
                 {"guid": ca.id[2:], "description": ca.desc, "switch": ", ".join(sorted(sw_all[s].name for s in links))}
@@ -337,16 +332,16 @@ def _tiers(alive: list, leaf_hosts: dict[str, list[str]], sw_all: dict) -> _Tier
 
 
 class _TierLinks:
-    """Per tiered switch, its peers one tier down and one tier up.
+    """Per tiered switch, its peers one tier down, and its cables up and down.
 
     Tiers are hop distances from the leaves (a breadth-first walk), so cabled switches are at most one
     tier apart: the peers one tier down are all its lower peers, the ones one tier up all its upper
-    peers. Each set is a C-level intersection of the switch's peers with one tier, not a Python loop
-    over the 500,000 cables of a 16k-host fabric.
+    peers. Each is a C-level intersection of the switch's peers with one tier, not a Python loop
+    over the 500,000 cables of a 16k-host fabric; with one cable per peer (the usual case) the
+    cables are the number of peers.
     """
 
     def __init__(self, tier: dict[str, int], sw_all: dict) -> None:
-        self.tier = tier
         self.level: dict[int, set[str]] = {}  # tier -> its switches
         for s, t in tier.items():
             lv = self.level.get(t)
@@ -356,11 +351,21 @@ class _TierLinks:
                 lv.add(s)
         none: set[str] = set()
         self.down: dict[str, set[str]] = {}
-        self.up: dict[str, set[str]] = {}
+        self.up_cables: dict[str, int] = {}
+        self.down_cables: dict[str, int] = {}
         for s, t in tier.items():
-            peers = sw_all[s].peers.keys()
-            self.down[s] = peers & self.level.get(t - 1, none)
-            self.up[s] = peers & self.level.get(t + 1, none)
+            peers = sw_all[s].peers
+            down = peers.keys() & self.level.get(t - 1, none)
+            up = peers.keys() & self.level.get(t + 1, none)
+            self.down[s] = down
+            if set(peers.values()) <= _ONE:
+                self.up_cables[s], self.down_cables[s] = len(up), len(down)
+            else:
+                self.up_cables[s] = sum(map(peers.__getitem__, up))
+                self.down_cables[s] = sum(map(peers.__getitem__, down))
+
+
+_ONE = frozenset((1,))
 
 
 class _Entities:
@@ -393,28 +398,28 @@ class _Entities:
         for t in sorted(links.level):
             if t == 0:
                 continue
-            sws = sorted(links.level[t])
-            kids: dict[str, set[int]] = {}
-            by_child: dict[int, list[str]] = {}  # child entity -> the switches reaching it
-            for s in sws:
+            # switches reaching the same children (a rail plane of a pod: dozens) are taken together
+            reach: dict[frozenset[int] | str, list[str]] = {}  # children -> the switches reaching them
+            for s in sorted(links.level[t]):
                 ch = set(map(self.of.get, links.down[s]))
                 ch.discard(None)
-                kids[s] = ch  # type: ignore[assignment]
-                for c in ch:
-                    by_child.setdefault(c, []).append(s)
+                reach.setdefault(frozenset(ch) if ch else s, []).append(s)  # type: ignore[arg-type]
+            sets = [frozenset() if isinstance(k, str) else k for k in reach]  # by their first switch
+            by_child: dict[int, list[int]] = {}  # child entity -> the child sets holding it
+            for i, kids in enumerate(sets):
+                for c in kids:
+                    by_child.setdefault(c, []).append(i)
             # switches reaching a common child, transitively; each child's list is walked once
-            comps = _components(sws, lambda s, k=kids, b=by_child: (y for c in k[s] for y in b.pop(c, ())))
+            comps = _components(range(len(sets)), lambda i, k=sets, b=by_child: (y for c in k[i] for y in b.pop(c, ())))
+            rows = list(reach.values())
             for root in sorted(comps):
-                members = comps[root]
-                union: set[int] = set()
-                for s in members:
-                    union |= kids[s]
+                union = frozenset().union(*(sets[i] for i in comps[root]))
+                members = sorted(s for i in comps[root] for s in rows[i])
                 self.add(members, t, sorted(union))
+                short = {s: len(union - sets[i]) for i in comps[root] if sets[i] != union for s in rows[i]}
                 for s in members:
-                    if kids[s] != union and len(asymmetric) < LIST_CAP:
-                        asymmetric.append(
-                            {"switch": sw_all[s].name, "tier": t, "missing_children": len(union - kids[s])}
-                        )
+                    if s in short and len(asymmetric) < LIST_CAP:
+                        asymmetric.append({"switch": sw_all[s].name, "tier": t, "missing_children": short[s]})
         return asymmetric
 
     def drop_single_child_tops(self) -> None:

@@ -3,7 +3,7 @@ switches with fewer links than their tier, and whether the whole report is clean
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Mapping
 
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import natural_key
 
@@ -72,26 +72,24 @@ def healthy(h: dict) -> bool:
 
 
 def uplink_anomalies(
-    sw_all: dict, tier: dict[str, int], up_peers: Mapping[str, Set[str]], down_peers: Mapping[str, Set[str]]
+    sw_all: dict, tier: dict[str, int], up_cables: Mapping[str, int], down_cables: Mapping[str, int]
 ) -> list[dict]:
     """Switches with fewer cables up (or down) than most switches of their tier.
 
-    ``up_peers``/``down_peers``: each tiered switch's peers in higher/lower tiers (the cables to them
-    are summed; a set per switch, so the sums run in C).
+    ``up_cables``/``down_cables``: each tiered switch's cables to switches of higher/lower tiers.
     """
     up: dict[int, dict[str, int]] = {}
     down: dict[int, dict[str, int]] = {}
     for s, t in tier.items():
-        cables = sw_all[s].peers.__getitem__
         u = up.get(t)
         if u is None:
             u = up[t] = {}
-        u[s] = sum(map(cables, up_peers[s]))
+        u[s] = up_cables[s]
         if t > 0:
             d = down.get(t)
             if d is None:
                 d = down[t] = {}
-            d[s] = sum(map(cables, down_peers[s]))
+            d[s] = down_cables[s]
     out: list[dict] = []
     for direction, table in (("up", up), ("down", down)):
         for t in sorted(table):
