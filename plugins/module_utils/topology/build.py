@@ -229,7 +229,13 @@ def _collect_hosts(
             node_links[node] += lst
         else:
             node_links[node] = lst
-    out.host_leaves = {node: tuple(sorted(set(lst))) for node, lst in node_links.items()}
+    sorted_sets: dict[frozenset[str], tuple[str, ...]] = {}  # hosts of a unit share one leaf set: sorted once
+    for node, lst in node_links.items():
+        leaves = frozenset(lst)
+        key = sorted_sets.get(leaves)
+        if key is None:
+            key = sorted_sets[leaves] = tuple(sorted(leaves))
+        out.host_leaves[node] = key
     return out
 
 
@@ -297,9 +303,9 @@ def _tiers(alive: list, leaf_hosts: dict[str, list[str]], sw_all: dict) -> _Tier
     """Step 3: drop dangling switches, then tiers by hop distance from the leaves (BFS)."""
     alive_ids = {s.id for s in alive}
     # dangling switches: no hosts and at most one switch neighbour (empty leaves, cables to nowhere)
-    # add no path between hosts; left in, they would pose as a top tier (leaves never go: no degree)
-    deg = {s.id: len(s.peers.keys() & alive_ids) for s in alive if s.id not in leaf_hosts}
-    queue = sorted(sid for sid, d in deg.items() if d <= 1)
+    # add no path between hosts; left in, they would pose as a top tier. Peeling them one by one
+    # ends in the same set whatever the order; a switch's degree is counted only when a neighbour goes.
+    queue = sorted(s.id for s in alive if s.id not in leaf_hosts and _at_most_one(s.peers, alive_ids))
     gone: set[str] = set()
     while queue:
         sid = queue.pop()
@@ -307,9 +313,9 @@ def _tiers(alive: list, leaf_hosts: dict[str, list[str]], sw_all: dict) -> _Tier
             continue
         gone.add(sid)
         for p in sw_all[sid].peers:
-            if p in deg and p in alive_ids and p not in gone:
-                deg[p] -= 1
-                if deg[p] <= 1:
+            if p in alive_ids and p not in gone and p not in leaf_hosts:
+                peers = sw_all[p].peers.keys()
+                if len(peers & alive_ids) - len(peers & gone) <= 1:
                     queue.append(p)
     alive_ids -= gone
     tier: dict[str, int] = dict.fromkeys(leaf_hosts, 0)
@@ -329,6 +335,17 @@ def _tiers(alive: list, leaf_hosts: dict[str, list[str]], sw_all: dict) -> _Tier
         sorted((sw_all[sid].name for sid in gone), key=natural_key),
         sorted((s.name for s in alive if s.id not in tier and s.id not in gone), key=natural_key),
     )
+
+
+def _at_most_one(peers: Iterable[str], alive: set[str]) -> bool:
+    """Whether at most one of ``peers`` is alive (stops at the second)."""
+    n = 0
+    for p in peers:
+        if p in alive:
+            if n:
+                return False
+            n = 1
+    return True
 
 
 class _TierLinks:
