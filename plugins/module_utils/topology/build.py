@@ -103,7 +103,7 @@ def build_topology(
     group_entity = {k: ents.add(sorted(units.group_leaves[k]), 0) for k in sorted(units.group_leaves)}
     asymmetric = ents.fold_upper_tiers(links, sw_all)
     ents.drop_single_child_tops()
-    fabrics = ents.add_roots(tiers.tier, sw_all, hosts.host_leaves)
+    fabrics = ents.add_roots(links, sw_all, hosts.host_leaves)
 
     member_names = [natural_sorted(sw_all[m].name for m in mem) for mem in ents.members]
     names = name_entities(member_names, ents.tier, ents.removed)
@@ -359,6 +359,7 @@ class _TierLinks:
     """
 
     def __init__(self, tier: dict[str, int], sw_all: dict) -> None:
+        self.tier = tier
         self.level: dict[int, set[str]] = {}  # tier -> its switches
         for s, t in tier.items():
             lv = self.level.get(t)
@@ -370,11 +371,14 @@ class _TierLinks:
         self.down: dict[str, set[str]] = {}
         self.up_cables: dict[str, int] = {}
         self.down_cables: dict[str, int] = {}
+        self.lateral: list[str] = []  # switches with peers neither up nor down: same tier or untiered
         for s, t in tier.items():
             peers = sw_all[s].peers
             down = peers.keys() & self.level.get(t - 1, none)
             up = peers.keys() & self.level.get(t + 1, none)
             self.down[s] = down
+            if len(down) + len(up) < len(peers):
+                self.lateral.append(s)
             if set(peers.values()) <= _ONE:
                 self.up_cables[s], self.down_cables[s] = len(up), len(down)
             else:
@@ -456,36 +460,48 @@ class _Entities:
                 self.parent[self.children[eid][0]] = None
                 changed = True
 
-    def add_roots(self, tier: dict[str, int], sw_all: dict, host_leaves: dict[str, tuple[str, ...]]) -> int:
-        """One root per connected fabric (hosts join their rails); returns the number of fabrics."""
-        hosts_of: dict[str, list[tuple[str, ...]]] = {}  # leaf -> leaf sets of its hosts (hosts join their rails)
+    def add_roots(self, links: _TierLinks, sw_all: dict, host_leaves: dict[str, tuple[str, ...]]) -> int:
+        """One root per connected fabric (hosts join their rails); returns the number of fabrics.
+
+        The switches of one tree are connected (each reaches a child of its entity), and a cable
+        between two trees joins two switches of the same tier (neighbouring tiers are parent and
+        child), so fabrics are the trees joined by those cables and by hosts on leaves of several
+        trees: a union of a few thousand entities, not a walk over every cable. A fabric is keyed by
+        its smallest switch id.
+        """
+        up = list(range(len(self.members)))  # union-find over entities
+
+        def find(x: int) -> int:
+            while up[x] != x:
+                up[x] = up[up[x]]
+                x = up[x]
+            return x
+
+        def join(a: int, b: int) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                up[max(ra, rb)] = min(ra, rb)
+
+        for eid, kids in enumerate(self.children):  # removed tops too: their switches are in the fabric
+            for c in kids:
+                join(eid, c)
         for lst in dict.fromkeys(host_leaves.values()):  # hosts with the same leaves join them alike
-            if len(lst) > 1:
-                for s in lst:
-                    hosts_of.setdefault(s, []).append(lst)
-        tiered = set(tier)
-        comp_of: dict[str, str] = {}  # switch -> smallest switch of its connected fabric
-        for first in sorted(tier):
-            if first in comp_of:
-                continue
-            # one fabric, walked a tier of hops at a time with set operations (any order: same set)
-            seen = {first}
-            frontier = [first]
-            while frontier:
-                reached: set[str] = set()
-                for x in frontier:
-                    reached.update(sw_all[x].peers)
-                    for lst in hosts_of.pop(x, ()):
-                        reached.update(lst)
-                reached &= tiered
-                reached -= seen
-                seen |= reached
-                frontier = list(reached)
-            comp_of.update(dict.fromkeys(seen, first))
+            for s in lst[1:]:
+                join(self.of[lst[0]], self.of[s])
+        for s in links.lateral:
+            for p in sw_all[s].peers.keys() & links.level[links.tier[s]]:
+                join(self.of[s], self.of[p])
+        smallest: dict[int, str] = {}  # fabric -> its smallest switch id
+        for eid, mem in enumerate(self.members):
+            if mem:
+                r = find(eid)
+                m = min(mem)
+                if r not in smallest or m < smallest[r]:
+                    smallest[r] = m
         tops: dict[str, list[int]] = {}
         for eid in range(len(self.members)):
             if self.parent[eid] is None and eid not in self.removed:
-                tops.setdefault(comp_of.get(self.members[eid][0], self.members[eid][0]), []).append(eid)
+                tops.setdefault(smallest[find(eid)], []).append(eid)
         for key in sorted(tops):
             if len(tops[key]) > 1:
                 self.synthetic.append(self.add([], max(self.tier[x] for x in tops[key]) + 1, sorted(tops[key])))

@@ -141,3 +141,31 @@ def test_natural_sorted_matches_natural_key_on_random_names():
             for _ in range(rnd.randint(0, 8))
         ]
         assert natural_sorted(names) == sorted(names, key=natural_key)
+
+
+@pytest.mark.parametrize("join", ["spines", "leaves", "host"])
+def test_two_trees_joined_by_a_same_tier_cable_or_a_host_are_one_fabric(join):
+    # two spines with their own leaves fold into two trees; a cable between the spines (or between two
+    # leaves, or a host on a leaf of each) makes them one fabric, so one root goes above both
+    links = [("spinea", "leafa1", 1), ("spinea", "leafa2", 1), ("spineb", "leafb1", 1), ("spineb", "leafb2", 1)]
+    hosts = {"a1": ["leafa1"], "a2": ["leafa2"], "b1": ["leafb1"], "b2": ["leafb2"]}
+    if join == "spines":
+        links.append(("spinea", "spineb", 1))
+    elif join == "leaves":
+        links.append(("leafa2", "leafb1", 1))
+    else:  # more hosts on each leaf than the bridging one: the leaves stay in their own units
+        hosts.update({"a3": ["leafa2"], "b3": ["leafb1"], "x": ["leafa2", "leafb1"]})
+    fab = _fabric(["spinea", "spineb", "leafa1", "leafa2", "leafb1", "leafb2"], links, hosts)
+    topo = build_topology(fab)
+    assert topo.health["summary"]["fabrics"] == 1
+    assert topo.roots == ["root"] and topo.switches["root"].children == ["spinea", "spineb"]
+
+
+def test_separate_trees_stay_separate_fabrics():
+    fab = _fabric(
+        ["spinea", "spineb", "leafa1", "leafa2", "leafb1", "leafb2"],
+        [("spinea", "leafa1", 1), ("spinea", "leafa2", 1), ("spineb", "leafb1", 1), ("spineb", "leafb2", 1)],
+        {"a1": ["leafa1"], "a2": ["leafa2"], "b1": ["leafb1"], "b2": ["leafb2"]},
+    )
+    topo = build_topology(fab)
+    assert topo.health["summary"]["fabrics"] == 2 and topo.roots == ["spinea", "spineb"]
