@@ -30,6 +30,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import 
     SHARP,
     UNNAMED,
     Fabric,
+    bulk_build,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.health import (
     LIST_CAP,
@@ -92,6 +93,19 @@ def build_topology(
     (node -> NVLink clique / accelerator domain, e.g. from :func:`fabric_labels.domains_from_nodes`)
     overrides the domains the fabric input carried.
     """
+    # tens of thousands of new lists, tuples and dicts and no reference cycle: without the cycle
+    # collector running on the way, which would walk the whole fabric again and again
+    with bulk_build():
+        return _build(fabric, node_map, nodes, exclude, domains)
+
+
+def _build(
+    fabric: Fabric,
+    node_map: object,
+    nodes: str | Iterable[str] | None,
+    exclude: Iterable[str] | str | None,
+    domains: Mapping[str, str] | None,
+) -> Topology:
     excluded = exclude_matcher(exclude) if exclude else None
     sw_all = fabric.switches
     drop_sw = {s.id for s in sw_all.values() if excluded(s.name) or excluded(s.desc)} if excluded else set()
