@@ -151,9 +151,9 @@ def _build(
         "dangling_switches": tiers.dangling[:LIST_CAP],
         "excluded": {
             "hcas": hosts.excluded_hcas,
-            "switches": sorted((sw_all[s].name for s in drop_sw), key=natural_key)[:LIST_CAP],
+            "switches": natural_sorted(sorted(sw_all[s].name for s in drop_sw))[:LIST_CAP],
         },
-        "unmapped_hosts": sorted(set(hosts.unmapped), key=natural_key)[:LIST_CAP],
+        "unmapped_hosts": natural_sorted(sorted(set(hosts.unmapped)))[:LIST_CAP],
         "synthetic_roots": sorted(names[e] for e in ents.synthetic),
         "nodes_not_in_fabric": [],
         "fabric_not_in_nodes": [],
@@ -346,7 +346,7 @@ def _tiers(alive: list, leaf_hosts: dict[str, list[str]], sw_all: dict) -> _Tier
         t += 1
     return _Tiers(
         tier,
-        sorted((sw_all[sid].name for sid in gone), key=natural_key),
+        natural_sorted(sorted(sw_all[sid].name for sid in gone)),
         sorted((s.name for s in alive if s.id not in tier and s.id not in gone), key=natural_key),
     )
 

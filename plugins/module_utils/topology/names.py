@@ -35,7 +35,9 @@ def natural_sorted(names: Iterable[str]) -> list[str]:
 
     Names that are equal once each ASCII digit reads 0 (``gpu0007``, ``gpu0123``) have their digit
     runs at the same places and of the same length, so plain string order is natural order; any
-    other mix (``n9``/``n10``, ``n01``/``n1``) is sorted by :func:`natural_key`.
+    other mix (``n9``/``n10``, ``n01``/``n1``) is sorted by :func:`natural_key`. Names with equal
+    keys (``n01``, ``n1``) keep their order: give a set sorted (``natural_sorted(sorted(s))``) so the
+    result does not depend on the order a set hands them in.
     """
     out = list(names)
     if len(out) > 1:

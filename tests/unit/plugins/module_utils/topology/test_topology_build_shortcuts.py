@@ -2,7 +2,8 @@
 
 Each case is one where the obvious cheaper rule would be wrong: counting distinct leaf sets instead
 of hosts, folding only switches with identical children, taking a switch's degree once, counting
-peers instead of cables, sorting names as plain strings.
+peers instead of cables, sorting names as plain strings. And names with equal natural keys come in
+text order, not in the order a set hands them in.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import natural_key, natural_sorted
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import render_tree, slinky_topology_spec
 
 
 def _fabric(switches: list[str], links: list[tuple[str, str, int]], hosts: dict[str, list[str]]) -> Fabric:
@@ -169,3 +170,18 @@ def test_separate_trees_stay_separate_fabrics():
     )
     topo = build_topology(fab)
     assert topo.health["summary"]["fabrics"] == 2 and topo.roots == ["spinea", "spineb"]
+
+
+def test_names_with_equal_natural_keys_come_in_text_order_not_set_order():
+    # n2 and n02 have the same natural key: sorted out of a set they came in hash order, which
+    # changes with PYTHONHASHSEED; they come in text order now
+    fab = _fabric(
+        ["spine", "leaf1", "leaf2"],
+        [("spine", "leaf1", 1), ("spine", "leaf2", 1)],
+        {"n2": ["leaf1"], "n02": ["leaf2"], "n002": ["leaf1"], "m1": ["leaf2"]},
+    )
+    topo = build_topology(fab)
+    assert list(slinky_topology_spec(topo)) == ["m1", "n002", "n02", "n2"]
+    sub = topo.subset(["n2", "x3", "x03", "x003"])
+    assert sub.health["nodes_not_in_fabric"] == ["x003", "x03", "x3"]
+    assert sub.health["fabric_not_in_nodes"] == ["m1", "n002", "n02"]
