@@ -313,7 +313,7 @@ class _Tiers:
     isolated: list[str]
 
 
-def _tiers(alive: list, leaf_hosts: dict[str, list[str]], sw_all: dict) -> _Tiers:
+def _tiers(alive: list, leaf_hosts: Mapping[str, object], sw_all: dict) -> _Tiers:
     """Step 3: drop dangling switches, then tiers by hop distance from the leaves (BFS)."""
     alive_ids = {s.id for s in alive}
     # dangling switches: no hosts and at most one switch neighbour (empty leaves, cables to nowhere)
