@@ -20,6 +20,7 @@ Algorithm (linear in links; docs/adr/topology.md explains each step):
 from __future__ import annotations
 
 import re
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import 
     SHARP,
     UNNAMED,
     Fabric,
+    bulk_build,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.health import (
     LIST_CAP,
@@ -43,6 +45,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.names impor
     make_node_map,
     name_entities,
     natural_key,
+    natural_sorted,
     safe_name,
 )
 
@@ -52,11 +55,11 @@ MAX_DEPTH = 20
 # ---------------------------------------------------------------- connected components
 
 
-def _components(order: Iterable[str], links: Callable[[str], Iterable[str]]) -> dict[str, list[str]]:
+def _components(order: Iterable[Any], links: Callable[[Any], Iterable[Any]]) -> dict[Any, list[Any]]:
     """Connected components by one walk: each keyed by its smallest member (``order`` is sorted,
     so the first member met starts its component), members sorted; ``links(x)`` the neighbours of x."""
-    label: dict[str, str] = {}
-    comps: dict[str, list[str]] = {}
+    label: dict[Any, Any] = {}
+    comps: dict[Any, list[Any]] = {}
     for s in order:
         if s in label:
             continue
@@ -90,21 +93,36 @@ def build_topology(
     (node -> NVLink clique / accelerator domain, e.g. from :func:`fabric_labels.domains_from_nodes`)
     overrides the domains the fabric input carried.
     """
-    excluded = exclude_matcher(exclude)
+    # tens of thousands of new lists, tuples and dicts and no reference cycle: without the cycle
+    # collector running on the way, which would walk the whole fabric again and again
+    with bulk_build():
+        return _build(fabric, node_map, nodes, exclude, domains)
+
+
+def _build(
+    fabric: Fabric,
+    node_map: object,
+    nodes: str | Iterable[str] | None,
+    exclude: Iterable[str] | str | None,
+    domains: Mapping[str, str] | None,
+) -> Topology:
+    excluded = exclude_matcher(exclude) if exclude else None
     sw_all = fabric.switches
-    drop_sw = {s.id for s in sw_all.values() if excluded(s.name) or excluded(s.desc)}
-    hosts = _collect_hosts(fabric, make_node_map(node_map), excluded, drop_sw)
-    units = _fold_leaves(hosts.host_leaves, sw_all)
+    drop_sw = {s.id for s in sw_all.values() if excluded(s.name) or excluded(s.desc)} if excluded else set()
+    hosts = _collect_hosts(fabric, None if node_map is None else make_node_map(node_map), excluded, drop_sw)
+    units = _fold_leaves(hosts.host_leaves)
     tiers = _tiers([s for s in sw_all.values() if s.id not in drop_sw], units.leaf_hosts, sw_all)
+    links = _TierLinks(tiers.tier, sw_all)
     ents = _Entities()
     group_entity = {k: ents.add(sorted(units.group_leaves[k]), 0) for k in sorted(units.group_leaves)}
-    asymmetric = ents.fold_upper_tiers(tiers.tier, sw_all)
+    asymmetric = ents.fold_upper_tiers(links, sw_all)
     ents.drop_single_child_tops()
-    fabrics = ents.add_roots(tiers.tier, sw_all, hosts.host_leaves)
+    fabrics = ents.add_roots(links, sw_all, hosts.host_leaves)
 
-    names = name_entities(fabric, ents.members, ents.tier, ents.removed)
+    member_names = [natural_sorted(sw_all[m].name for m in mem) for mem in ents.members]
+    names = name_entities(member_names, ents.tier, ents.removed)
     switches, node_group = _tree_switches(
-        ents, names, sw_all, {n: names[group_entity[g]] for n, g in units.host_group.items()}
+        ents, names, member_names, {n: names[group_entity[g]] for n, g in units.host_group.items()}
     )
     roots = sorted((n for n, sw in switches.items() if sw.parent is None), key=natural_key)
     leaf_groups = _depth_first(switches, roots)
@@ -127,15 +145,15 @@ def build_topology(
         "unnamed_hcas": sorted(hosts.unnamed, key=lambda d: d["guid"])[:LIST_CAP],
         "unnamed_hcas_count": len(hosts.unnamed),
         "sharp_nodes": hosts.sharp,
-        "uplink_anomalies": uplink_anomalies(sw_all, tiers.tier),
+        "uplink_anomalies": uplink_anomalies(sw_all, tiers.tier, links.up_cables, links.down_cables),
         "asymmetric_switches": asymmetric,
         "isolated_switches": tiers.isolated[:LIST_CAP],
         "dangling_switches": tiers.dangling[:LIST_CAP],
         "excluded": {
             "hcas": hosts.excluded_hcas,
-            "switches": sorted((sw_all[s].name for s in drop_sw), key=natural_key)[:LIST_CAP],
+            "switches": natural_sorted(sorted(sw_all[s].name for s in drop_sw))[:LIST_CAP],
         },
-        "unmapped_hosts": sorted(set(hosts.unmapped), key=natural_key)[:LIST_CAP],
+        "unmapped_hosts": natural_sorted(sorted(set(hosts.unmapped)))[:LIST_CAP],
         "synthetic_roots": sorted(names[e] for e in ents.synthetic),
         "nodes_not_in_fabric": [],
         "fabric_not_in_nodes": [],
@@ -150,7 +168,7 @@ def build_topology(
 
 
 def _tree_switches(
-    ents: _Entities, names: list[str], sw_all: dict, node_group: dict[str, str]
+    ents: _Entities, names: list[str], member_names: list[list[str]], node_group: dict[str, str]
 ) -> tuple[dict[str, TreeSwitch], dict[str, str]]:
     """The named tree switches of the entities (removed ones left out), nodes under their leaf group."""
     switches: dict[str, TreeSwitch] = {}
@@ -162,21 +180,22 @@ def _tree_switches(
             nm,
             ents.tier[eid],
             list(ents.members[eid]),
-            sorted((names[c] for c in ents.children[eid]), key=natural_key),
+            natural_sorted(names[c] for c in ents.children[eid]),
             [],
             names[parent] if parent is not None else None,
-            sorted((sw_all[m].name for m in ents.members[eid]), key=natural_key),
+            member_names[eid],
         )
     for node, gname in node_group.items():
         switches[gname].nodes.append(node)
     for sw in switches.values():
-        sw.nodes.sort(key=natural_key)
+        if len(sw.nodes) > 1:
+            sw.nodes = natural_sorted(sw.nodes)
     return switches, node_group
 
 
 @dataclass
 class _Hosts:
-    host_leaves: dict[str, list[str]] = field(default_factory=dict)  # node -> sorted leaf switch ids
+    host_leaves: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> sorted leaf switch ids
     unnamed: list[dict] = field(default_factory=list)
     sharp: int = 0
     excluded_hcas: int = 0
@@ -184,47 +203,59 @@ class _Hosts:
 
 
 def _collect_hosts(
-    fabric: Fabric, mapper: Callable[[str], str | None], excluded: Callable[[str], bool], drop_sw: set[str]
+    fabric: Fabric,
+    mapper: Callable[[str], str | None] | None,
+    excluded: Callable[[str], bool] | None,
+    drop_sw: set[str],
 ) -> _Hosts:
-    """Step 1: which HCAs are hosts (by description), their node names and leaf switches."""
+    """Step 1: which HCAs are hosts (by description), their node names and leaf switches.
+
+    ``mapper`` None: node name = host name; ``excluded`` None: nothing excluded. The HCAs are
+    gathered per host first, so the mapping hook runs once per host, not once per rail.
+    """
     out = _Hosts()
     sw_all = fabric.switches
+    host_links: defaultdict[str, list[str]] = defaultdict(list)  # host -> switch ids of its HCAs, in HCA order
     for ca in fabric.cas.values():
-        links = [s for s in ca.switches if s not in drop_sw] if drop_sw else ca.switches
-        if ca.kind == SHARP:
+        kind = ca.kind
+        if kind == SHARP:
             out.sharp += 1
             continue
-        if excluded(ca.desc) or (ca.device and excluded(ca.device)) or (ca.host and excluded(ca.host)):
+        if excluded is not None and (
+            excluded(ca.desc) or (ca.device and excluded(ca.device)) or (ca.host and excluded(ca.host))
+        ):
             out.excluded_hcas += 1
             continue
-        if ca.kind == UNNAMED:
-            if links:
-                out.unnamed.append(
-                    {
-                        "guid": ca.id[2:],
-                        "description": ca.desc,
-                        "switch": ", ".join(sorted(sw_all[s].name for s in links)),
-                    }
-                )
-            continue
-        if ca.kind != HOST or not links or ca.host is None:
-            continue
-        node = mapper(ca.host)
+        links = [s for s in ca.switches if s not in drop_sw] if drop_sw else ca.switches
+        if kind == HOST:
+            if links and ca.host is not None:
+                host_links[ca.host] += links
+        elif kind == UNNAMED and links:
+            out.unnamed.append(
+                {"guid": ca.id[2:], "description": ca.desc, "switch": ", ".join(sorted(sw_all[s].name for s in links))}
+            )
+    node_links: dict[str, list[str]] = {}
+    for host, lst in host_links.items():
+        node = host if mapper is None else mapper(host)
         if not node:
-            out.unmapped.append(ca.host)
-            continue
-        lst = out.host_leaves.setdefault(node, [])
-        for s in links:
-            if s not in lst:
-                lst.append(s)
-    for lst in out.host_leaves.values():
-        lst.sort()
+            out.unmapped.append(host)
+        elif node in node_links:
+            node_links[node] += lst
+        else:
+            node_links[node] = lst
+    sorted_sets: dict[frozenset[str], tuple[str, ...]] = {}  # hosts of a unit share one leaf set: sorted once
+    for node, lst in node_links.items():
+        leaves = frozenset(lst)
+        key = sorted_sets.get(leaves)
+        if key is None:
+            key = sorted_sets[leaves] = tuple(sorted(leaves))
+        out.host_leaves[node] = key
     return out
 
 
 @dataclass
 class _Units:
-    leaf_hosts: dict[str, list[str]]  # leaf switch id -> nodes
+    leaf_hosts: dict[str, dict[tuple[str, ...], int]]  # leaf switch id -> leaf sets of its hosts -> hosts
     group_leaves: dict[tuple[str, ...], list[str]]  # group key -> leaf switch ids
     group_of_leaf: dict[str, tuple[str, ...]]
     host_group: dict[str, tuple[str, ...]]
@@ -234,36 +265,41 @@ def _most(counts: dict, key) -> Any:
     return max(counts.items(), key=key)[0]
 
 
-def _fold_leaves(host_leaves: dict[str, list[str]], sw_all: dict) -> _Units:
-    """Step 2: rail-optimized leaves serving the same hosts become one leaf group (scalable unit)."""
-    leaf_hosts: dict[str, list[str]] = {}
-    host_key: dict[str, tuple[str, ...]] = {}
-    for node, lst in host_leaves.items():
-        host_key[node] = tuple(lst)
-        for s in lst:
-            leaf_hosts.setdefault(s, []).append(node)
+def _fold_leaves(host_leaves: dict[str, tuple[str, ...]]) -> _Units:
+    """Step 2: rail-optimized leaves serving the same hosts become one leaf group (scalable unit).
+
+    Every count is over hosts, but hosts with the same leaf set count alike: the work is per
+    distinct leaf set (one per scalable unit, plus the miscabled hosts), not per host and rail.
+    """
+    per_set = Counter(host_leaves.values())  # leaf set -> hosts having it, in order of first host
+    leaf_hosts: dict[str, dict[tuple[str, ...], int]] = {}  # leaves in order of first host
+    for k, n in per_set.items():
+        for s in k:
+            cnt = leaf_hosts.get(s)
+            if cnt is None:
+                leaf_hosts[s] = {k: n}
+            else:
+                cnt[k] = n
     group_of_leaf: dict[str, tuple[str, ...]] = {}
     group_leaves: dict[tuple[str, ...], list[str]] = {}
-    for leaf, hs in leaf_hosts.items():
-        cnt: dict[tuple[str, ...], int] = {}
-        for h in hs:
-            cnt[host_key[h]] = cnt.get(host_key[h], 0) + 1
+    for leaf, cnt in leaf_hosts.items():
         k = _most(cnt, lambda kv: (kv[1], len(kv[0]), kv[0]))  # the leaf set most of its hosts have
         group_of_leaf[leaf] = k
         group_leaves.setdefault(k, []).append(leaf)
-    host_group: dict[str, tuple[str, ...]] = {}
-    for node, lst in host_leaves.items():
+    set_group: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for own in per_set:
         cnt2: dict[tuple[str, ...], int] = {}
-        for s in lst:
+        for s in own:
             cnt2[group_of_leaf[s]] = cnt2.get(group_of_leaf[s], 0) + 1
-        host_group[node] = _most(cnt2, lambda kv, own=host_key[node]: (kv[1], kv[0] == own, kv[0]))
+        set_group[own] = _most(cnt2, lambda kv, own=own: (kv[1], kv[0] == own, kv[0]))
+    host_group = {node: set_group[k] for node, k in host_leaves.items()}
     # a group whose hosts all went elsewhere (irregular cabling): its leaves join where their hosts went
-    manned = set(host_group.values())
+    manned = set(set_group.values())
     for k in sorted(k for k in group_leaves if k not in manned):
         for leaf in group_leaves.pop(k):
             cnt3: dict[tuple[str, ...], int] = {}
-            for h in leaf_hosts[leaf]:
-                cnt3[host_group[h]] = cnt3.get(host_group[h], 0) + 1
+            for hk, n in leaf_hosts[leaf].items():
+                cnt3[set_group[hk]] = cnt3.get(set_group[hk], 0) + n
             target = _most(cnt3, lambda kv: (kv[1], kv[0]))
             group_of_leaf[leaf] = target
             group_leaves[target].append(leaf)
@@ -277,13 +313,13 @@ class _Tiers:
     isolated: list[str]
 
 
-def _tiers(alive: list, leaf_hosts: dict[str, list[str]], sw_all: dict) -> _Tiers:
+def _tiers(alive: list, leaf_hosts: Mapping[str, object], sw_all: dict) -> _Tiers:
     """Step 3: drop dangling switches, then tiers by hop distance from the leaves (BFS)."""
     alive_ids = {s.id for s in alive}
     # dangling switches: no hosts and at most one switch neighbour (empty leaves, cables to nowhere)
-    # add no path between hosts; left in, they would pose as a top tier
-    deg = {s.id: len(s.peers.keys() & alive_ids) for s in alive}
-    queue = sorted(sid for sid, d in deg.items() if d <= 1 and sid not in leaf_hosts)
+    # add no path between hosts; left in, they would pose as a top tier. Peeling them one by one
+    # ends in the same set whatever the order; a switch's degree is counted only when a neighbour goes.
+    queue = sorted(s.id for s in alive if s.id not in leaf_hosts and _at_most_one(s.peers, alive_ids))
     gone: set[str] = set()
     while queue:
         sid = queue.pop()
@@ -291,28 +327,80 @@ def _tiers(alive: list, leaf_hosts: dict[str, list[str]], sw_all: dict) -> _Tier
             continue
         gone.add(sid)
         for p in sw_all[sid].peers:
-            if p in alive_ids and p not in gone:
-                deg[p] -= 1
-                if deg[p] <= 1 and p not in leaf_hosts:
+            if p in alive_ids and p not in gone and p not in leaf_hosts:
+                peers = sw_all[p].peers.keys()
+                if len(peers & alive_ids) - len(peers & gone) <= 1:
                     queue.append(p)
     alive_ids -= gone
-    tier: dict[str, int] = {leaf: 0 for leaf in leaf_hosts}
+    tier: dict[str, int] = dict.fromkeys(leaf_hosts, 0)
     frontier = sorted(leaf_hosts)
     t = 0
     while frontier:
         nxt = []
         for s in frontier:
             for p in sw_all[s].peers:
-                if p in alive_ids and p not in tier:
+                if p not in tier and p in alive_ids:
                     tier[p] = t + 1
                     nxt.append(p)
         frontier = nxt
         t += 1
     return _Tiers(
         tier,
-        sorted((sw_all[sid].name for sid in gone), key=natural_key),
+        natural_sorted(sorted(sw_all[sid].name for sid in gone)),
         sorted((s.name for s in alive if s.id not in tier and s.id not in gone), key=natural_key),
     )
+
+
+def _at_most_one(peers: Iterable[str], alive: set[str]) -> bool:
+    """Whether at most one of ``peers`` is alive (stops at the second)."""
+    n = 0
+    for p in peers:
+        if p in alive:
+            if n:
+                return False
+            n = 1
+    return True
+
+
+class _TierLinks:
+    """Per tiered switch, its peers one tier down, and its cables up and down.
+
+    Tiers are hop distances from the leaves (a breadth-first walk), so cabled switches are at most one
+    tier apart: the peers one tier down are all its lower peers, the ones one tier up all its upper
+    peers. Each is a C-level intersection of the switch's peers with one tier, not a Python loop
+    over the 500,000 cables of a 16k-host fabric; with one cable per peer (the usual case) the
+    cables are the number of peers.
+    """
+
+    def __init__(self, tier: dict[str, int], sw_all: dict) -> None:
+        self.tier = tier
+        self.level: dict[int, set[str]] = {}  # tier -> its switches
+        for s, t in tier.items():
+            lv = self.level.get(t)
+            if lv is None:
+                self.level[t] = {s}
+            else:
+                lv.add(s)
+        none: set[str] = set()
+        self.down: dict[str, set[str]] = {}
+        self.up_cables: dict[str, int] = {}
+        self.down_cables: dict[str, int] = {}
+        self.lateral: list[str] = []  # switches with peers neither up nor down: same tier or untiered
+        for s, t in tier.items():
+            peers = sw_all[s].peers
+            down = peers.keys() & self.level.get(t - 1, none)
+            up = peers.keys() & self.level.get(t + 1, none)
+            self.down[s] = down
+            if len(down) + len(up) < len(peers):
+                self.lateral.append(s)
+            if set(peers.values()) <= _ONE:
+                self.up_cables[s], self.down_cables[s] = len(up), len(down)
+            else:
+                self.up_cables[s] = sum(map(peers.__getitem__, up))
+                self.down_cables[s] = sum(map(peers.__getitem__, down))
+
+
+_ONE = frozenset((1,))
 
 
 class _Entities:
@@ -339,35 +427,34 @@ class _Entities:
             self.parent[c] = eid
         return eid
 
-    def fold_upper_tiers(self, tier: dict[str, int], sw_all: dict) -> list[dict]:
+    def fold_upper_tiers(self, links: _TierLinks, sw_all: dict) -> list[dict]:
         """Per tier, switches reaching a common child fold into one; returns the asymmetric ones."""
-        by_tier: dict[int, list[str]] = {}
-        for s, t in tier.items():
-            if t > 0:
-                by_tier.setdefault(t, []).append(s)
         asymmetric: list[dict] = []
-        for t in sorted(by_tier):
-            sws = sorted(by_tier[t])
-            kids: dict[str, set[int]] = {}
-            by_child: dict[int, list[str]] = {}  # child entity -> the switches reaching it
-            for s in sws:
-                ch = {self.of[p] for p in sw_all[s].peers if tier.get(p) == t - 1 and p in self.of}
-                kids[s] = ch
-                for c in ch:
-                    by_child.setdefault(c, []).append(s)
+        for t in sorted(links.level):
+            if t == 0:
+                continue
+            # switches reaching the same children (a rail plane of a pod: dozens) are taken together
+            reach: dict[frozenset[int] | str, list[str]] = {}  # children -> the switches reaching them
+            for s in sorted(links.level[t]):
+                ch = set(map(self.of.get, links.down[s]))
+                ch.discard(None)
+                reach.setdefault(frozenset(ch) if ch else s, []).append(s)  # type: ignore[arg-type]
+            sets = [frozenset() if isinstance(k, str) else k for k in reach]  # by their first switch
+            by_child: dict[int, list[int]] = {}  # child entity -> the child sets holding it
+            for i, kids in enumerate(sets):
+                for c in kids:
+                    by_child.setdefault(c, []).append(i)
             # switches reaching a common child, transitively; each child's list is walked once
-            comps = _components(sws, lambda s, k=kids, b=by_child: (y for c in k[s] for y in b.pop(c, ())))
+            comps = _components(range(len(sets)), lambda i, k=sets, b=by_child: (y for c in k[i] for y in b.pop(c, ())))
+            rows = list(reach.values())
             for root in sorted(comps):
-                members = comps[root]
-                union: set[int] = set()
-                for s in members:
-                    union |= kids[s]
+                union = frozenset().union(*(sets[i] for i in comps[root]))
+                members = sorted(s for i in comps[root] for s in rows[i])
                 self.add(members, t, sorted(union))
+                short = {s: len(union - sets[i]) for i in comps[root] if sets[i] != union for s in rows[i]}
                 for s in members:
-                    if kids[s] != union and len(asymmetric) < LIST_CAP:
-                        asymmetric.append(
-                            {"switch": sw_all[s].name, "tier": t, "missing_children": len(union - kids[s])}
-                        )
+                    if s in short and len(asymmetric) < LIST_CAP:
+                        asymmetric.append({"switch": sw_all[s].name, "tier": t, "missing_children": short[s]})
         return asymmetric
 
     def drop_single_child_tops(self) -> None:
@@ -387,34 +474,48 @@ class _Entities:
                 self.parent[self.children[eid][0]] = None
                 changed = True
 
-    def add_roots(self, tier: dict[str, int], sw_all: dict, host_leaves: dict[str, list[str]]) -> int:
-        """One root per connected fabric (hosts join their rails); returns the number of fabrics."""
-        hosts_of: dict[str, list[list[str]]] = {}  # leaf -> leaf lists of its hosts (hosts join their rails)
-        for lst in host_leaves.values():
-            if len(lst) > 1:
-                for s in lst:
-                    hosts_of.setdefault(s, []).append(lst)
-        comp_of: dict[str, str] = {}  # switch -> smallest switch of its connected fabric (one walk)
-        for first in sorted(tier):
-            if first in comp_of:
-                continue
-            comp_of[first] = first
-            stack = [first]
-            while stack:
-                x = stack.pop()
-                for p in sw_all[x].peers:
-                    if p not in comp_of and p in tier:
-                        comp_of[p] = first
-                        stack.append(p)
-                for lst in hosts_of.pop(x, ()):
-                    for p in lst:
-                        if p not in comp_of:
-                            comp_of[p] = first
-                            stack.append(p)
+    def add_roots(self, links: _TierLinks, sw_all: dict, host_leaves: dict[str, tuple[str, ...]]) -> int:
+        """One root per connected fabric (hosts join their rails); returns the number of fabrics.
+
+        The switches of one tree are connected (each reaches a child of its entity), and a cable
+        between two trees joins two switches of the same tier (neighbouring tiers are parent and
+        child), so fabrics are the trees joined by those cables and by hosts on leaves of several
+        trees: a union of a few thousand entities, not a walk over every cable. A fabric is keyed by
+        its smallest switch id.
+        """
+        up = list(range(len(self.members)))  # union-find over entities
+
+        def find(x: int) -> int:
+            while up[x] != x:
+                up[x] = up[up[x]]
+                x = up[x]
+            return x
+
+        def join(a: int, b: int) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                up[max(ra, rb)] = min(ra, rb)
+
+        for eid, kids in enumerate(self.children):  # removed tops too: their switches are in the fabric
+            for c in kids:
+                join(eid, c)
+        for lst in dict.fromkeys(host_leaves.values()):  # hosts with the same leaves join them alike
+            for s in lst[1:]:
+                join(self.of[lst[0]], self.of[s])
+        for s in links.lateral:
+            for p in sw_all[s].peers.keys() & links.level[links.tier[s]]:
+                join(self.of[s], self.of[p])
+        smallest: dict[int, str] = {}  # fabric -> its smallest switch id
+        for eid, mem in enumerate(self.members):
+            if mem:
+                r = find(eid)
+                m = min(mem)
+                if r not in smallest or m < smallest[r]:
+                    smallest[r] = m
         tops: dict[str, list[int]] = {}
         for eid in range(len(self.members)):
             if self.parent[eid] is None and eid not in self.removed:
-                tops.setdefault(comp_of.get(self.members[eid][0], self.members[eid][0]), []).append(eid)
+                tops.setdefault(smallest[find(eid)], []).append(eid)
         for key in sorted(tops):
             if len(tops[key]) > 1:
                 self.synthetic.append(self.add([], max(self.tier[x] for x in tops[key]) + 1, sorted(tops[key])))

@@ -14,27 +14,23 @@ def rail_report(
     host_group: Mapping[str, tuple[str, ...]],
     group_leaves: Mapping[tuple[str, ...], list[str]],
     group_of_leaf: Mapping[str, tuple[str, ...]],
-    host_leaves: Mapping[str, list[str]],
+    host_leaves: Mapping[str, tuple[str, ...]],
     sw_all: dict,
 ) -> dict:
     """Hosts missing rails of their unit, and hosts cabled into another unit."""
     missing: list[dict] = []
     outside: list[dict] = []
+    # the findings depend on a host's leaves and group only: worked out once per (leaf set, group)
+    found: dict[tuple, tuple[dict | None, list[str]]] = {}
     for node, g in host_group.items():
-        expected = group_leaves[g]
-        have = set(host_leaves[node])
-        if len(expected) > 1 and not set(expected) <= have:
-            missing.append(
-                {
-                    "node": node,
-                    "rails": len(have & set(expected)),
-                    "expected": len(expected),
-                    "missing_leaves": sorted((sw_all[s].name for s in expected if s not in have), key=natural_key),
-                }
-            )
-        foreign = sorted(sw_all[s].name for s in host_leaves[node] if group_of_leaf[s] != g)
+        key = (host_leaves[node], g)
+        if key not in found:
+            found[key] = _rail_findings(key[0], group_leaves[g], g, group_of_leaf, sw_all)
+        short, foreign = found[key]
+        if short is not None:
+            missing.append({"node": node, **short, "missing_leaves": list(short["missing_leaves"])})
         if foreign:
-            outside.append({"node": node, "foreign_leaves": foreign})
+            outside.append({"node": node, "foreign_leaves": list(foreign)})
     missing.sort(key=lambda d: natural_key(d["node"]))
     outside.sort(key=lambda d: natural_key(d["node"]))
     return {
@@ -42,6 +38,25 @@ def rail_report(
         "hosts_missing_rails_count": len(missing),
         "hosts_outside_unit": outside[:LIST_CAP],
     }
+
+
+def _rail_findings(
+    have_leaves: tuple[str, ...],
+    expected: list[str],
+    g: tuple[str, ...],
+    group_of_leaf: Mapping[str, tuple[str, ...]],
+    sw_all: dict,
+) -> tuple[dict | None, list[str]]:
+    """For a host on ``have_leaves`` in group ``g``: the rails it misses (or None), its foreign leaves."""
+    have = set(have_leaves)
+    short = None
+    if len(expected) > 1 and not set(expected) <= have:
+        short = {
+            "rails": len(have & set(expected)),
+            "expected": len(expected),
+            "missing_leaves": sorted((sw_all[s].name for s in expected if s not in have), key=natural_key),
+        }
+    return short, sorted(sw_all[s].name for s in have_leaves if group_of_leaf[s] != g)
 
 
 def healthy(h: dict) -> bool:
@@ -56,23 +71,25 @@ def healthy(h: dict) -> bool:
     )
 
 
-def uplink_anomalies(sw_all: dict, tier: dict[str, int]) -> list[dict]:
-    """Switches with fewer cables up (or down) than most switches of their tier."""
+def uplink_anomalies(
+    sw_all: dict, tier: dict[str, int], up_cables: Mapping[str, int], down_cables: Mapping[str, int]
+) -> list[dict]:
+    """Switches with fewer cables up (or down) than most switches of their tier.
+
+    ``up_cables``/``down_cables``: each tiered switch's cables to switches of higher/lower tiers.
+    """
     up: dict[int, dict[str, int]] = {}
     down: dict[int, dict[str, int]] = {}
     for s, t in tier.items():
-        u = d = 0
-        for p, n in sw_all[s].peers.items():
-            pt = tier.get(p)
-            if pt is None:
-                continue
-            if pt > t:
-                u += n
-            elif pt < t:
-                d += n
-        up.setdefault(t, {})[s] = u
+        u = up.get(t)
+        if u is None:
+            u = up[t] = {}
+        u[s] = up_cables[s]
         if t > 0:
-            down.setdefault(t, {})[s] = d
+            d = down.get(t)
+            if d is None:
+                d = down[t] = {}
+            d[s] = down_cables[s]
     out: list[dict] = []
     for direction, table in (("up", up), ("down", down)):
         for t in sorted(table):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import natural_key, node_list
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import natural_sorted, node_list
 
 # ---------------------------------------------------------------- result types
 
@@ -111,8 +111,8 @@ class Topology:
         if health:
             report = dict(self.health)
             fabric_nodes = set(self.node_group)
-            report["nodes_not_in_fabric"] = sorted(keep - fabric_nodes, key=natural_key)
-            report["fabric_not_in_nodes"] = sorted(fabric_nodes - keep, key=natural_key)
+            report["nodes_not_in_fabric"] = natural_sorted(sorted(keep - fabric_nodes))
+            report["fabric_not_in_nodes"] = natural_sorted(sorted(fabric_nodes - keep))
         return Topology(
             sws,
             [r for r in self.roots if r in live],

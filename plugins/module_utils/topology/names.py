@@ -8,7 +8,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 
 MAX_NAME = 64
@@ -25,6 +25,28 @@ def natural_key(s: str) -> tuple:
     parts: list = _NAT.split(s)
     parts[1::2] = map(int, parts[1::2])
     return tuple(parts)
+
+
+_ZERO_DIGITS = str.maketrans("123456789", "000000000")
+
+
+def natural_sorted(names: Iterable[str]) -> list[str]:
+    """``sorted(names, key=natural_key)``, without a key per name when every name has one shape.
+
+    Names that are equal once each ASCII digit reads 0 (``gpu0007``, ``gpu0123``) have their digit
+    runs at the same places and of the same length, so plain string order is natural order; any
+    other mix (``n9``/``n10``, ``n01``/``n1``) is sorted by :func:`natural_key`. Names with equal
+    keys (``n01``, ``n1``) keep their order: give a set sorted (``natural_sorted(sorted(s))``) so the
+    result does not depend on the order a set hands them in.
+    """
+    out = list(names)
+    if len(out) > 1:
+        shape = out[0].translate(_ZERO_DIGITS)
+        if all(s.translate(_ZERO_DIGITS) == shape for s in out):
+            out.sort()
+        else:
+            out.sort(key=natural_key)
+    return out
 
 
 def hostlist_compress(names: Iterable[str]) -> str:
@@ -151,16 +173,16 @@ def common_prefix_name(names: list[str]) -> str | None:
     return pre if len(pre) >= 3 else None
 
 
-def name_entities(fabric: Fabric, members: list[list[str]], tiers: list[int], skip: set[int]) -> list[str]:
-    sw_all = fabric.switches
+def name_entities(member_names: list[list[str]], tiers: list[int], skip: set[int]) -> list[str]:
+    """Names of the tree switches: ``member_names`` the names of the fabric switches each folds, in
+    natural order (empty: a synthetic root); ``skip`` the removed ones."""
     proposals: list[str] = []
     fallback: list[str] = []
-    for mem in members:
-        if not mem:
+    for mnames in member_names:
+        if not mnames:
             proposals.append("root")
             fallback.append("root")
             continue
-        mnames = sorted((sw_all[m].name for m in mem), key=natural_key)
         first = safe_name(mnames[0])
         pre = common_prefix_name(mnames)
         proposals.append(safe_name(pre) if pre else first)
@@ -173,9 +195,9 @@ def name_entities(fabric: Fabric, members: list[list[str]], tiers: list[int], sk
     # synthetic roots: "root", or "root-<first child>" when several fabrics need one
     used: set[str] = set()
     order = sorted(
-        (e for e in range(len(members)) if e not in skip), key=lambda e: (tiers[e], natural_key(chosen[e]), e)
+        (e for e in range(len(member_names)) if e not in skip), key=lambda e: (tiers[e], natural_key(chosen[e]), e)
     )
-    final = [""] * len(members)
+    final = [""] * len(member_names)
     for eid in order:
         base = chosen[eid]
         nm = base

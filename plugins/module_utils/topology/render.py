@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.names impor
     hostlist_expand,
     name_problems,
     natural_key,
+    natural_sorted,
     node_list,
     safe_name,
 )
@@ -148,7 +149,7 @@ def _missing(known, nodes, what: str) -> list[str]:
     """Slurm warns about nodes no switch/block covers; say it before it does."""
     if nodes is None:
         return []
-    lost = sorted(set(node_list(nodes) or []) - set(known), key=natural_key)
+    lost = natural_sorted(sorted(set(node_list(nodes) or []) - set(known)))
     if not lost:
         return []
     return [f"{len(lost)} node(s) in no {what} (not in the fabric): {hostlist_compress(lost)}"]
@@ -327,7 +328,7 @@ def slinky_topology_spec(topo: Topology, tree: str | None = "default", block: st
     """
     out: dict[str, str] = {}
     block_of = {n: b for b, ns in topo.blocks for n in ns} if block else {}
-    for node in sorted(set(topo.node_group) | set(block_of), key=natural_key):
+    for node in natural_sorted(sorted(set(topo.node_group) | set(block_of))):
         parts = []
         if tree and node in topo.node_group:
             parts.append(":".join([tree, *topo.path(node)]))
