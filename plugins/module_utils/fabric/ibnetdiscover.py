@@ -209,6 +209,10 @@ def _open_block(
     if before is not None:
         mask[before] = before_mask
     ntype, nkind, nhex, ndesc = node
+    known = nodes.get(nkind + "-" + nhex)  # a canonical id only (the keys are)
+    if known is not None and known.desc and _KIND[ntype] == nkind and known.id not in headers:
+        headers[known.id] = lineno  # the common case: a device already described from its other end
+        return known.id, nkind, known, mask.get(known.id, 0)
     kind = _KIND[ntype]
     if kind != nkind:
         raise FabricError(f"{ntype} line with a {nkind}- GUID", source, lineno)
@@ -292,15 +296,6 @@ def _parse_default(text: Text, source: str) -> Fabric:
                 ps, rid, okind, ohex, rps, comment, ntype, nkind, nhex, ndesc = got
                 p = int(ps) if ps else 0
             if not ps:  # a node line: Switch / Ca / Rt
-                known = nodes_get(nkind + "-" + nhex)  # a canonical id only (keys are)
-                if known is not None and known.desc and _KIND[ntype] == nkind and known.id not in headers:
-                    # the common case, inline: a device already described from its other end
-                    if cur is not None:
-                        mask[cur] = cur_mask
-                    cur, cur_kind, cur_node = known.id, nkind, known
-                    cur_mask = mask_get(cur, 0)
-                    headers[cur] = lineno
-                    continue
                 node, prev = (ntype, nkind, nhex, ndesc), (nodes, mask, cur, cur_mask)
                 cur, cur_kind, cur_node, cur_mask = _open_block(fab, ids, headers, node, prev, source, lineno)
                 continue

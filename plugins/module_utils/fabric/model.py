@@ -165,7 +165,10 @@ class Fabric:
 
     # ---- queries ----
     def hosts(self) -> list[str]:
-        return sorted({ca.host for ca in self.cas.values() if ca.kind == HOST and ca.host and ca.switches})
+        return sorted(self._host_set())
+
+    def _host_set(self) -> set[str]:
+        return {ca.host for ca in self.cas.values() if ca.kind == HOST and ca.host and ca.switches}
 
     def summary(self) -> dict[str, int]:
         kinds: dict[str, int] = {}
@@ -174,7 +177,7 @@ class Fabric:
         return {
             "switches": len(self.switches),
             "hcas": kinds.get(HOST, 0),
-            "hosts": len(self.hosts()),
+            "hosts": len(self._host_set()),  # counted, not sorted
             "sharp_nodes": kinds.get(SHARP, 0),
             "unnamed_hcas": kinds.get(UNNAMED, 0),
             "switch_links": sum(sum(s.peers.values()) for s in self.switches.values()) // 2,
