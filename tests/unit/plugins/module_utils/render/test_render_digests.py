@@ -1,0 +1,68 @@
+"""Each snapshot is read and hashed once per render: the no-change digest and the parse-cache keys
+share one :class:`InputDigests` (a 55 MB fabric dump used to be hashed twice per uncached render)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from render_fixtures import make_inventory
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
+
+
+@pytest.fixture
+def hashed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counter:
+    """Counts the files hashed (render_cache.sha256_file) by name, relative to the inventory."""
+    monkeypatch.setenv("GPUFLEET_CACHE_DIR", str(tmp_path / "render-cache"))
+    counts: Counter = Counter()
+    real = render_cache.sha256_file
+
+    def counting(path: Path) -> str:
+        counts[Path(path).name] += 1
+        return real(path)
+
+    monkeypatch.setattr(render_cache, "sha256_file", counting)
+    return counts
+
+
+def test_uncached_render_hashes_each_snapshot_once(hashed: Counter, tmp_path: Path) -> None:
+    inv = make_inventory(tmp_path / "inv")
+    out = tmp_path / "gitops"
+    _, _, result, _ = render_and_write(inv, out)
+    assert result is not None  # a full render, parse caches empty
+    entries = sorted(p.name.split("-")[0] for p in render_cache.cache_dir(out).glob("gpu-east/*.json"))
+    assert entries == ["nodes", "topology"]  # both parse caches were keyed (by the shared digests)
+    assert hashed["fabric.ibnetdiscover"] == 1 and hashed["nodes.yaml"] == 1, hashed
+
+
+def test_cached_and_noop_renders_hash_each_snapshot_once(hashed: Counter, tmp_path: Path) -> None:
+    inv = make_inventory(tmp_path / "inv")
+    out = tmp_path / "gitops"
+    render_and_write(inv, out)
+    render_and_write(inv, out)  # the first one wrote the pool lock, so it recorded no state
+    (render_cache.cache_dir(out) / "state.json").unlink()  # parse caches kept: a full render from them
+    hashed.clear()
+    _, _, result, _ = render_and_write(inv, out)
+    assert result is not None
+    assert hashed["fabric.ibnetdiscover"] == 1 and hashed["nodes.yaml"] == 1, hashed
+    hashed.clear()
+    _, _, result, _ = render_and_write(inv, out)
+    assert result is None  # the no-change fast path
+    assert hashed["fabric.ibnetdiscover"] == 1 and hashed["nodes.yaml"] == 1, hashed
+
+
+def test_digests_see_new_bytes_per_render(tmp_path: Path) -> None:
+    """One InputDigests per render: a dump edited between renders changes the digest."""
+    inv = make_inventory(tmp_path / "inv")
+    fleet = load_fleet(inv)
+    before = render_cache.input_digest(fleet)
+    assert render_cache.input_digest(fleet) == before
+    dump = inv / "snapshots/gpu-east/fabric.ibnetdiscover"
+    dump.write_bytes(dump.read_bytes() + b"\n")
+    assert render_cache.input_digest(fleet) != before
+    digests = render_cache.InputDigests()
+    assert digests.file(dump) == render_cache.sha256_file(dump) and digests.file(tmp_path / "absent") is None
