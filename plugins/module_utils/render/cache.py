@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import operator
 import os
 import sys
 import zipfile
@@ -134,7 +135,7 @@ def _cache_put(cache: Path | None, name: str, data: Any, prefix: str) -> None:
         for old in cache.glob(f"{prefix}-*.json"):
             old.unlink()
         tmp = cache / f".{name}.tmp"
-        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        tmp.write_text(json.dumps(data, separators=(",", ":"), default=_jsonable), encoding="utf-8")
         os.replace(tmp, cache / name)
     except OSError:
         pass
@@ -144,8 +145,18 @@ def _cache_put(cache: Path | None, name: str, data: Any, prefix: str) -> None:
 _NODE_FIELDS = tuple(f.name for f in dataclasses.fields(NodeInfo))
 
 
+_node_row = operator.attrgetter(*_NODE_FIELDS)
+
+
 def _nodes_to_json(nodes: tuple[NodeInfo, ...]) -> list:
-    return [[dict(v) if isinstance(v, Mapping) else v for v in (getattr(n, f) for f in _NODE_FIELDS)] for n in nodes]
+    return [_node_row(n) for n in nodes]  # tuples, written as JSON arrays (labels: see _jsonable)
+
+
+def _jsonable(value: Any) -> Any:
+    """json.dumps ``default``: mappings that are not dicts (a NodeInfo's labels may be one) as dicts."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _nodes_from_json(data: list) -> tuple[NodeInfo, ...]:

@@ -3,12 +3,16 @@ share one :class:`InputDigests` (a 55 MB fabric dump used to be hashed twice per
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 from render_fixtures import make_inventory
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
@@ -66,3 +70,19 @@ def test_digests_see_new_bytes_per_render(tmp_path: Path) -> None:
     assert render_cache.input_digest(fleet) != before
     digests = render_cache.InputDigests()
     assert digests.file(dump) == render_cache.sha256_file(dump) and digests.file(tmp_path / "absent") is None
+
+
+def test_nodes_cache_round_trip(tmp_path: Path) -> None:
+    """Every NodeInfo field survives the parse cache, labels that are not a dict included."""
+    nodes = (
+        NodeInfo("a", 8, "H100", "dom.1", {"x": "1"}, 224_000, 2 << 40),
+        NodeInfo("b", labels=MappingProxyType({"y": ""})),
+    )
+    render_cache._cache_put(tmp_path, "nodes-k.json", render_cache._nodes_to_json(nodes), "nodes")
+    back = render_cache._nodes_from_json(render_cache._cache_get(tmp_path, "nodes-k.json"))
+
+    def fields(n: NodeInfo) -> list:
+        return [dict(v) if isinstance(v, Mapping) else v for v in (getattr(n, f.name) for f in dataclasses.fields(n))]
+
+    assert [fields(n) for n in back] == [fields(n) for n in nodes]
+    assert [dict(n.labels) for n in back] == [{"x": "1"}, {"y": ""}]
