@@ -244,9 +244,9 @@ class _Emitter:
             items = sorted(items)
         except TypeError:  # keys of mixed types: PyYAML keeps their order
             pass
-        pad = " " * indent
+        pad, keys = " " * indent, self.keys
         for k, v in items:
-            self.item(f"{lead}{self.key_text(k)}:", v, indent, True)
+            self.item(f"{lead}{keys.get((type(k), k)) or self.key_text(k)}:", v, indent, True)
             lead = pad
 
     def sequence(self, data: list, indent: int, lead: str) -> None:
@@ -272,7 +272,7 @@ class _Emitter:
             else:
                 self.sequence(v, indent + 2, line + " ")
         elif kind in _SCALAR_TYPES:
-            text, block = self.value_text(v)
+            text, block = self.values.get((kind, v)) or self.value_text(v)
             self.out.append(f"{line} {text}")
             if block:  # literal block lines: at the collection's indent + 2
                 pad = " " * indent
