@@ -163,7 +163,7 @@ _MEMO_MAX = 100_000  # entries per memo; cleared when full
 # indicator, quote, "#", ": " or line break, no leading or trailing space, under 128 characters (a
 # simple key). Others (and those the resolver reads as numbers, booleans, null, dates) ask PyYAML.
 _OTHER_BREAKS = re.compile("[\x85\u2028\u2029]")  # line breaks to YAML, not to str.split("\\n")
-_PLAIN = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_./ -]|:(?=[^ ]))*")
+_PLAIN = re.compile(r"[A-Za-z0-9_/](?:[A-Za-z0-9_./= -]|:(?=[^ ]))*")
 
 
 @functools.lru_cache(maxsize=1)

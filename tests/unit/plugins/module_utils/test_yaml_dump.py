@@ -95,3 +95,12 @@ _data = st.recursive(
 @settings(max_examples=400, deadline=None)
 def test_emitter_same_bytes_as_pyyaml_generated(obj: Any) -> None:
     assert yaml_dump.dump(obj) == _reference(obj)
+
+
+@given(st.text(alphabet="aZ09_./=-: #'\t", max_size=16) | st.sampled_from(["/x", "a=b", "=", "/", "a:b", "1:20"]))
+@settings(max_examples=1500, deadline=None)
+def test_plain_strings_are_what_pyyaml_writes(text: str) -> None:
+    """What the emitter writes without asking PyYAML (yaml_dump._plain) is PyYAML's own output."""
+    if yaml_dump._plain(text):
+        assert _reference({"k": text}) == f"k: {text}\n"
+        assert _reference({text: 0}) == f"{text}: 0\n"
