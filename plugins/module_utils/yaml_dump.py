@@ -171,6 +171,11 @@ def _resolver() -> Any:
     return _dumper()(io.StringIO())
 
 
+def reads_as_str(token: str) -> bool:
+    """A plain YAML scalar ``token`` loads as that string (not a number, boolean, null, date...)."""
+    return _resolver().resolve(yaml.ScalarNode, token, (True, False)) == _STR
+
+
 def _plain(value: Any) -> bool:
     """``value`` is a string PyYAML writes as is (see _PLAIN)."""
     return (
@@ -178,7 +183,7 @@ def _plain(value: Any) -> bool:
         and len(value) < 128
         and value[-1:] != " "
         and _PLAIN.fullmatch(value) is not None
-        and _resolver().resolve(yaml.ScalarNode, value, (True, False)) == _STR
+        and reads_as_str(value)
     )
 
 
