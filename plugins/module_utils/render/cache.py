@@ -198,6 +198,8 @@ def _topo_from_json(d: dict) -> Any:
 
 def cached_nodes(cluster: Cluster, cache: Path | None, digests: InputDigests | None = None) -> tuple[NodeInfo, ...]:
     """The cluster's nodes snapshot, parsed once per snapshot bytes."""
+    if cache is None:  # no cache: nothing to key
+        return load_nodes(cluster.nodes_snapshot)
     digests = digests or InputDigests()
     code, snapshot = digests.code(), digests.file(cluster.nodes_snapshot)
     if code is None or snapshot is None:
@@ -225,6 +227,8 @@ def cached_topology(
     fab = cluster.fabric
     if fab.source == "none":
         return None
+    if cache is None:  # no cache: nothing to key
+        return load_topology(cluster, nodes)
     digests = digests or InputDigests()
     src = cluster.nodes_snapshot if fab.source == "labels" else fab.path
     source, code = digests.file(src), digests.code()

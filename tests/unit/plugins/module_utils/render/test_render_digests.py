@@ -86,3 +86,12 @@ def test_nodes_cache_round_trip(tmp_path: Path) -> None:
 
     assert [fields(n) for n in back] == [fields(n) for n in nodes]
     assert [dict(n.labels) for n in back] == [{"x": "1"}, {"y": ""}]
+
+
+def test_render_without_cache_hashes_nothing(hashed: Counter, tmp_path: Path) -> None:
+    """Parse-cache keys are only worked out when there is a cache to look in."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
+
+    fleet = load_fleet(make_inventory(tmp_path / "inv"))
+    assert render_fleet(fleet).files
+    assert not hashed
