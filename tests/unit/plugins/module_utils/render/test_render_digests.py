@@ -15,7 +15,7 @@ from render_fixtures import make_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write, render_fleet
 
 
 @pytest.fixture
@@ -90,8 +90,6 @@ def test_nodes_cache_round_trip(tmp_path: Path) -> None:
 
 def test_render_without_cache_hashes_nothing(hashed: Counter, tmp_path: Path) -> None:
     """Parse-cache keys are only worked out when there is a cache to look in."""
-    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
-
     fleet = load_fleet(make_inventory(tmp_path / "inv"))
     assert render_fleet(fleet).files
     assert not hashed
