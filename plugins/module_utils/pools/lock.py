@@ -198,7 +198,13 @@ def _scalar(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+_FLOAT_WORDS = {"inf", "infinity", "nan"}  # what float() takes of a name that starts with a letter
+_LETTER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._/-]*")  # no space: float() would strip it
+
+
 def _looks_numeric(s: str) -> bool:
+    if _LETTER_NAME.fullmatch(s):  # most names: no float() and no ValueError to raise
+        return s.replace("_", "").lower() in _FLOAT_WORDS
     try:
         float(s.replace("_", ""))
     except ValueError:

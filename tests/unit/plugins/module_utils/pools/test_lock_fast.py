@@ -104,3 +104,22 @@ def test_generated_texts(lines: list[str], newline: bool) -> None:
     if doc is not None:
         expected: Any = yaml.safe_load(text)
         assert doc == (expected or {})
+
+
+def _float_reads(s: str) -> bool:
+    try:
+        float(s.replace("_", ""))
+    except ValueError:
+        return False
+    return True
+
+
+@given(
+    st.text(alphabet="aeEfiInNtTyY0159._+- ", max_size=10)
+    | st.sampled_from(["inf", "Infinity", "NaN", "i_nf", "nan_", "infinit", "e5", "E_5", "x1.5", "in f", "inf "])
+    | st.sampled_from(["nan\t", "inf\u2003", "inf\x1c", "inf\x85", "inf\xa0", "n/an", "na.n", "nan-"])
+)
+@settings(max_examples=1500, deadline=None)
+def test_looks_numeric_is_float(text: str) -> None:
+    """The shortcut for names that start with a letter says what float() says."""
+    assert lock._looks_numeric(text) == _float_reads(text)
