@@ -8,7 +8,9 @@ when PyYAML was built with it (same output, faster).
 from __future__ import annotations
 
 import functools
+import io
 import json
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -125,8 +127,7 @@ def _dumper() -> Any:
     return Dumper
 
 
-def dump(obj: Any) -> str:
-    """One YAML document, keys sorted."""
+def _pyyaml_dump(obj: Any) -> str:
     return yaml.dump(
         obj,
         Dumper=_dumper(),
@@ -136,6 +137,176 @@ def dump(obj: Any) -> str:
         width=1_000_000,
         indent=2,
     )
+
+
+# ------------------------------------------------------------------ block emitter
+#
+# A render dumps some 2,600 documents (10,000 nodes, 100 tenants) of dicts, lists and a few scalar
+# types. Their block layout is fixed by the settings above (sorted keys, 2-space indent, sequences
+# under a key not indented, empty collections as {} and [], no line wrapping), so _Emitter writes the
+# structure itself and asks PyYAML only how each scalar is written: ``_pyyaml_dump({"k": value})``,
+# remembered per (type, value) as keys and values repeat across documents. Anything outside that
+# (other types, keys written as complex keys, literal blocks that keep trailing newlines, lines long
+# enough to be wrapped) raises _Unsupported and the whole document goes through PyYAML. Same bytes
+# either way (tests/unit/plugins/module_utils/test_yaml_dump.py compares with PyYAML's own dump).
+
+
+class _Unsupported(Exception):
+    """The document is left to PyYAML."""
+
+
+_SCALAR_TYPES = (str, int, bool, type(None))
+_LONG = 200  # longer strings (scripts, config files) are not remembered
+_WIDE = 100_000  # a longer line could reach the 1,000,000-column width: PyYAML wraps it
+_MEMO_MAX = 100_000  # entries per memo; cleared when full
+# Strings PyYAML writes plain, as key or value, when its resolver reads them back as strings: no
+# indicator, quote, "#", ": " or line break, no leading or trailing space, under 128 characters (a
+# simple key). Others (and those the resolver reads as numbers, booleans, null, dates) ask PyYAML.
+_OTHER_BREAKS = re.compile("[\x85\u2028\u2029]")  # line breaks to YAML, not to str.split("\\n")
+_PLAIN = re.compile(r"[A-Za-z0-9_/](?:[A-Za-z0-9_./= -]|:(?=[^ ]))*")
+
+
+@functools.lru_cache(maxsize=1)
+def _resolver() -> Any:
+    return _dumper()(io.StringIO())
+
+
+def reads_as_str(token: str) -> bool:
+    """A plain YAML scalar ``token`` loads as that string (not a number, boolean, null, date...)."""
+    return _resolver().resolve(yaml.ScalarNode, token, (True, False)) == _STR
+
+
+def _plain(value: Any) -> bool:
+    """``value`` is a string PyYAML writes as is (see _PLAIN)."""
+    return (
+        type(value) is str
+        and len(value) < 128
+        and value[-1:] != " "
+        and _PLAIN.fullmatch(value) is not None
+        and reads_as_str(value)
+    )
+
+
+class _Emitter:
+    """Lines of the block YAML PyYAML writes for dict/list/str/int/bool/None data (see above)."""
+
+    values: dict[tuple[type, Any], tuple[str, tuple[str, ...]]] = {}
+    keys: dict[tuple[type, Any], str] = {}
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+
+    @classmethod
+    def value_text(cls, value: Any) -> tuple[str, tuple[str, ...]]:
+        """(text after ``key: ``, literal block lines indented by 2 or ()) of a scalar value."""
+        memo = (type(value), value)
+        hit = cls.values.get(memo)
+        if hit is not None:
+            return hit
+        text = f"k: {value}\n" if _plain(value) else _pyyaml_dump({"k": value})
+        if not text.startswith("k: ") or _OTHER_BREAKS.search(text):
+            raise _Unsupported  # lines broken at U+2028 and the like are indented like the rest
+        first, _, rest = text[3:].partition("\n")
+        lines = tuple(rest.split("\n")[:-1])
+        if len(first) > _WIDE or (
+            lines and (first[:1] != "|" or "+" in first or any(ln and ln[:2] != "  " for ln in lines))
+        ):
+            raise _Unsupported  # only literal blocks span lines; "|+" may end the document with "..."
+        hit = (first, lines)
+        if type(value) is not str or len(value) <= _LONG:
+            if len(cls.values) > _MEMO_MAX:
+                cls.values.clear()
+            cls.values[memo] = hit
+        return hit
+
+    @classmethod
+    def key_text(cls, key: Any) -> str:
+        """How a mapping key is written (before ``:``)."""
+        if type(key) not in _SCALAR_TYPES:
+            raise _Unsupported
+        memo = (type(key), key)
+        hit = cls.keys.get(memo)
+        if hit is None:
+            text = f"{key}: 0\n" if _plain(key) else _pyyaml_dump({key: 0})
+            if (
+                not text.endswith(": 0\n")
+                or "\n" in text[:-1]
+                or text[:2] == "? "
+                or len(text) > _WIDE
+                or _OTHER_BREAKS.search(text)
+            ):
+                raise _Unsupported  # a complex key (long or multi-line)
+            hit = text[:-4]
+            if len(cls.keys) > _MEMO_MAX:
+                cls.keys.clear()
+            cls.keys[memo] = hit
+        return hit
+
+    def mapping(self, data: dict, indent: int, lead: str) -> None:
+        """``data`` with its keys at column ``indent``; the first line starts with ``lead``."""
+        items = list(data.items())
+        try:
+            items = sorted(items)
+        except TypeError:  # keys of mixed types: PyYAML keeps their order
+            pass
+        pad, keys = " " * indent, self.keys
+        for k, v in items:
+            self.item(f"{lead}{keys.get((type(k), k)) or self.key_text(k)}:", v, indent, True)
+            lead = pad
+
+    def sequence(self, data: list, indent: int, lead: str) -> None:
+        pad = " " * indent
+        for v in data:
+            self.item(f"{lead}-", v, indent, False)
+            lead = pad
+
+    def item(self, line: str, v: Any, indent: int, in_mapping: bool) -> None:
+        """Entry ``line`` (``key:`` or ``-``) of a collection at ``indent``, then its value ``v``."""
+        kind = type(v)
+        if kind is dict or kind is list:
+            if not v:
+                self.out.append(f"{line} {{}}" if kind is dict else f"{line} []")
+            elif in_mapping:  # the value on the next lines; a sequence under a key is not indented
+                self.out.append(line)
+                if kind is dict:
+                    self.mapping(v, indent + 2, " " * (indent + 2))
+                else:
+                    self.sequence(v, indent, " " * indent)
+            elif kind is dict:  # "- " then the first key or item on the same line
+                self.mapping(v, indent + 2, line + " ")
+            else:
+                self.sequence(v, indent + 2, line + " ")
+        elif kind in _SCALAR_TYPES:
+            text, block = self.values.get((kind, v)) or self.value_text(v)
+            self.out.append(f"{line} {text}")
+            if block:  # literal block lines: at the collection's indent + 2
+                pad = " " * indent
+                self.out.extend(pad + ln if ln else ln for ln in block)
+        else:
+            raise _Unsupported
+
+
+def _fast_dump(obj: Any) -> str | None:
+    """:func:`dump` by :class:`_Emitter`; None when the document is left to PyYAML."""
+    kind = type(obj)
+    if (kind is not dict and kind is not list) or not obj:
+        return None
+    em = _Emitter()
+    try:
+        if kind is dict:
+            em.mapping(obj, 0, "")
+        else:
+            em.sequence(obj, 0, "")
+    except (_Unsupported, RecursionError):
+        return None
+    em.out.append("")
+    return "\n".join(em.out)
+
+
+def dump(obj: Any) -> str:
+    """One YAML document, keys sorted."""
+    text = _fast_dump(obj)
+    return _pyyaml_dump(obj) if text is None else text
 
 
 def dump_docs(objs: Iterable[Any], header: str = "") -> bytes:

@@ -18,6 +18,7 @@ sorted tuple of :class:`NodeInfo`:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -85,6 +86,8 @@ def parse_quantity(value: Any) -> int | Fraction | None:
 
 def _quantity(value: Any) -> int | None:
     """An integer Kubernetes quantity (GPUs are whole): ``8``, ``"8"``; None when not an integer."""
+    if type(value) is str and len(value) <= 6 and value.isdigit() and value.isascii():
+        return int(value) if int(value) <= MAX_GPUS else None  # what snapshots hold: "8"
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -101,29 +104,70 @@ MAX_FABRIC_BYTES = 1 << 30  # a fabric snapshot (fabric/load.py), likewise: 38,9
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,3}")
 
 
+def _labels(labels: Any, where: str, name: str) -> dict[str, str]:
+    """``metadata.labels`` as a dict of strings sorted by key (None values as "")."""
+    if type(labels) is dict and all(type(k) is str and type(v) is str for k, v in labels.items()):
+        return dict(sorted(labels.items()))  # what a snapshot holds: nothing to convert or check
+    if not isinstance(labels, Mapping) or not all(isinstance(k, str) for k in labels):
+        raise NodesError(f"{where} ({name}): metadata.labels must be a mapping of strings")
+    if not all(v is None or isinstance(v, str | int | float) for v in labels.values()):  # no containers
+        raise NodesError(f"{where} ({name}): metadata.labels values must be strings")
+    return dict(sorted({str(k): "" if v is None else str(v) for k, v in labels.items()}.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _size(raw: str, scale: int) -> int | None:
+    """``ceil(quantity * scale)`` of a quantity string, None when it is not a non-negative quantity;
+    remembered: a fleet's nodes share a few cpu and memory sizes."""
+    qty = parse_quantity(raw)
+    return None if qty is None or qty < 0 else math.ceil(qty * scale)
+
+
+def _sizes(allocatable: Mapping[str, Any], capacity: Mapping[str, Any], where: str, name: str) -> tuple[int, int]:
+    """(cpu millis, memory bytes) from ``status.allocatable``, else ``status.capacity``; 0 when absent."""
+    sizes = []
+    for res, scale in (("cpu", 1000), ("memory", 1)):
+        raw = allocatable.get(res, capacity.get(res))
+        if raw is None:
+            sizes.append(0)
+            continue
+        if type(raw) is str and len(raw) <= 64:  # longer: never a quantity, not worth remembering
+            size = _size(raw, scale)
+        else:
+            qty = parse_quantity(raw)
+            size = None if qty is None or qty < 0 else math.ceil(qty * scale)
+        if size is None:
+            raise NodesError(f"{where} ({name}): status.allocatable.{res} is {raw!r}, not a Kubernetes quantity")
+        sizes.append(size)
+    return sizes[0], sizes[1]
+
+
 def node_from_object(obj: Any, where: str) -> NodeInfo:
-    """One ``v1 Node`` dict to NodeInfo; ``where`` names the file and item for errors."""
-    if not isinstance(obj, Mapping):
+    """One ``v1 Node`` dict to NodeInfo; ``where`` names the file and item for errors.
+
+    ``type(x) is dict`` before ``isinstance(x, Mapping)``: the ABC check costs more than the rest of
+    a node when a snapshot holds 10,000 of them."""
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         raise NodesError(f"{where}: expected a Node mapping, got {type(obj).__name__}")
     if obj.get("kind", "Node") != "Node":
         raise NodesError(f"{where}: kind is {obj.get('kind')!r}, expected Node")
     meta = obj.get("metadata")
-    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
+    if (
+        (type(meta) is not dict and not isinstance(meta, Mapping))
+        or not isinstance(meta.get("name"), str)
+        or not meta["name"]
+    ):
         raise NodesError(f"{where}: metadata.name is missing or not a string")
     name = meta["name"]
     if not _NODE_NAME.fullmatch(name):
         raise NodesError(
             f"{where}: metadata.name {name!r} is not a valid Kubernetes node name (lowercase DNS subdomain)"
         )
-    labels = meta.get("labels") or {}
-    if not isinstance(labels, Mapping) or not all(isinstance(k, str) for k in labels):
-        raise NodesError(f"{where} ({name}): metadata.labels must be a mapping of strings")
-    if not all(v is None or isinstance(v, str | int | float) for v in labels.values()):  # no containers
-        raise NodesError(f"{where} ({name}): metadata.labels values must be strings")
-    labels = {str(k): "" if v is None else str(v) for k, v in labels.items()}
+    labels = _labels(meta.get("labels") or {}, where, name)
     status = obj.get("status") or {}
-    capacity = status.get("capacity") or {} if isinstance(status, Mapping) else {}
-    if not isinstance(capacity, Mapping):
+    is_map = type(status) is dict or isinstance(status, Mapping)
+    capacity = status.get("capacity") or {} if is_map else {}
+    if type(capacity) is not dict and not isinstance(capacity, Mapping):
         raise NodesError(f"{where} ({name}): status.capacity must be a mapping")
     gpus = 0
     if GPU_RESOURCE in capacity:
@@ -134,27 +178,18 @@ def node_from_object(obj: Any, where: str) -> NodeInfo:
                 " expected a whole number"
             )
         gpus = q
-    allocatable = status.get("allocatable") or {} if isinstance(status, Mapping) else {}
-    if not isinstance(allocatable, Mapping):
+    allocatable = status.get("allocatable") or {} if is_map else {}
+    if type(allocatable) is not dict and not isinstance(allocatable, Mapping):
         raise NodesError(f"{where} ({name}): status.allocatable must be a mapping")
-    sizes = {}
-    for res, scale in (("cpu", 1000), ("memory", 1)):
-        raw = allocatable.get(res, capacity.get(res))
-        if raw is None:
-            sizes[res] = 0
-            continue
-        qty = parse_quantity(raw)
-        if qty is None or qty < 0:
-            raise NodesError(f"{where} ({name}): status.allocatable.{res} is {raw!r}, not a Kubernetes quantity")
-        sizes[res] = math.ceil(qty * scale)
+    cpu_millis, memory_bytes = _sizes(allocatable, capacity, where, name)
     return NodeInfo(
         name=name,
         gpus=gpus,
         gpu_product=labels.get(GPU_PRODUCT_LABEL) or None,
         nvlink_domain=labels.get(NVLINK_DOMAIN_LABEL) or None,
-        labels=dict(sorted(labels.items())),
-        cpu_millis=sizes["cpu"],
-        memory_bytes=sizes["memory"],
+        labels=labels,
+        cpu_millis=cpu_millis,
+        memory_bytes=memory_bytes,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import operator
 import os
 import sys
 import zipfile
@@ -71,13 +72,50 @@ def code_files() -> dict[str, bytes] | None:
     return found or None
 
 
-def _code() -> bytes | None:
-    """Every module_utils file: a hand-kept list of the parsing code would go stale when a parser
-    gains a helper module (hashing ~1 MB of source costs milliseconds)."""
-    files = code_files()
-    if files is None:
-        return None
-    return b"".join(_key(name, data).encode() for name, data in sorted(files.items()))
+def sha256_file(path: Path) -> str:
+    """sha256 (hex) of a file's bytes, read in 1 MiB blocks (a 55 MB fabric dump is never held whole)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+class InputDigests:
+    """The digests one render needs, each input read and hashed once: the no-change digest
+    (:func:`input_digest`) and the parse-cache keys (:func:`cached_nodes`, :func:`cached_topology`)
+    share them. One instance per render (files may change between renders), None for a render
+    that was not handed one (then each call makes its own)."""
+
+    def __init__(self) -> None:
+        self._files: dict[Path, str | None] = {}
+        self._code: tuple[dict[str, bytes] | None, str | None] | None = None
+
+    def file(self, path: Path | None) -> str | None:
+        """sha256 of the regular file at ``path``; None when there is none (or it cannot be read)."""
+        if path is None:
+            return None
+        if path not in self._files:
+            try:
+                self._files[path] = sha256_file(path) if path.is_file() else None
+            except OSError:
+                self._files[path] = None
+        return self._files[path]
+
+    def _code_pair(self) -> tuple[dict[str, bytes] | None, str | None]:
+        if self._code is None:
+            files = code_files()
+            self._code = (files, _key(*(_key(name, data) for name, data in sorted(files.items()))) if files else None)
+        return self._code
+
+    def code_files(self) -> dict[str, bytes] | None:
+        """:func:`code_files`, read once."""
+        return self._code_pair()[0]
+
+    def code(self) -> str | None:
+        """One digest of every module_utils file (a hand-kept list of the parsing code would go stale
+        when a parser gains a helper module); None when the code cannot be read (caches are off)."""
+        return self._code_pair()[1]
 
 
 def _cache_get(cache: Path | None, name: str) -> Any:
@@ -97,7 +135,7 @@ def _cache_put(cache: Path | None, name: str, data: Any, prefix: str) -> None:
         for old in cache.glob(f"{prefix}-*.json"):
             old.unlink()
         tmp = cache / f".{name}.tmp"
-        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        tmp.write_text(json.dumps(data, separators=(",", ":"), default=_jsonable), encoding="utf-8")
         os.replace(tmp, cache / name)
     except OSError:
         pass
@@ -107,8 +145,18 @@ def _cache_put(cache: Path | None, name: str, data: Any, prefix: str) -> None:
 _NODE_FIELDS = tuple(f.name for f in dataclasses.fields(NodeInfo))
 
 
+_node_row = operator.attrgetter(*_NODE_FIELDS)
+
+
 def _nodes_to_json(nodes: tuple[NodeInfo, ...]) -> list:
-    return [[dict(v) if isinstance(v, Mapping) else v for v in (getattr(n, f) for f in _NODE_FIELDS)] for n in nodes]
+    return [_node_row(n) for n in nodes]  # tuples, written as JSON arrays (labels: see _jsonable)
+
+
+def _jsonable(value: Any) -> Any:
+    """json.dumps ``default``: mappings that are not dicts (a NodeInfo's labels may be one) as dicts."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _nodes_from_json(data: list) -> tuple[NodeInfo, ...]:
@@ -148,12 +196,15 @@ def _topo_from_json(d: dict) -> Any:
     )
 
 
-def cached_nodes(cluster: Cluster, cache: Path | None) -> tuple[NodeInfo, ...]:
+def cached_nodes(cluster: Cluster, cache: Path | None, digests: InputDigests | None = None) -> tuple[NodeInfo, ...]:
     """The cluster's nodes snapshot, parsed once per snapshot bytes."""
-    code = _code()
-    if code is None:
+    if cache is None:  # no cache: nothing to key
         return load_nodes(cluster.nodes_snapshot)
-    name = f"nodes-{_key(cluster.nodes_snapshot.read_bytes(), code)}.json"
+    digests = digests or InputDigests()
+    code, snapshot = digests.code(), digests.file(cluster.nodes_snapshot)
+    if code is None or snapshot is None:
+        return load_nodes(cluster.nodes_snapshot)
+    name = f"nodes-{_key(snapshot, code)}.json"
     hit = _cache_get(cache, name)
     if isinstance(hit, list):
         try:
@@ -166,24 +217,29 @@ def cached_nodes(cluster: Cluster, cache: Path | None) -> tuple[NodeInfo, ...]:
 
 
 def cached_topology(
-    cluster: Cluster, nodes: tuple[NodeInfo, ...], cache: Path | None, load_topology: Callable[..., Any]
+    cluster: Cluster,
+    nodes: tuple[NodeInfo, ...],
+    cache: Path | None,
+    load_topology: Callable[..., Any],
+    digests: InputDigests | None = None,
 ) -> Any | None:
     """``load_topology(cluster, nodes)`` (render/inputs.py), parsed once per fabric snapshot and settings."""
     fab = cluster.fabric
     if fab.source == "none":
         return None
+    if cache is None:  # no cache: nothing to key
+        return load_topology(cluster, nodes)
+    digests = digests or InputDigests()
     src = cluster.nodes_snapshot if fab.source == "labels" else fab.path
-    if src is None or not src.is_file():
-        return load_topology(cluster, nodes)  # raises the clear error
+    source, code = digests.file(src), digests.code()
+    if source is None or code is None:
+        return load_topology(cluster, nodes)  # raises the clear error (missing snapshot), or no cache
     settings = json.dumps(
         [fab.source, fab.node_name_map, list(fab.exclude_hosts), list(fab.exclude_switches), [n.name for n in nodes]],
         sort_keys=True,
     )
-    code = _code()
-    if code is None:
-        return load_topology(cluster, nodes)
-    snapshot = cluster.nodes_snapshot.read_bytes() if src != cluster.nodes_snapshot else b""  # NVLink domains
-    name = f"topology-{_key(src.read_bytes(), snapshot, settings, code)}.json"
+    snapshot = (digests.file(cluster.nodes_snapshot) or "") if src != cluster.nodes_snapshot else ""  # NVLink domains
+    name = f"topology-{_key(source, snapshot, settings, code)}.json"
     hit = _cache_get(cache, name)
     if isinstance(hit, dict):
         try:
@@ -204,24 +260,21 @@ def cached_topology(
 # tree is current: nothing is parsed, rendered or written.
 
 
-def input_digest(fleet: Fleet) -> str | None:
+def input_digest(fleet: Fleet, digests: InputDigests | None = None) -> str | None:
     """Digest of everything a render reads (inputs and the module_utils code, from disk or from the
-    AnsiballZ zip), or None when the code cannot be read: then there is no fast path."""
-    code = code_files()
+    AnsiballZ zip), or None when the code cannot be read: then there is no fast path. ``digests``:
+    the render's :class:`InputDigests`, so that the parse caches do not hash the snapshots again."""
+    digests = digests or InputDigests()
+    code = digests.code_files()
     if not code:
         return None
 
-    h = hashlib.sha256(b"gpufleet-render-1\0")
+    h = hashlib.sha256(b"gpufleet-render-2\0")
     h.update(f"{sys.version_info[0]}.{sys.version_info[1]} yaml {yaml.__version__}\0".encode())
 
     def add(tag: str, path: Path | None) -> None:
         h.update(tag.encode() + b"\0")
-        if path is not None and path.is_file():
-            data = path.read_bytes()
-            h.update(len(data).to_bytes(8, "big"))
-            h.update(data)
-        else:
-            h.update(b"<missing>")
+        h.update((digests.file(path) or "<missing>").encode())
 
     for name, data in sorted(code.items()):
         h.update(f"code/{name}\0".encode())

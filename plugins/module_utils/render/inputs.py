@@ -105,20 +105,28 @@ def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
     )
 
 
-def cluster_inputs(fleet: Fleet, cluster: Cluster, cache: Path | None = None, base: str | None = None) -> ClusterInputs:
+def cluster_inputs(
+    fleet: Fleet,
+    cluster: Cluster,
+    cache: Path | None = None,
+    base: str | None = None,
+    digests: render_cache.InputDigests | None = None,
+) -> ClusterInputs:
     """Nodes, topology and pool assignment of one cluster, from its snapshots.
 
     ``cache``: a directory for parsed snapshots (see above); None parses every time. ``base``: a
     Git revision (the pull request's base): the previous assignment is the lock committed there,
     and the working tree's lock must be that one or the one computed from it (pools/lock.py).
+    ``digests``: the render's snapshot digests (render/cache.py), so that each snapshot is hashed once.
     """
+    digests = digests or render_cache.InputDigests()
     if not cluster.nodes_snapshot.is_file():
         raise RenderInputError(
             f"{cluster.nodes_snapshot}: nodes snapshot of cluster {cluster.name!r} not found (run discover first)"
         )
     ccache = cache / cluster.name if cache is not None else None
-    nodes = render_cache.cached_nodes(cluster, ccache)
-    topo = render_cache.cached_topology(cluster, nodes, ccache, load_topology)
+    nodes = render_cache.cached_nodes(cluster, ccache, digests)
+    topo = render_cache.cached_topology(cluster, nodes, ccache, load_topology, digests)
     lock_path = cluster.snapshot_dir / LOCK_NAME
     previous, owners = read_lock_entries(lock_path, cluster.name) or (None, {})
     working = previous

@@ -166,16 +166,23 @@ def _index(fleet: Fleet, summary: dict[str, Any]) -> bytes:
     return "\n".join(lines).encode("utf-8")
 
 
-def render_fleet(fleet: Fleet, cache: Path | None = None, base: str | None = None) -> RenderResult:
+def render_fleet(
+    fleet: Fleet,
+    cache: Path | None = None,
+    base: str | None = None,
+    digests: render_cache.InputDigests | None = None,
+) -> RenderResult:
     """Render every cluster of the fleet. Raises a GpufleetError subclass on bad input.
 
     ``cache``: directory for parsed snapshots (speed only; the output is the same without it).
+    ``digests``: the snapshots' digests when the caller has hashed them already (render_and_write).
     """
+    digests = digests or render_cache.InputDigests()
     files: dict[str, bytes] = {}
     locks: dict[Path, bytes] = {}
     summary: dict[str, Any] = {}
     for name in sorted(fleet.clusters):
-        inputs = cluster_inputs(fleet, fleet.clusters[name], cache, base)
+        inputs = cluster_inputs(fleet, fleet.clusters[name], cache, base, digests)
         files.update(_cluster_files(fleet, name, inputs))
         if inputs.extra.get("refused_moves") is not None:
             raise inputs.extra["refused_moves"]
@@ -241,11 +248,12 @@ def render_and_write(
     ``base``: the Git revision whose pool locks are trusted (CI: the pull request's base)."""
     fleet = fleet or load_fleet(inventory)
     out = Path(dest) if dest else default_out(fleet)
-    digest = render_cache.input_digest(fleet) if base is None else None  # the base's locks are not in the digest
+    digests = render_cache.InputDigests()  # each snapshot is hashed once, for the digest and the parse caches
+    digest = render_cache.input_digest(fleet, digests) if base is None else None  # no base locks in the digest
     current = render_cache.cached_current(out, digest)
     if current is not None:
         return fleet, out, None, WriteReport(plan=tree_writer.Plan(out=out, unchanged=current))
-    result = render_fleet(fleet, render_cache.cache_dir(out) if digest is not None else None, base)
+    result = render_fleet(fleet, render_cache.cache_dir(out) if digest is not None else None, base, digests)
     report = plan_render(result, out) if check else write_render(result, out)
     if not report.changed or (not check and not report.locks_changed):
         render_cache.record_cache(out, digest)

@@ -11,14 +11,41 @@ HEADER = (
 )
 
 
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+
+
+def _deepcopy(x: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(x, memo)``, the same copy (shared objects stay shared), without its dispatch
+    for every value of the plain dicts, lists and scalars Helm values are made of; other types go
+    to copy.deepcopy with the same memo."""
+    kind = type(x)
+    if kind in _ATOMIC:
+        return x
+    hit = memo.get(id(x))
+    if hit is not None:
+        return hit
+    if kind is dict:
+        y: Any = {}
+        memo[id(x)] = y
+        for k, v in x.items():
+            y[k if type(k) in _ATOMIC else _deepcopy(k, memo)] = _deepcopy(v, memo)
+        return y
+    if kind is list:
+        y = []
+        memo[id(x)] = y
+        y.extend(_deepcopy(v, memo) for v in x)
+        return y
+    return copy.deepcopy(x, memo)
+
+
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """Helm-like merge: maps merge recursively, anything else (lists, scalars) in ``over`` wins."""
-    out = copy.deepcopy(base)
+    out = _deepcopy(base, {})
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = deep_merge(out[key], value)
         else:
-            out[key] = copy.deepcopy(value)
+            out[key] = _deepcopy(value, {})
     return out
 
 

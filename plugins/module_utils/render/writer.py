@@ -75,6 +75,9 @@ class Plan:
 
 
 def _check_rel(path: str) -> str:
+    parts = path.split("/") if isinstance(path, str) and path[:1] != "/" and "\\" not in path else ()
+    if parts and all(part not in ("", ".", "..") for part in parts) and parts[0] != MANIFEST:
+        return path  # already what the checks below return (no part for PurePosixPath to normalise)
     p = PurePosixPath(path)
     if p.is_absolute() or not p.parts or any(part in ("..", ".", "") for part in p.parts) or "\\" in path:
         raise TreeError(f"renderer produced a bad relative path {path!r}")
@@ -168,12 +171,18 @@ def plan(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
     out = Path(out)
     files = {_check_rel(k): v for k, v in files.items()}
     check_confined(out)
+    return _plan(out, files)
+
+
+def _plan(out: Path, files: Mapping[str, bytes]) -> Plan:
+    """:func:`plan` of paths already checked (``_check_rel``) in a tree already checked (``check_confined``)."""
     result = Plan(out=out)
-    owned = read_manifest(out) if out.is_dir() else {}
+    is_dir = out.is_dir()
+    owned = read_manifest(out) if is_dir else {}
     for rel in sorted(files):
         data = files[rel]
         target = out / rel
-        old = _read(target) if out.is_dir() else None
+        old = _read(target) if is_dir else None
         if old is None:
             if target.is_symlink():
                 raise TreeError(f"{target} is a dangling symlink the renderer does not own; remove it")
@@ -191,7 +200,7 @@ def plan(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
             result.removed.append(rel)
             result.before[rel] = old
     want_manifest = manifest_bytes(files)
-    result.manifest_changed = _read(out / MANIFEST) != want_manifest if out.is_dir() else True
+    result.manifest_changed = _read(out / MANIFEST) != want_manifest if is_dir else True
     return result
 
 
@@ -294,7 +303,7 @@ def write(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
     with _locked(out):
         recover(out)
         check_confined(out)
-        p = plan(out, files)
+        p = _plan(out, files)  # paths and tree checked just above
         if not p.changes:
             return p
         new = _side(out, "new")
