@@ -179,7 +179,7 @@ def reads_as_str(token: str) -> bool:
 def _plain(value: Any) -> bool:
     """``value`` is a string PyYAML writes as is (see _PLAIN)."""
     return (
-        type(value) is str
+        value.__class__ is str
         and len(value) < 128
         and value[-1:] != " "
         and _PLAIN.fullmatch(value) is not None
@@ -206,14 +206,14 @@ class _Emitter:
         text = f"k: {value}\n" if _plain(value) else _pyyaml_dump({"k": value})
         if not text.startswith("k: ") or _OTHER_BREAKS.search(text):
             raise _Unsupported  # lines broken at U+2028 and the like are indented like the rest
-        first, _, rest = text[3:].partition("\n")
+        first, _sep, rest = text[3:].partition("\n")
         lines = tuple(rest.split("\n")[:-1])
         if len(first) > _WIDE or (
             lines and (first[:1] != "|" or "+" in first or any(ln and ln[:2] != "  " for ln in lines))
         ):
             raise _Unsupported  # only literal blocks span lines; "|+" may end the document with "..."
         hit = (first, lines)
-        if type(value) is not str or len(value) <= _LONG:
+        if value.__class__ is not str or len(value) <= _LONG:
             if len(cls.values) > _MEMO_MAX:
                 cls.values.clear()
             cls.values[memo] = hit

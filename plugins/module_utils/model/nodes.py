@@ -86,7 +86,7 @@ def parse_quantity(value: Any) -> int | Fraction | None:
 
 def _quantity(value: Any) -> int | None:
     """An integer Kubernetes quantity (GPUs are whole): ``8``, ``"8"``; None when not an integer."""
-    if type(value) is str and len(value) <= 6 and value.isdigit() and value.isascii():
+    if value.__class__ is str and len(value) <= 6 and value.isdigit() and value.isascii():
         return int(value) if int(value) <= MAX_GPUS else None  # what snapshots hold: "8"
     if isinstance(value, bool):
         return None
@@ -106,7 +106,7 @@ _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 
 def _labels(labels: Any, where: str, name: str) -> dict[str, str]:
     """``metadata.labels`` as a dict of strings sorted by key (None values as "")."""
-    if type(labels) is dict and all(type(k) is str and type(v) is str for k, v in labels.items()):
+    if labels.__class__ is dict and all(k.__class__ is str and v.__class__ is str for k, v in labels.items()):
         return dict(sorted(labels.items()))  # what a snapshot holds: nothing to convert or check
     if not isinstance(labels, Mapping) or not all(isinstance(k, str) for k in labels):
         raise NodesError(f"{where} ({name}): metadata.labels must be a mapping of strings")
@@ -131,7 +131,7 @@ def _sizes(allocatable: Mapping[str, Any], capacity: Mapping[str, Any], where: s
         if raw is None:
             sizes.append(0)
             continue
-        if type(raw) is str and len(raw) <= 64:  # longer: never a quantity, not worth remembering
+        if raw.__class__ is str and len(raw) <= 64:  # longer: never a quantity, not worth remembering
             size = _size(raw, scale)
         else:
             qty = parse_quantity(raw)
@@ -145,15 +145,15 @@ def _sizes(allocatable: Mapping[str, Any], capacity: Mapping[str, Any], where: s
 def node_from_object(obj: Any, where: str) -> NodeInfo:
     """One ``v1 Node`` dict to NodeInfo; ``where`` names the file and item for errors.
 
-    ``type(x) is dict`` before ``isinstance(x, Mapping)``: the ABC check costs more than the rest of
+    ``x.__class__ is dict`` before ``isinstance(x, Mapping)``: the ABC check costs more than the rest of
     a node when a snapshot holds 10,000 of them."""
-    if type(obj) is not dict and not isinstance(obj, Mapping):
+    if obj.__class__ is not dict and not isinstance(obj, Mapping):
         raise NodesError(f"{where}: expected a Node mapping, got {type(obj).__name__}")
     if obj.get("kind", "Node") != "Node":
         raise NodesError(f"{where}: kind is {obj.get('kind')!r}, expected Node")
     meta = obj.get("metadata")
     if (
-        (type(meta) is not dict and not isinstance(meta, Mapping))
+        (meta.__class__ is not dict and not isinstance(meta, Mapping))
         or not isinstance(meta.get("name"), str)
         or not meta["name"]
     ):
@@ -165,9 +165,9 @@ def node_from_object(obj: Any, where: str) -> NodeInfo:
         )
     labels = _labels(meta.get("labels") or {}, where, name)
     status = obj.get("status") or {}
-    is_map = type(status) is dict or isinstance(status, Mapping)
+    is_map = status.__class__ is dict or isinstance(status, Mapping)
     capacity = status.get("capacity") or {} if is_map else {}
-    if type(capacity) is not dict and not isinstance(capacity, Mapping):
+    if capacity.__class__ is not dict and not isinstance(capacity, Mapping):
         raise NodesError(f"{where} ({name}): status.capacity must be a mapping")
     gpus = 0
     if GPU_RESOURCE in capacity:
@@ -179,7 +179,7 @@ def node_from_object(obj: Any, where: str) -> NodeInfo:
             )
         gpus = q
     allocatable = status.get("allocatable") or {} if is_map else {}
-    if type(allocatable) is not dict and not isinstance(allocatable, Mapping):
+    if allocatable.__class__ is not dict and not isinstance(allocatable, Mapping):
         raise NodesError(f"{where} ({name}): status.allocatable must be a mapping")
     cpu_millis, memory_bytes = _sizes(allocatable, capacity, where, name)
     return NodeInfo(

@@ -49,7 +49,7 @@ def test_same_copy_as_deepcopy() -> None:
     got, want = deep_merge(base, over), _reference(base, over)
     assert got == want
     assert _shape(got) == _shape(want)
-    assert type(got["o"]) is OrderedDict
+    assert got["o"].__class__ is OrderedDict
     assert not _ids(got, set()) & (_ids(base, set()) | _ids(over, set()))  # nothing shared with the inputs
 
 

@@ -36,7 +36,7 @@ def hashed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counter:
 def test_uncached_render_hashes_each_snapshot_once(hashed: Counter, tmp_path: Path) -> None:
     inv = make_inventory(tmp_path / "inv")
     out = tmp_path / "gitops"
-    _, _, result, _ = render_and_write(inv, out)
+    result = render_and_write(inv, out)[2]
     assert result is not None  # a full render, parse caches empty
     entries = sorted(p.name.split("-")[0] for p in render_cache.cache_dir(out).glob("gpu-east/*.json"))
     assert entries == ["nodes", "topology"]  # both parse caches were keyed (by the shared digests)
@@ -50,11 +50,11 @@ def test_cached_and_noop_renders_hash_each_snapshot_once(hashed: Counter, tmp_pa
     render_and_write(inv, out)  # the first one wrote the pool lock, so it recorded no state
     (render_cache.cache_dir(out) / "state.json").unlink()  # parse caches kept: a full render from them
     hashed.clear()
-    _, _, result, _ = render_and_write(inv, out)
+    result = render_and_write(inv, out)[2]
     assert result is not None
     assert hashed["fabric.ibnetdiscover"] == 1 and hashed["nodes.yaml"] == 1, hashed
     hashed.clear()
-    _, _, result, _ = render_and_write(inv, out)
+    result = render_and_write(inv, out)[2]
     assert result is None  # the no-change fast path
     assert hashed["fabric.ibnetdiscover"] == 1 and hashed["nodes.yaml"] == 1, hashed
 

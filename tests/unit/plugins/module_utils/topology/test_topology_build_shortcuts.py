@@ -135,11 +135,11 @@ def test_natural_sorted_cases(names, expected):
 
 def test_natural_sorted_matches_natural_key_on_random_names():
     rnd = random.Random(23)
-    for _ in range(2000):
+    for _round in range(2000):
         width = rnd.choice([1, 2, 3])
         names = [
             rnd.choice(["n", "gpu", "a-", "b."]) + rnd.choice(["", "0"]) + f"{rnd.randrange(10**width)}"
-            for _ in range(rnd.randint(0, 8))
+            for _name in range(rnd.randint(0, 8))
         ]
         assert natural_sorted(names) == sorted(names, key=natural_key)
 
