@@ -480,42 +480,27 @@ class _Entities:
         The switches of one tree are connected (each reaches a child of its entity), and a cable
         between two trees joins two switches of the same tier (neighbouring tiers are parent and
         child), so fabrics are the trees joined by those cables and by hosts on leaves of several
-        trees: a union of a few thousand entities, not a walk over every cable. A fabric is keyed by
-        its smallest switch id.
+        trees: components of a few thousand entities (:func:`_components`), not a walk over every
+        cable. A fabric is keyed by its smallest switch id.
         """
-        up = list(range(len(self.members)))  # union-find over entities
-
-        def find(x: int) -> int:
-            while up[x] != x:
-                up[x] = up[up[x]]
-                x = up[x]
-            return x
-
-        def join(a: int, b: int) -> None:
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                up[max(ra, rb)] = min(ra, rb)
-
-        for eid, kids in enumerate(self.children):  # removed tops too: their switches are in the fabric
-            for c in kids:
-                join(eid, c)
+        edges = [(eid, c) for eid, kids in enumerate(self.children) for c in kids]  # removed tops too
         for lst in dict.fromkeys(host_leaves.values()):  # hosts with the same leaves join them alike
-            for s in lst[1:]:
-                join(self.of[lst[0]], self.of[s])
+            edges += [(self.of[lst[0]], self.of[s]) for s in lst[1:]]
         for s in links.lateral:
-            for p in sw_all[s].peers.keys() & links.level[links.tier[s]]:
-                join(self.of[s], self.of[p])
-        smallest: dict[int, str] = {}  # fabric -> its smallest switch id
-        for eid, mem in enumerate(self.members):
-            if mem:
-                r = find(eid)
-                m = min(mem)
-                if r not in smallest or m < smallest[r]:
-                    smallest[r] = m
+            edges += [(self.of[s], self.of[p]) for p in sw_all[s].peers.keys() & links.level[links.tier[s]]]
+        adj: dict[int, list[int]] = {}
+        for a, b in edges:
+            adj.setdefault(a, []).append(b)
+            adj.setdefault(b, []).append(a)
+        smallest: dict[int, str] = {}  # entity -> the smallest switch id of its fabric
+        for comp in _components(range(len(self.members)), lambda e: adj.get(e, ())).values():
+            ids = [min(self.members[e]) for e in comp if self.members[e]]
+            if ids:
+                smallest.update(dict.fromkeys(comp, min(ids)))
         tops: dict[str, list[int]] = {}
         for eid in range(len(self.members)):
             if self.parent[eid] is None and eid not in self.removed:
-                tops.setdefault(smallest[find(eid)], []).append(eid)
+                tops.setdefault(smallest[eid], []).append(eid)
         for key in sorted(tops):
             if len(tops[key]) > 1:
                 self.synthetic.append(self.add([], max(self.tier[x] for x in tops[key]) + 1, sorted(tops[key])))
