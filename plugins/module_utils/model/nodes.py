@@ -115,12 +115,13 @@ def _labels(labels: Any, where: str, name: str) -> dict[str, str]:
     return dict(sorted({str(k): "" if v is None else str(v) for k, v in labels.items()}.items()))
 
 
-@functools.lru_cache(maxsize=4096)
-def _size(raw: str, scale: int) -> int | None:
-    """``ceil(quantity * scale)`` of a quantity string, None when it is not a non-negative quantity;
-    remembered: a fleet's nodes share a few cpu and memory sizes."""
+def _size(raw: Any, scale: int) -> int | None:
+    """``ceil(quantity * scale)`` of a quantity, None when it is not a non-negative quantity."""
     qty = parse_quantity(raw)
     return None if qty is None or qty < 0 else math.ceil(qty * scale)
+
+
+_size_of_str = functools.lru_cache(maxsize=4096)(_size)  # a fleet's nodes share a few cpu and memory sizes
 
 
 def _sizes(allocatable: Mapping[str, Any], capacity: Mapping[str, Any], where: str, name: str) -> tuple[int, int]:
@@ -131,11 +132,8 @@ def _sizes(allocatable: Mapping[str, Any], capacity: Mapping[str, Any], where: s
         if raw is None:
             sizes.append(0)
             continue
-        if raw.__class__ is str and len(raw) <= 64:  # longer: never a quantity, not worth remembering
-            size = _size(raw, scale)
-        else:
-            qty = parse_quantity(raw)
-            size = None if qty is None or qty < 0 else math.ceil(qty * scale)
+        # remembered for short strings; longer ones are never a quantity, other types not hashable
+        size = _size_of_str(raw, scale) if raw.__class__ is str and len(raw) <= 64 else _size(raw, scale)
         if size is None:
             raise NodesError(f"{where} ({name}): status.allocatable.{res} is {raw!r}, not a Kubernetes quantity")
         sizes.append(size)
