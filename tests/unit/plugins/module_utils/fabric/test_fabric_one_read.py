@@ -62,6 +62,27 @@ def test_a_long_number_past_the_head_is_refused_with_its_line(tmp_path: Path, sm
     load_fabric(_write(tmp_path, lines))
 
 
+def test_a_late_fault_is_named_by_its_line_after_non_ascii_blocks(tmp_path: Path, small_blocks: list[int]) -> None:
+    """The lines before a late fault are counted from the file only then (no count per block): in
+    characters for a long number, in bytes for a bad byte, both past blocks where the two differ."""
+    lines = TEXT.splitlines()
+    for i in range(0, 200, 7):  # two-byte characters in comments over the first blocks
+        lines.insert(i, "# r\u00e9seau \u00e9tage")
+    at = len(lines) - 10
+    lines[at] = lines[at] + " lid " + "7" * 65
+    with pytest.raises(FabricError, match="longer than 64 digits") as e:
+        load_fabric(_write(tmp_path, lines))
+    assert e.value.line == at + 1
+    lines[at] = lines[at].replace("7" * 65, "7")
+    p = _write(tmp_path, lines)
+    data = p.read_bytes()
+    cut = data.index(lines[at].encode())
+    p.write_bytes(data[:cut] + b"\xff" + data[cut:])
+    with pytest.raises(FabricError, match="not UTF-8 text") as e:
+        load_fabric(p)
+    assert e.value.line == at + 1
+
+
 @pytest.mark.parametrize("kind", ["auto", "ibnetdiscover"])
 def test_a_nul_past_the_head(tmp_path: Path, small_blocks: list[int], kind: str) -> None:
     """auto: the binary-file error, as the full scan gave; an explicit kind: the parser names the line."""
