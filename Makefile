@@ -1,5 +1,5 @@
 # Two commands for a new user (README): `make render` and `make test`.
-.PHONY: setup render check test bench clean
+.PHONY: setup render check test unit bench clean
 
 setup:
 	scripts/setup.sh
@@ -16,6 +16,12 @@ check:
 
 test: setup
 	scripts/test.sh
+
+# The quick loop while coding: ruff and the unit tests (pure Python, no daemons, no Go binaries).
+unit:
+	scripts/setup.sh --python-only
+	.venv/bin/ruff check .
+	.venv/bin/pytest -q -p no:cacheprovider --durations=10 tests/unit
 
 # make bench: every benchmark as tables. make bench BASE=<rev> [BIG=1] [RUNS=n]: this checkout against
 # <rev>, pair by pair, ratios and peak memory; REGRESSION (exit 1) above 1.2 on a headline figure.

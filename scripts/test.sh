@@ -16,7 +16,7 @@ ruff check .
 
 step "pytest"
 set +e
-pytest -q -p no:cacheprovider tests
+pytest -q -p no:cacheprovider --durations=25 --durations-min=5 tests
 rc=$?
 set -e
 if [ $rc -eq 5 ]; then echo "pytest collected no tests: that is a failure" >&2; exit 1; fi

@@ -257,6 +257,18 @@ class LocalControlPlane:
     def get_json(self, *args: str) -> Any:
         return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
 
+    def requests_served(self, resource: str, verb: str) -> int:
+        """How many ``verb`` requests on ``resource`` the apiserver has answered (its own
+        ``apiserver_request_total`` counter): lets a test wait for a client to have *read* a state
+        instead of sleeping and hoping it did."""
+        total = 0
+        for line in self.kubectl("get", "--raw", "/metrics").stdout.splitlines():
+            if line.startswith("apiserver_request_total{") and f'resource="{resource}"' in line and (
+                f'verb="{verb}"' in line
+            ):
+                total += int(float(line.rsplit(" ", 1)[1]))
+        return total
+
     def create_namespace(self, name: str, timeout: float = 60) -> str:
         """Create a namespace (existing is fine) and wait for its default ServiceAccount (pods need it)."""
         proc = self.kubectl("create", "namespace", name, check=False)

@@ -228,6 +228,20 @@ def _ancestors(pid: str) -> bytes:
     return " ".join(chain).encode()
 
 
+def _lists_after(kube: LocalControlPlane, proc: subprocess.Popen, seen: int, timeout: float = 120) -> int:
+    """Wait until the apiserver has answered two more Application LISTs than ``seen`` (the module's
+    polls; nothing else lists Applications here) and return the new count."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = kube.requests_served("applications", "LIST")
+        if now >= seen + 2:
+            return now
+        if proc.poll() is not None:
+            raise AssertionError(f"ansible-playbook ended early: {proc.communicate()}")
+        time.sleep(0.2)
+    raise AssertionError(f"the module made no new Application LIST in {timeout}s")
+
+
 def test_wait_succeeds_when_the_apps_turn_healthy_mid_wait(argo):
     kube = argo["kube"]
     all_healthy(kube)
@@ -235,12 +249,15 @@ def test_wait_succeeds_when_the_apps_turn_healthy_mid_wait(argo):
     running = status("OutOfSync", "Missing", phase="Running", op_message="waiting for completion of hook batch/Job/x")
     set_status(kube, "east-t1-slurm", running)
     cmd, env, _ = playbook(argo, {"root": ROOT, "wait": True, "wait_timeout": 240, "wait_interval": 1})
+    before = kube.requests_served("applications", "LIST")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         _module_started(proc)
-        time.sleep(3)  # a few polls see the bad states
+        # each state change follows two LISTs the module made after the previous one (the second
+        # began after the change, whatever the machine's speed), never a wall-clock sleep
+        _lists_after(kube, proc, before)
         set_status(kube, "east-t1-slurm", healthy_status("east-t1-slurm"))
-        time.sleep(2)
+        _lists_after(kube, proc, kube.requests_served("applications", "LIST"))
         set_status(kube, "east-gpu-operator", healthy_status("east-gpu-operator"))
         out, err = proc.communicate(timeout=300)
     finally:
