@@ -40,7 +40,18 @@ def run(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
 @pytest.fixture(scope="module")
 def base_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fleet") / "fleet"
-    run(REPO, *CLI, "init", str(root), "--tenant", "team-a:slurm", "--tenant", "team-b:kubernetes")
+    run(
+        REPO,
+        *CLI,
+        "init",
+        str(root),
+        "--org",
+        "example-org",
+        "--tenant",
+        "team-a:slurm",
+        "--tenant",
+        "team-b:kubernetes",
+    )
     run(root, "git", "init", "-q", "-b", "main")
     run(root, *CLI, "render", "--inventory", INV)
     run(root, "git", "add", "-A")
