@@ -99,7 +99,7 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
     out.update(render_monitoring(fleet, cluster, inputs))
     gpu_vf = f"{base}/platform/gpu-operator/values.yaml"
     if gpu_vf in out.values:
-        out.values[gpu_vf] = deep_merge(dcgm_fragment(fleet, cluster, inputs), out.values[gpu_vf])
+        out.values[gpu_vf] = deep_merge(dcgm_fragment(cluster), out.values[gpu_vf])
     out.apps["00-project-platform.yaml"] = platform_project(fleet, cluster, [vcluster_server(t.name) for t in tenants])
     root = argo.root_app(fleet, name, f"{base}/apps")
 
