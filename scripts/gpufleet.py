@@ -138,9 +138,17 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
     from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.capacity import capacity_problems
 
     fleet = load_fleet(args.inventory)
+    problems = capacity_problems(fleet)
+    if problems:
+        raise GpufleetError(
+            f"{len(problems)} cluster(s) of {args.inventory} cannot be rendered:\n"
+            + "\n".join(f"  - {p}".replace("\n", "\n  ") for p in problems)
+        )
     print(
         f"{args.inventory}: fleet {fleet.name!r} is valid: {len(fleet.clusters)} cluster(s), "
         f"{len(fleet.tenants)} tenant(s), {len(fleet.pools)} pool(s)"
