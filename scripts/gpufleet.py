@@ -133,7 +133,10 @@ def cmd_init(args: argparse.Namespace) -> int:
         f"{args.dest}: fleet repository {opts.fleet!r} with {len(written)} files; tenants: "
         + ", ".join(t.name for t in opts.tenants)
     )
-    print(f"next: cd {args.dest}; git init; see README.md (install, render --inventory inventories/{opts.site})")
+    print(
+        f"next: cd {args.dest}; git init; README.md: Set up (gpufleet.core pinned in requirements.yml), render,"
+        " and Branch protection (required check, code-owner review: without them CODEOWNERS protects nothing)"
+    )
     return 0
 
 

@@ -223,3 +223,10 @@ def test_a_reshuffle_of_the_pool_lock_fails(repo: Path) -> None:
 def test_bad_base_exits_2_without_traceback(repo: Path) -> None:
     p = run(repo, *CLI, "review", "--inventory", INV, "--base", "no-such-branch", check=False)
     assert p.returncode == 2 and "no-such-branch" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_allow_node_moves_comes_with_a_reminder_to_remove_it(repo: Path) -> None:
+    entry = "    allow_node_moves:\n      - {nodes: [gpu003], reason: hand a node to team-b}\n    topology:\n"
+    rc, md, _ = pull_request(repo, replace(f"{GV}/clusters.yml", "    topology:\n", entry))
+    assert rc == 0, md
+    assert "Note: cluster `gpu-1` has `allow_node_moves` (gpu003): once the move is merged, remove it" in md

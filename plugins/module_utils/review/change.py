@@ -378,6 +378,12 @@ def review_change(
         _drift(rv, root, changed, inv)
         for cluster in sorted(inv.fleet.clusters):
             _node_moves(rv, inv, cluster)
+            allowed = inv.fleet.clusters[cluster].allow_node_moves  # a one-off permission: it must not stay
+            if allowed:
+                rv.notes.append(
+                    f"cluster `{cluster}` has `allow_node_moves` ({', '.join(allowed)}): once the move is merged,"
+                    " remove it in a platform pull request, or a pin can move these nodes again"
+                )
     rv.partitions.sort()
     rv.nodesets.sort()
     if rv.tenant_pr:
