@@ -83,6 +83,20 @@ def world() -> Iterator[dict[str, object]]:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def codeowner(codeowners: Path, path: str) -> str:
+    """The owner CODEOWNERS gives ``path`` (the last matching line wins), for the patterns init writes:
+    ``*``, an anchored file, an anchored folder."""
+    owner = ""
+    for line in codeowners.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        pattern, who = line.split()[:2]
+        p = "/" + path
+        if pattern == "*" or p == pattern or (pattern.endswith("/") and p.startswith(pattern)):
+            owner = who
+    return owner
+
+
 def _ci_commands(fleet: Path, env: dict[str, str]) -> tuple[list[str], dict[str, str], list[str], dict[str, str]]:
     """The check commands of the two CI templates and the environment each runs them in, for a pull
     request (GitHub) or merge request (GitLab) against main."""
@@ -176,13 +190,21 @@ def test_fleet_repository_from_the_built_collection(world: dict[str, object]) ->
     # a tenant's pull request that edits only its own file: every check passes
     sh("git checkout -q -b vision-replicas", fleet, env)
     own = fleet / "inventories/prod/group_vars/all/tenants/vision.yml"
-    own.write_text(own.read_text().replace("login_replicas: 1", "login_replicas: 2"))
+    own.write_text(
+        own.read_text().replace("login_replicas: 1", "login_replicas: 2").replace("Slurm batch", "Slurm training")
+    )
     sh([*cli, "render"], fleet, env)
     sh("git add -A inventories gitops && git commit -qm 'vision: two login nodes'", fleet, env)
     results = ci()
     assert [r.returncode for r in results] == [0] * len(results), [r.stdout[-1500:] + r.stderr[-1500:] for r in results]
     review = (fleet / "review.md").read_text()
     assert "## gpufleet review: ✅ passes" in review and "change: tenant `vision` only" in review
+    # every file the tenant's pull request changes is the tenant's by CODEOWNERS, its reports included
+    # (the render manifest aside: it is one file of the whole tree)
+    changed = sh(["git", "diff", "--name-only", "main...HEAD"], fleet, env).stdout.split()
+    assert "gitops/clusters/gpu-1/tenants/vision/REPORT.md" in changed, changed
+    outside = [p for p in changed if codeowner(fleet / "CODEOWNERS", p) != "@acme/vision"]
+    assert outside == ["gitops/.gpufleet-manifest"], outside
     assert "gpufleet-core.tar.gz" not in review
 
     # the same tenant also edits another tenant's file: the review step fails and names the file

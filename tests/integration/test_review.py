@@ -113,10 +113,11 @@ def test_own_file_only_passes(repo: Path) -> None:
 
 
 def test_own_file_with_a_report_change_passes(repo: Path) -> None:
-    # the tenant's description is in its section of the shared REPORT.md: attributed to the tenant
+    # the tenant's description is in its own REPORT.md, in its rendered tree; the cluster's is untouched
     rc, md, _ = pull_request(repo, replace(TEAM_A, "description: Slurm batch jobs", "description: Big Slurm jobs"))
     assert rc == 0, md
-    assert "| `gitops/clusters/gpu-1/REPORT.md` | tenant team-a | changed |" in md
+    assert "| `gitops/clusters/gpu-1/tenants/team-a/REPORT.md` | tenant team-a | changed |" in md
+    assert "`gitops/clusters/gpu-1/REPORT.md`" not in md and "`gitops/clusters/gpu-1/POOLS.md`" not in md
 
 
 def test_touching_another_tenants_file_fails_and_names_it(repo: Path) -> None:

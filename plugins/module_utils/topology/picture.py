@@ -28,6 +28,7 @@ _PALETTE = (
     ("dark grey", "#e4e4e4", "#555555"),
 )
 MAX_GROUPS = 64
+MAX_BOXES = 150  # pool boxes of a folded picture (Mermaid renderers stop at a few hundred edges)
 
 
 def _label(text: str) -> str:
@@ -49,7 +50,7 @@ def mermaid(
     groups = [g for g, _nodes in topo.leaf_groups]
     if not groups:
         return []
-    levels = _levels(topo, max_groups) if len(groups) > max_groups else None
+    levels = _levels(topo, max_groups, pool_of) if len(groups) > max_groups else None
     if levels is not None and len(levels[0]) > max_groups:
         return [f"The switch tree has {len(levels[0])} roots, too many to draw (the limit is {max_groups})."]
     cut = set(levels[-1]) if levels is not None else set()
@@ -116,14 +117,24 @@ def mermaid(
     return out
 
 
-def _levels(topo: Any, limit: int) -> list[list[str]]:
-    """The switches level by level from the roots, down to the deepest level of at most ``limit``."""
+def _levels(topo: Any, limit: int, pool_of: Mapping[str, str]) -> list[list[str]]:
+    """The switches level by level from the roots, down to the deepest level of at most ``limit``
+    switches whose picture has at most ``MAX_BOXES`` pool boxes (the roots at least)."""
     levels = [list(topo.roots)]
     while True:
         below = [c for name in levels[-1] for c in topo.switches[name].children]
         if not below or len(below) > limit:
-            return levels
+            break
         levels.append(below)
+    while len(levels) > 1 and _boxes(topo, levels, pool_of) > MAX_BOXES:
+        levels.pop()
+    return levels
+
+
+def _boxes(topo: Any, levels: list[list[str]], pool_of: Mapping[str, str]) -> int:
+    """The pool boxes of the picture folded at ``levels[-1]``."""
+    upper = sum(len({pool_of.get(n, "") for n in topo.switches[s].nodes}) for level in levels[:-1] for s in level)
+    return upper + sum(len({pool_of.get(n, "") for n in _below(topo, s)}) for s in levels[-1])
 
 
 def _below(topo: Any, name: str) -> list[str]:
