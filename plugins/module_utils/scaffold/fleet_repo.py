@@ -102,7 +102,7 @@ def _check(opts: Options) -> None:
             )
     elif not re.match(r"^[A-Za-z0-9][-A-Za-z0-9_.]*$", opts.org):
         problems.append(f"--org {opts.org!r}: a GitHub/GitLab organisation or group name")
-    if opts.repo_url and not re.match(r"^(https://|ssh://|git@)[^\s'\"]+$", opts.repo_url):
+    if opts.repo_url and not re.match(r"^(https://|ssh://|git@)[A-Za-z0-9._~:/@%+-]+$", opts.repo_url):
         problems.append(f"--repo-url {opts.repo_url!r}: the Git URL Argo CD clones (https://, ssh:// or git@)")
     if not re.match(r"^[A-Za-z0-9][-A-Za-z0-9_./]*$", opts.branch) or ".." in opts.branch:
         problems.append(f"--branch {opts.branch!r}: a branch name")
