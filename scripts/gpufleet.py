@@ -1,11 +1,15 @@
 #!/usr/bin/env python
 """gpufleet command line: scaffold a fleet repository, validate and render an inventory, review a change.
 
-    gpufleet.py init DEST [--fleet NAME] [--tenant NAME[:KIND[:OWNER]]]... [--org ORG] [--site SITE]
-    gpufleet.py validate --inventory DIR
-    gpufleet.py render --inventory DIR [--out DIR] [--check | --fail-on-change] [--base REV]
-    gpufleet.py review --inventory DIR --base REF [--markdown FILE]
+    gpufleet.py init DEST --org ORG [--fleet NAME] [--tenant NAME[:KIND[:OWNER]]]... [--site SITE]
+    gpufleet.py validate [--inventory DIR]
+    gpufleet.py render [--inventory DIR] [--out DIR] [--check | --fail-on-change] [--base REV]
+    gpufleet.py review [--inventory DIR] --base REF [--markdown FILE]
     gpufleet.py schema
+    gpufleet.py --version
+
+``--inventory`` defaults to the ``inventory`` of the ``ansible.cfg`` Ansible would read here
+(``$ANSIBLE_CONFIG``, else ``./ansible.cfg``), as in a repository made by ``init``.
 
 ``render`` writes the tree atomically (only changed files) and the pool locks beside the
 snapshots; ``--check`` writes nothing and exits 1 listing the files that differ when the
@@ -16,7 +20,9 @@ written.
 from __future__ import annotations
 
 import argparse
+import configparser
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -34,6 +40,38 @@ def _import_path() -> None:
     from checkout_path import use_checkout
 
     use_checkout()
+
+
+def default_inventory() -> str | None:
+    """The ``[defaults] inventory`` of the ansible.cfg Ansible reads from here ($ANSIBLE_CONFIG, ./ansible.cfg),
+    relative to that file; None when there is none."""
+    cfg = Path(os.environ.get("ANSIBLE_CONFIG") or "ansible.cfg")
+    if not cfg.is_file():
+        return None
+    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";", "#"))
+    try:
+        parser.read(cfg, encoding="utf-8")
+    except configparser.Error:
+        return None
+    value = parser.get("defaults", "inventory", fallback="").split(",")[0].strip()
+    if not value:
+        return None
+    path = Path(os.path.expanduser(value))
+    return str(path if path.is_absolute() or cfg.parent == Path(".") else cfg.parent / path)
+
+
+def _inventory(args: argparse.Namespace) -> None:
+    """Fill ``args.inventory`` from ansible.cfg when it was not given; exit 2 when there is none."""
+    if args.inventory:
+        return
+    found = default_inventory()
+    if found is None:
+        print(
+            f"gpufleet.py {args.command}: error: --inventory DIR is required (no ansible.cfg naming an inventory here)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    args.inventory = [found] if args.command == "review" else found
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -87,6 +125,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         branch=args.branch,
         org=args.org,
         platform_owner=args.platform_owner,
+        repo_url=args.repo_url,
         tenants=args.tenant or (),
     )
     written = fleet_repo.scaffold(args.dest, opts)
@@ -94,14 +133,25 @@ def cmd_init(args: argparse.Namespace) -> int:
         f"{args.dest}: fleet repository {opts.fleet!r} with {len(written)} files; tenants: "
         + ", ".join(t.name for t in opts.tenants)
     )
-    print(f"next: cd {args.dest}; git init; see README.md (install, render --inventory inventories/{opts.site})")
+    print(
+        f"next: cd {args.dest}; git init; README.md: Set up (gpufleet.core pinned in requirements.yml), render,"
+        " and Branch protection (required check, code-owner review: without them CODEOWNERS protects nothing)"
+    )
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
     from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.capacity import capacity_problems
 
     fleet = load_fleet(args.inventory)
+    problems = capacity_problems(fleet)
+    if problems:
+        raise GpufleetError(
+            f"{len(problems)} cluster(s) of {args.inventory} cannot be rendered:\n"
+            + "\n".join(f"  - {p}".replace("\n", "\n  ") for p in problems)
+        )
     print(
         f"{args.inventory}: fleet {fleet.name!r} is valid: {len(fleet.clusters)} cluster(s), "
         f"{len(fleet.tenants)} tenant(s), {len(fleet.pools)} pool(s)"
@@ -127,11 +177,49 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """``--version``: the version of the gpufleet.core collection this CLI belongs to."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the gpufleet.core version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kwargs: object) -> None:
+        _import_path()
+        from ansible_collections.gpufleet.core.plugins.module_utils.scaffold.fleet_repo import collection_version
+
+        print(f"gpufleet.core {collection_version()}")
+        parser.exit()
+
+
+def _sub(sub: argparse._SubParsersAction, name: str, text: str) -> argparse.ArgumentParser:
+    """A subcommand whose one-line help is also its description (``gpufleet.py NAME --help``)."""
+    return sub.add_parser(name, help=text, description=text[:1].upper() + text[1:] + ".")
+
+
+def _inventory_arg(p: argparse.ArgumentParser, **kwargs: object) -> None:
+    p.add_argument(
+        "--inventory",
+        "-i",
+        help="inventory directory (or its hosts.yml); default: the inventory of ./ansible.cfg",
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gpufleet.py", description=__doc__.split("\n\n", maxsplit=1)[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("render", help="render the GitOps tree of an inventory")
-    r.add_argument("--inventory", "-i", required=True, help="inventory directory (or its hosts.yml)")
+    parser = argparse.ArgumentParser(
+        prog="gpufleet.py",
+        description=__doc__.split("\n\n", maxsplit=1)[0],
+        epilog="gpufleet.py COMMAND --help describes each command.",
+    )
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    r = _sub(
+        sub,
+        "render",
+        "render the GitOps tree and the pool locks of an inventory, writing only changed files (--check:"
+        " write nothing, exit 1 when stale)",
+    )
+    _inventory_arg(r)
     r.add_argument("--out", "-o", help="GitOps tree root (default: <git work tree>/<gitops.path>)")
     r.add_argument("--check", action="store_true", help="write nothing; exit 1 and list files when stale")
     r.add_argument("--verbose", "-v", action="store_true", help="list every file written")
@@ -144,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         " locks must be those or the ones computed from them",
     )
     r.set_defaults(func=cmd_render)
-    i = sub.add_parser("init", help="scaffold a new fleet repository (inventory, CODEOWNERS, CI, pre-commit)")
+    i = _sub(sub, "init", "scaffold a new fleet repository (inventory, CODEOWNERS, CI, pre-commit)")
     i.add_argument("dest", help="directory of the new repository (created; must not hold its files)")
     i.add_argument("--fleet", help="fleet name (default: the directory name)")
     i.add_argument(
@@ -153,26 +241,43 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME[:KIND[:OWNER]]",
         help="a tenant (KIND slurm or kubernetes; OWNER @org/team); repeat; default team-a, team-b",
     )
-    i.add_argument("--org", default="example-org", help="GitHub/GitLab organisation of the default owners")
+    i.add_argument(
+        "--org",
+        default="",
+        help="GitHub/GitLab organisation or group of the default owners (@ORG/platform, @ORG/<tenant>) and of"
+        " the repository URL; required unless --platform-owner, every tenant's OWNER and --repo-url are given",
+    )
     i.add_argument("--platform-owner", default="", help="CODEOWNERS owner of the platform (default @ORG/platform)")
+    i.add_argument(
+        "--repo-url",
+        default="",
+        help="Git URL Argo CD clones this repository from (default https://github.com/ORG/FLEET.git)",
+    )
     i.add_argument("--site", default="prod", help="inventory name: inventories/SITE (default prod)")
     i.add_argument("--cluster", default="gpu-1", help="name of the example cluster (default gpu-1)")
     i.add_argument("--branch", default="main", help="the branch Argo CD syncs and pull requests target")
     i.set_defaults(func=cmd_init)
-    v = sub.add_parser("validate", help="validate an inventory (every problem, with file, line and key)")
-    v.add_argument("--inventory", "-i", required=True, help="inventory directory (or its hosts.yml)")
-    v.set_defaults(func=cmd_validate)
-    rv = sub.add_parser(
-        "review",
-        help="the blast radius of a change against a base branch, by owner (Markdown; exit 1 on a policy failure)",
+    v = _sub(
+        sub,
+        "validate",
+        "check an inventory as render does, short of parsing the fabric (every problem, with file, line and key)",
     )
-    rv.add_argument("--inventory", "-i", required=True, action="append", help="inventory directory (repeatable)")
+    _inventory_arg(v)
+    v.set_defaults(func=cmd_validate)
+    rv = _sub(
+        sub,
+        "review",
+        "the blast radius of a change against a base branch, by owner (Markdown; exit 1 on a policy failure)",
+    )
+    _inventory_arg(rv, action="append")
     rv.add_argument("--base", required=True, help="base revision, e.g. origin/main (compared at the merge base)")
     rv.add_argument("--markdown", "-m", help="also write the Markdown to this file (a pull-request comment)")
     rv.set_defaults(func=cmd_review)
-    s = sub.add_parser("schema", help="print the fleet JSON schema (docs/fleet.schema.json)")
+    s = _sub(sub, "schema", "print the fleet JSON schema (docs/fleet.schema.json)")
     s.set_defaults(func=cmd_schema)
     args = parser.parse_args(argv)
+    if hasattr(args, "inventory"):
+        _inventory(args)
     _import_path()
     from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 

@@ -1,12 +1,16 @@
-"""A platform team's own fleet repository, end to end, from the built collection only.
+"""A platform team's own fleet repository, end to end, from the built collection only, as the README says.
 
-Build the tarball; install it with ``--no-deps`` into the fresh repository's (empty) collections path,
-with a fresh venv made from ``requirements.txt`` (PyPI; the pip cache is reused); scaffold the
-repository in a temporary directory outside the project with the *installed* CLI; render it; run the
-installed playbooks through the scaffold's ``ansible.cfg`` (the snapshots are not parsed as inventory);
-then run the commands of the CI templates and the pre-commit hooks, read from the scaffolded files
-(GitHub Actions steps named ``gpufleet: ...``, GitLab CI jobs named ``gpufleet-...``), on a tenant's pull
-request that passes and on one that reaches another tenant and fails.
+Build the tarball (``ansible-galaxy collection build``); in a fresh venv made from the shipped
+``requirements.txt`` (PyPI; no Galaxy), install it ``--no-deps`` into the new repository's
+``collections/``, the one path ``ansible.cfg``, the pre-commit hooks and CI use; scaffold the
+repository *in place* with the installed CLI (a directory outside the project holding only
+``collections/``), and the same again through ``ansible-playbook gpufleet.core.init`` from a directory
+that is no repository; render it with the CLI and with the installed playbook; commit. Then run the
+commands of the CI templates and of the pre-commit hooks, read from the scaffolded files (GitHub Actions
+steps named ``gpufleet: ...``, GitLab CI jobs named ``gpufleet-...``), on a tenant's pull request that
+passes, on one that reaches another tenant and fails, and on a hand-edited pool lock, which the
+templates' own ``render --check --base`` refuses; and validate both templates against their published
+schemas (SchemaStore's, as check-jsonschema vendors them).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ GIT_ID = {
     "GIT_COMMITTER_EMAIL": "ci@example.org",
     "GIT_CONFIG_GLOBAL": "/dev/null",
 }
+# the schema checker of the last step, pinned; installed into the test's venv from PyPI
+CHECK_JSONSCHEMA = "check-jsonschema==0.39.0"
 
 
 def sh(cmd: list[str] | str, cwd: Path, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -54,42 +60,70 @@ def world() -> Iterator[dict[str, object]]:
     tmp = Path(tempfile.mkdtemp(prefix="gpufleet-fleetrepo-", dir="/tmp"))
     assert not str(tmp).startswith(str(REPO))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "VIRTUAL_ENV", "PYTHON", "GIT_"))}
-    base_python = Path(sys.base_prefix) / "bin" / "python3"
-    venv = tmp / "venv"
-    sh([str(base_python), "-m", "venv", str(venv)], tmp, env)
     env.update(
         GIT_ID,
-        PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-        VIRTUAL_ENV=str(venv),
+        PATH="/usr/local/bin:/usr/bin:/bin",  # no venv on PATH: nothing is activated
         ANSIBLE_HOME=str(tmp / "ansible-home"),
         HOME=os.environ.get("HOME", str(tmp)),  # the pip cache
     )
-    sh(
-        [str(venv / "bin/pip"), "install", "-q", "--disable-pip-version-check", "-r", str(REPO / "requirements.txt")],
-        tmp,
-        env,
-    )
+    # the README's set-up, in the new repository's directory: .venv/ and collections/ inside it
+    fleet = tmp / "acme-fleet"
+    venv = fleet / ".venv"
+    sh([str(Path(sys.base_prefix) / "bin" / "python3"), "-m", "venv", str(venv)], tmp, env)
+    pip = [str(venv / "bin/pip"), "install", "-q", "--disable-pip-version-check"]
+    sh([*pip, "-r", str(REPO / "requirements.txt")], tmp, env)
     dist = tmp / "dist"
     sh([str(venv / "bin/ansible-galaxy"), "collection", "build", "--output-path", str(dist), str(REPO)], tmp, env)
     (tarball,) = dist.glob("gpufleet-core-*.tar.gz")
-    fleet = tmp / "acme-fleet"
-    sh(
-        [
-            str(venv / "bin/ansible-galaxy"),
-            "collection",
-            "install",
-            "--no-deps",
-            "-p",
-            str(fleet / "collections"),
-            str(tarball),
-        ],
-        tmp,
-        env,
-    )
+    galaxy = [str(venv / "bin/ansible-galaxy"), "collection", "install", "--no-deps", "-p", "collections"]
+    sh([*galaxy, str(tarball)], fleet, env)
     installed = fleet / "collections/ansible_collections/gpufleet/core"
     assert (installed / "MANIFEST.json").is_file() and not installed.is_symlink()
-    yield {"tmp": tmp, "env": env, "venv": venv, "fleet": fleet, "installed": installed}
+    yield {"tmp": tmp, "env": env, "venv": venv, "fleet": fleet, "installed": installed, "pip": pip}
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def codeowner(codeowners: Path, path: str) -> str:
+    """The owner CODEOWNERS gives ``path`` (the last matching line wins), for the patterns init writes:
+    ``*``, an anchored file, an anchored folder."""
+    owner = ""
+    for line in codeowners.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        pattern, who = line.split()[:2]
+        p = "/" + path
+        if pattern == "*" or p == pattern or (pattern.endswith("/") and p.startswith(pattern)):
+            owner = who
+    return owner
+
+
+def _ci_commands(fleet: Path, env: dict[str, str]) -> tuple[list[str], dict[str, str], list[str], dict[str, str]]:
+    """The check commands of the two CI templates and the environment each runs them in, for a pull
+    request (GitHub) or merge request (GitLab) against main."""
+    gh = yaml.safe_load((fleet / ".github/workflows/gpufleet.yml").read_text())
+    assert set(gh[True]) == {"pull_request", "push"}  # YAML 1.1 reads the key `on` as True
+    (job,) = gh["jobs"].values()
+    gh_steps = [s["run"] for s in job["steps"] if str(s.get("name", "")).startswith("gpufleet:")]
+    assert not [s for s in job["steps"] if str(s.get("name", "")).startswith("gpufleet:") and "if" in s]
+    assert len(gh_steps) == 3 and "--check --base" in gh_steps[1] and " review " in gh_steps[2]
+    # GPUFLEET_BASE is an expression: the pull request's base branch, else the commit before the push
+    assert "format('origin/{0}', github.base_ref)" in job["env"]["GPUFLEET_BASE"]
+    assert "github.event.before" in job["env"]["GPUFLEET_BASE"]
+    gh_env = {**env, **job["env"], "GPUFLEET_BASE": "origin/main"}
+    gl = yaml.safe_load((fleet / ".gitlab-ci.yml").read_text())
+    gl_jobs = {name: j for name, j in gl.items() if name.startswith("gpufleet-")}
+    # one pipeline per merge request: no job has rules of its own, the workflow decides (a merge request
+    # pipeline; never a branch pipeline while the branch has an open merge request; the default branch)
+    assert not [j for j in gl_jobs.values() if "rules" in j or "only" in j or "except" in j]
+    mr, branch_with_mr, default = gl["workflow"]["rules"]
+    assert mr["if"] == '$CI_PIPELINE_SOURCE == "merge_request_event"' and "when" not in mr
+    assert branch_with_mr == {"if": "$CI_COMMIT_BRANCH && $CI_OPEN_MERGE_REQUESTS", "when": "never"}
+    assert default["if"] == "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"
+    assert mr["variables"]["GPUFLEET_BASE"] == "origin/$CI_MERGE_REQUEST_TARGET_BRANCH_NAME"
+    gl_env = {**env, **gl["variables"], "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main", "GPUFLEET_BASE": "origin/main"}
+    gl_scripts = [line for j in gl_jobs.values() for line in j["script"]]
+    assert any("--check --base" in line for line in gl_scripts) and any(" review " in line for line in gl_scripts)
+    return gh_steps, gh_env, gl_scripts, gl_env
 
 
 def test_fleet_repository_from_the_built_collection(world: dict[str, object]) -> None:
@@ -97,20 +131,38 @@ def test_fleet_repository_from_the_built_collection(world: dict[str, object]) ->
     fleet: Path = world["fleet"]  # type: ignore[assignment]
     venv: Path = world["venv"]  # type: ignore[assignment]
     installed: Path = world["installed"]  # type: ignore[assignment]
+    tmp: Path = world["tmp"]  # type: ignore[assignment]
     cli = [str(venv / "bin/python"), str(installed / "scripts/gpufleet.py")]
+    version = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
+    assert sh([*cli, "--version"], fleet, env).stdout == f"gpufleet.core {version}\n"
 
-    out = sh(
-        [*cli, "init", str(fleet), "--tenant", "vision:slurm", "--tenant", "serving:kubernetes", "--org", "acme"],
-        fleet,
-        env,
-    )
+    # a lab of three tenants, scaffolded in place beside .venv/ and collections/
+    tenants = ["--tenant", "vision:slurm", "--tenant", "speech:slurm", "--tenant", "serving:kubernetes"]
+    out = sh([*cli, "init", ".", "--org", "acme", *tenants], fleet, env)
     assert "fleet repository 'acme-fleet'" in out.stdout
-    sh("git init -q -b main && git add -A && git commit -qm 'gpufleet init'", fleet, env)  # collections/ is ignored
+    pins = {c["name"]: c["version"] for c in yaml.safe_load((fleet / "requirements.yml").read_text())["collections"]}
+    assert pins["gpufleet.core"] == f"=={version}"
+    sh("git init -q -b main && git add -A && git commit -qm 'gpufleet init'", fleet, env)
     tracked = sh(["git", "ls-files"], fleet, env).stdout.split()
-    assert "CODEOWNERS" in tracked and not [f for f in tracked if f.startswith("collections/")]
+    assert "CODEOWNERS" in tracked and not [f for f in tracked if f.startswith(("collections/", ".venv/"))]
 
-    # render with the installed CLI, then with the installed playbook through the scaffold's ansible.cfg
-    sh([*cli, "render", "--inventory", "inventories/prod"], fleet, env)
+    # the same scaffold through Ansible, from a directory that is no repository (no ansible.cfg there)
+    elsewhere = tmp / "elsewhere"
+    elsewhere.mkdir()
+    play_env = {**env, "ANSIBLE_COLLECTIONS_PATH": str(fleet / "collections")}
+    init = [
+        str(venv / "bin/ansible-playbook"),
+        "gpufleet.core.init",
+        "-e",
+        f"dest={elsewhere / 'lab'}",
+        "-e",
+        "org=acme",
+    ]
+    p = sh(init, elsewhere, play_env)
+    assert "changed=1" in p.stdout and (elsewhere / "lab/CODEOWNERS").is_file(), p.stdout[-2000:]
+
+    # render with the installed CLI (the inventory from ansible.cfg), then with the installed playbook
+    sh([*cli, "render"], fleet, env)
     assert (fleet / "gitops/clusters/gpu-1/tenants/vision/slurm/topology.conf").is_file()
     for inventory in ([], ["-i", "inventories/prod"]):  # the folder too: snapshots are not inventory
         inv = sh([str(venv / "bin/ansible-inventory"), *inventory, "--list"], fleet, env)
@@ -118,48 +170,78 @@ def test_fleet_repository_from_the_built_collection(world: dict[str, object]) ->
         assert sorted(yaml.safe_load(inv.stdout)["_meta"]["hostvars"]) == ["localhost"]
     play = sh([str(venv / "bin/ansible-playbook"), "gpufleet.core.render"], fleet, env)
     assert "changed=0" in play.stdout and "failed=0" in play.stdout, play.stdout[-2000:]
-    sh("git add -A && git commit -qm render && git clone -q --bare . ../origin.git", fleet, env)
+    (fleet / "gpufleet-core.tar.gz").write_bytes(b"a stray file, never added")  # untracked: not the change
+    sh("git add gitops inventories && git commit -qm render && git clone -q --bare . ../origin.git", fleet, env)
     sh("git remote add origin ../origin.git && git fetch -q origin", fleet, env)
 
-    # the CI templates' commands, read from the scaffolded files
-    gh = yaml.safe_load((fleet / ".github/workflows/gpufleet.yml").read_text())
-    (job,) = gh["jobs"].values()
-    gh_steps = [s["run"] for s in job["steps"] if str(s.get("name", "")).startswith("gpufleet:")]
-    assert len(gh_steps) == 3 and any("review" in s for s in gh_steps)
-    gh_env = {**env, **job["env"], "GITHUB_BASE_REF": "main", "GITHUB_EVENT_NAME": "pull_request"}
-    gl = yaml.safe_load((fleet / ".gitlab-ci.yml").read_text())
-    gl_scripts = [line for name, j in gl.items() if name.startswith("gpufleet-") for line in j["script"]]
-    gl_env = {**env, **gl["variables"], "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main"}
+    gh_steps, gh_env, gl_scripts, gl_env = _ci_commands(fleet, env)
+    ci_path = {"PATH": f"{venv / 'bin'}:{env['PATH']}"}  # CI's python is the one requirements.txt went into
+    gh_env.update(ci_path)
+    gl_env.update(ci_path)
     hooks = [
         h["entry"] for r in yaml.safe_load((fleet / ".pre-commit-config.yaml").read_text())["repos"] for h in r["hooks"]
     ]
 
-    def ci(expect: int) -> list[str]:
+    def ci() -> list[subprocess.CompletedProcess[str]]:
         results = [sh(cmd, fleet, gh_env, check=False) for cmd in gh_steps]
         results += [sh(cmd, fleet, gl_env, check=False) for cmd in gl_scripts]
-        results += [sh(cmd, fleet, env, check=False) for cmd in hooks]
-        codes = [r.returncode for r in results]
-        if expect == 0:
-            assert codes == [0] * len(codes), [r.stdout[-1500:] + r.stderr[-1500:] for r in results]
-        return [r.stdout + r.stderr for r in results]
+        return results + [sh(cmd, fleet, env, check=False) for cmd in hooks]  # no venv on PATH
 
     # a tenant's pull request that edits only its own file: every check passes
     sh("git checkout -q -b vision-replicas", fleet, env)
     own = fleet / "inventories/prod/group_vars/all/tenants/vision.yml"
-    own.write_text(own.read_text().replace("login_replicas: 1", "login_replicas: 2"))
-    sh([*cli, "render", "--inventory", "inventories/prod"], fleet, env)
-    sh("git add -A && git commit -qm 'vision: two login nodes'", fleet, env)
-    logs = ci(expect=0)
-    assert "## gpufleet review: ✅ passes" in (fleet / "review.md").read_text()
-    assert any("change: tenant `vision` only" in log for log in logs)
+    own.write_text(
+        own.read_text().replace("login_replicas: 1", "login_replicas: 2").replace("Slurm batch", "Slurm training")
+    )
+    sh([*cli, "render"], fleet, env)
+    sh("git add -A inventories gitops && git commit -qm 'vision: two login nodes'", fleet, env)
+    results = ci()
+    assert [r.returncode for r in results] == [0] * len(results), [r.stdout[-1500:] + r.stderr[-1500:] for r in results]
+    review = (fleet / "review.md").read_text()
+    assert "## gpufleet review: ✅ passes" in review and "change: tenant `vision` only" in review
+    # every file the tenant's pull request changes is the tenant's by CODEOWNERS, its reports included
+    # (the render manifest aside: it is one file of the whole tree)
+    changed = sh(["git", "diff", "--name-only", "main...HEAD"], fleet, env).stdout.split()
+    assert "gitops/clusters/gpu-1/tenants/vision/REPORT.md" in changed, changed
+    outside = [p for p in changed if codeowner(fleet / "CODEOWNERS", p) != "@acme/vision"]
+    assert outside == ["gitops/.gpufleet-manifest"], outside
+    assert "gpufleet-core.tar.gz" not in review
 
     # the same tenant also edits another tenant's file: the review step fails and names the file
     other = fleet / "inventories/prod/group_vars/all/tenants/serving.yml"
     other.write_text(other.read_text().replace("namespaces: [jobs]", "namespaces: [jobs, vision-extra]"))
-    sh([*cli, "render", "--inventory", "inventories/prod"], fleet, env)
-    sh("git add -A && git commit -qm 'vision: and a namespace at serving'", fleet, env)
-    review_steps = [s for s in gh_steps if " review " in s]
-    p = sh(review_steps[0], fleet, gh_env, check=False)
+    sh([*cli, "render"], fleet, env)
+    sh("git add -A inventories gitops && git commit -qm 'vision: and a namespace at serving'", fleet, env)
+    p = sh(gh_steps[2], fleet, gh_env, check=False)
     assert p.returncode == 1, p.stdout + p.stderr
     assert "inventories/prod/group_vars/all/tenants/serving.yml` (tenant serving)" in p.stdout
     assert "❌ fails" in (fleet / "review.md").read_text()
+
+    # a hand-edited pool lock (two tenants' nodes swapped), committed: the templates' own render check
+    # refuses it (the lock is read from the base), and the review lists the lock as a changed input
+    sh("git checkout -q main && git checkout -q -b swap-nodes", fleet, env)
+    lock = fleet / "inventories/prod/snapshots/gpu-1/pools.lock.yaml"
+    text = lock.read_text()
+    a, b = "gpu003: vision", "gpu009: speech"
+    assert a in text and b in text, text[:600]
+    lock.write_text(text.replace(a, "gpu003: speech").replace(b, "gpu009: vision"))
+    sh([*cli, "render"], fleet, env)  # renders the edited lock's assignment: the tree matches it
+    sh("git add -A inventories gitops && git commit -qm 'swap two nodes'", fleet, env)
+    for cmd, cmd_env in ((gh_steps[1], gh_env), *((c, gl_env) for c in gl_scripts if "--check --base" in c)):
+        p = sh(cmd, fleet, cmd_env, check=False)
+        assert p.returncode != 0 and "pools.lock.yaml" in p.stderr and "edited by hand" in p.stderr, p.stderr
+    assert sh(cmd.replace(' --base "$GPUFLEET_BASE"', ""), fleet, gl_env, check=False).returncode == 0  # without
+    p = sh(gh_steps[2], fleet, gh_env, check=False)
+    assert (
+        p.returncode == 1 and "| `inventories/prod/snapshots/gpu-1/pools.lock.yaml` | platform | changed |" in p.stdout
+    )
+
+    # both templates against their schemas (GitHub workflow and GitLab CI, from SchemaStore)
+    sh([*world["pip"], CHECK_JSONSCHEMA], tmp, env)  # type: ignore[list-item]
+    checker = str(venv / "bin/check-jsonschema")
+    for schema, path in (
+        ("vendor.github-workflows", ".github/workflows/gpufleet.yml"),
+        ("vendor.gitlab-ci", ".gitlab-ci.yml"),
+    ):
+        p = sh([checker, "--builtin-schema", schema, path], fleet, env, check=False)
+        assert p.returncode == 0 and "ok -- validation done" in p.stdout, p.stdout + p.stderr

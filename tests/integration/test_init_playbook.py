@@ -46,3 +46,10 @@ def test_init_playbook_reports_bad_options(tmp_path: Path) -> None:
     p = play(tmp_path, "-e", f"dest={tmp_path / 'x'}", "-e", '{"tenants": ["Bad_Name"]}')
     assert p.returncode != 0 and "--tenant 'Bad_Name': a lower-case DNS label" in p.stdout
     assert not (tmp_path / "x").exists()
+
+
+def test_init_playbook_refuses_a_relative_destination(tmp_path: Path) -> None:
+    """Ansible runs the task from the playbook's directory: a relative DEST would land inside the collection."""
+    p = play(tmp_path, "-e", "dest=acme", "-e", "org=acme")
+    assert p.returncode != 0 and "dest=/ABSOLUTE/DIR" in p.stdout, p.stdout
+    assert not (tmp_path / "acme").exists() and not (REPO / "playbooks" / "acme").exists()

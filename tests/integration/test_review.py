@@ -40,7 +40,18 @@ def run(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
 @pytest.fixture(scope="module")
 def base_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fleet") / "fleet"
-    run(REPO, *CLI, "init", str(root), "--tenant", "team-a:slurm", "--tenant", "team-b:kubernetes")
+    run(
+        REPO,
+        *CLI,
+        "init",
+        str(root),
+        "--org",
+        "example-org",
+        "--tenant",
+        "team-a:slurm",
+        "--tenant",
+        "team-b:kubernetes",
+    )
     run(root, "git", "init", "-q", "-b", "main")
     run(root, *CLI, "render", "--inventory", INV)
     run(root, "git", "add", "-A")
@@ -102,10 +113,11 @@ def test_own_file_only_passes(repo: Path) -> None:
 
 
 def test_own_file_with_a_report_change_passes(repo: Path) -> None:
-    # the tenant's description is in its section of the shared REPORT.md: attributed to the tenant
+    # the tenant's description is in its own REPORT.md, in its rendered tree; the cluster's is untouched
     rc, md, _ = pull_request(repo, replace(TEAM_A, "description: Slurm batch jobs", "description: Big Slurm jobs"))
     assert rc == 0, md
-    assert "| `gitops/clusters/gpu-1/REPORT.md` | tenant team-a | changed |" in md
+    assert "| `gitops/clusters/gpu-1/tenants/team-a/REPORT.md` | tenant team-a | changed |" in md
+    assert "`gitops/clusters/gpu-1/REPORT.md`" not in md and "`gitops/clusters/gpu-1/POOLS.md`" not in md
 
 
 def test_touching_another_tenants_file_fails_and_names_it(repo: Path) -> None:
@@ -129,15 +141,12 @@ def test_touching_a_platform_file_fails_and_names_it(repo: Path) -> None:
     assert f"`{GV}/clusters.yml` (platform)" in md and "change: mixed: platform, tenant `team-a`" in md
 
 
-def test_a_rendered_effect_on_a_shared_platform_file_fails_and_names_it(repo: Path) -> None:
-    # the tenant edits only its own file, but turning its monitoring off changes the DCGM relabelling
-    # of the platform's GPU Operator values, which every tenant's GPU metrics go through
+def test_turning_monitoring_off_stays_in_the_tenants_scope(repo: Path) -> None:
+    # the GPU metrics' tenant label comes from the node's tenant label: no shared platform file names
+    # the tenant, so turning its monitoring off changes the tenant's own rendered files only
     rc, md, _ = pull_request(repo, append(TEAM_B, "  monitoring: {enabled: false}\n"))
-    assert rc == 1, md
-    shared = "gitops/clusters/gpu-1/platform/gpu-operator/values.yaml"
-    assert f"- `{shared}` changed (owned by platform): tenant `team-b`'s change reaches outside" in md
-    assert f"| `{shared}` | platform | changed |" in md
-    assert "### Shared platform changes (1)" in md and f"- `{shared}`" in md
+    assert rc == 0, md
+    assert "### Shared platform changes (0)" in md and "platform/gpu-operator" not in md
 
 
 def test_a_hand_edit_of_another_tenants_rendered_tree_fails(repo: Path) -> None:
@@ -215,3 +224,10 @@ def test_a_reshuffle_of_the_pool_lock_fails(repo: Path) -> None:
 def test_bad_base_exits_2_without_traceback(repo: Path) -> None:
     p = run(repo, *CLI, "review", "--inventory", INV, "--base", "no-such-branch", check=False)
     assert p.returncode == 2 and "no-such-branch" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_allow_node_moves_comes_with_a_reminder_to_remove_it(repo: Path) -> None:
+    entry = "    allow_node_moves:\n      - {nodes: [gpu003], reason: hand a node to team-b}\n    topology:\n"
+    rc, md, _ = pull_request(repo, replace(f"{GV}/clusters.yml", "    topology:\n", entry))
+    assert rc == 0, md
+    assert "Note: cluster `gpu-1` has `allow_node_moves` (gpu003): once the move is merged, remove it" in md

@@ -128,8 +128,9 @@ def test_check_mode_writes_nothing_and_diff_shows_the_change(work: Path):
     rc, out, recap = site(work)
     assert rc == 0 and recap["changed"] >= 1, out
     changed = {f for f, h in tree(work / "gitops").items() if before.get(f) != h} - {".gpufleet-manifest"}
-    # only the files that carry the description are rewritten (the renderer's own manifest aside)
-    assert changed == {"clusters/gpu-east/REPORT.md", "clusters/gpu-east/apps/tenant-research-0-project.yaml"}, changed
+    # only the file that carries the description is rewritten, the tenant's own report (the renderer's
+    # own manifest aside)
+    assert changed == {"clusters/gpu-east/tenants/research/REPORT.md"}, changed
     assert site(work)[2]["changed"] == 0
 
 

@@ -59,5 +59,5 @@ def snapshot(nodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 def snapshot_text(nodes: Iterable[Mapping[str, Any]]) -> str:
     """The snapshot as YAML text, stable byte for byte."""
-    head = "# Nodes snapshot written by gpufleet discovery (playbooks/discover.yml); reviewed as a diff.\n"
+    head = "# Nodes snapshot written by gpufleet discovery (gpufleet.core.discover); reviewed as a diff.\n"
     return head + yaml.safe_dump(snapshot(nodes), sort_keys=True, default_flow_style=False, width=1000)

@@ -72,7 +72,9 @@ def _schema_message(err: jsonschema.ValidationError) -> str:
         extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
         if extra and err.schema.get("patternProperties"):  # top level: only gpufleet_* keys are ours
             extra = [e for e in extra if str(e).startswith("gpufleet_")]
-        return f"unknown key(s) {', '.join(map(repr, extra))}; expected one of: {', '.join(allowed)}"
+        return f"unknown key(s) {', '.join(map(repr, extra))}; expected one of: {', '.join(allowed)}" + _pool_hint(
+            err, extra
+        )
     if err.validator == "required":
         return err.message.replace("is a required property", "is required")
     if err.validator == "pattern":
@@ -81,6 +83,21 @@ def _schema_message(err: jsonschema.ValidationError) -> str:
             f" (must match {err.schema['pattern']})"
         )
     return err.message
+
+
+def _pool_hint(err: jsonschema.ValidationError, extra: list[str]) -> str:
+    """A tenant that writes a pool's keys (``size:``) into its own entry: where capacity is asked for."""
+    path = tuple(err.absolute_path)
+    pool_keys = set(SCHEMA["properties"]["gpufleet_pools"]["items"]["properties"])
+    if len(path) != 2 or path[0] != "gpufleet_tenants" or not pool_keys & set(extra):
+        return ""
+    pools = err.instance.get("pools") if isinstance(err.instance, dict) else None
+    named = f" (the tenant's pools: {', '.join(map(str, pools))})" if isinstance(pools, list) and pools else ""
+    return (
+        f"; {', '.join(repr(k) for k in extra if k in pool_keys)} belong(s) to a pool, and pools are the platform's:"
+        f" ask the platform to change gpufleet_pools in group_vars/all/pools.yml{named}"
+        " (ansible-playbook gpufleet.core.scale -e pool=NAME -e size=N)"
+    )
 
 
 def _meant(err: jsonschema.ValidationError):

@@ -21,7 +21,8 @@ Rules
   (from their least-filled leaf groups first) to the free side; pools below take free nodes
   (their own leaf groups first). Growing or shrinking a pool by k nodes moves exactly k nodes.
   Nodes that left the snapshot drop out; new nodes are free (so they go to the spare pool).
-- Impossible requests raise ``PoolError`` naming the pool and the inventory key.
+- Impossible requests raise ``PoolError`` naming the pool and the inventory key; every pool that cannot
+  be filled is named in one error, with the pools that hold the nodes it could have taken.
 
 ``Assignment`` gives ``pool_of`` (node -> pool, assigned nodes), ``unassigned``, ``members(pool)``,
 ``gpus(pool)``, ``moves(previous) -> list[Move]`` and ``rows() -> list[PoolRow]`` (node, pool, kind,
@@ -260,6 +261,8 @@ class _Ctx:
     domain_group: dict[str, str] = field(default_factory=dict)
     eligible: dict[str, set[str]] = field(default_factory=dict)  # pool -> nodes it may hold
     sorted_names: list[str] = field(default_factory=list)
+    holder: dict[str, str] = field(default_factory=dict)  # node -> the sized pool holding it (so far)
+    unfilled: list[PoolError] = field(default_factory=list)  # pools that could not reach their size
 
     def key(self, pool: Pool, attr: str) -> str:
         return f"gpufleet_pools[{self.index[pool.name]}].{attr}"
@@ -463,11 +466,13 @@ def _grow(ctx: _Ctx, pool: Pool, held: set[str], free: set[str]) -> list[str]:
         hint = f" matching {' and '.join(what)}" if what else ""
         if not pool.split_nvlink_domains and any(ctx.nodes[n].nvlink_domain for n in cands):
             hint += " (whole NVLink domains only; split_nvlink_domains: true allows partial domains)"
-        raise ctx.err(
-            pool,
-            "size",
-            f"needs {need} more {unit} but only {got} can be taken from the free nodes{hint}; "
-            f"{len(free)} nodes are free",
+        ctx.unfilled.append(
+            ctx.err(
+                pool,
+                "size",
+                f"needs {need} more {unit} but only {got} can be taken from the free nodes{hint}; "
+                f"{len(free)} nodes are free{_where_they_are(ctx, pool, elig - have - free)}",
+            )
         )
     if not exact and got > need:  # heterogeneous GPU counts: drop newly taken units that are not needed
         units: dict[tuple[str, ...], None] = {}
@@ -479,6 +484,25 @@ def _grow(ctx: _Ctx, pool: Pool, held: set[str], free: set[str]) -> list[str]:
                 got -= w
                 taken = [x for x in taken if x not in u]
     return taken
+
+
+def _where_they_are(ctx: _Ctx, pool: Pool, held_elsewhere: set[str]) -> str:
+    """Which pools hold the nodes ``pool`` could take, or why no node of the snapshot matches it."""
+    if not ctx.eligible[pool.name] and pool.gpu_product:
+        products: dict[str, int] = {}
+        for n in ctx.nodes.values():
+            products[n.gpu_product or "none"] = products.get(n.gpu_product or "none", 0) + 1
+        shown = ", ".join(f"{k} ({v})" for k, v in sorted(products.items()))
+        return f"; no node of the snapshot has gpu_product {pool.gpu_product!r} (there: {shown})"
+    by_pool: dict[str, int] = {}
+    for n in held_elsewhere:
+        if n in ctx.holder:
+            by_pool[ctx.holder[n]] = by_pool.get(ctx.holder[n], 0) + 1
+    if not by_pool:
+        return ""
+    return "; the other matching nodes are held by pool(s) " + ", ".join(
+        f"{p} ({k} node{'s' * (k != 1)})" for p, k in sorted(by_pool.items())
+    )
 
 
 def _order(ctx: _Ctx, pools: list[Pool], eligible_count: dict[str, int]) -> list[Pool]:
@@ -616,10 +640,19 @@ def assign(
         held[p.name] -= set(_shrink(ctx, p, held[p.name], pins[p.name]))
     rest_pins = pins[rest.name] if rest is not None else set()
     free = set(node_map) - set().union(set(), *held.values()) - rest_pins
+    ctx.holder = {n: pname for pname, members in held.items() for n in members}
     for p in _order(ctx, sized, eligible_count):
         took = _grow(ctx, p, held[p.name], free)
         held[p.name].update(took)
         free.difference_update(took)
+        ctx.holder.update(dict.fromkeys(took, p.name))
+    if ctx.unfilled:  # every pool that cannot be filled, at once
+        if len(ctx.unfilled) == 1:
+            raise ctx.unfilled[0]
+        raise PoolError(
+            f"cluster {cluster!r}: {len(ctx.unfilled)} pools cannot be filled:\n"
+            + "\n".join(f"  - {e}" for e in ctx.unfilled)
+        )
 
     pool_of: dict[str, str] = {}
     for pname, members in held.items():
@@ -708,24 +741,16 @@ def _cell(v: object) -> str:
     return "-" if v is None or v == "" else str(v).replace("|", "\\|")
 
 
-def render_pool_table(assignment: Assignment) -> str:
-    """A Markdown table, a per-pool summary then one line per node sorted by name.
-
-    Lines are not padded, so a pull request diff shows exactly the nodes that moved.
-    """
-    a = assignment
-    lines = [
-        "<!-- generated by gpufleet; do not edit -->",
-        f"# Node pools of cluster {a.cluster}",
-        "",
-        "| pool | kind | tenant | nodes | gpus |",
-        "|---|---|---|---|---|",
-    ]
-    for name, info in a.pools.items():
-        members = a.members(name)
+def _pool_table(a: Assignment, title: str, pools: list[str], rows: list[PoolRow], note: str = "") -> str:
+    lines = ["<!-- generated by gpufleet; do not edit -->", f"# {title}", ""]
+    if note:
+        lines += [note, ""]
+    lines += ["| pool | kind | tenant | nodes | gpus |", "|---|---|---|---|---|"]
+    for name in pools:
+        info, members = a.pools[name], a.members(name)
         gpus = sum(a.nodes[n].gpus for n in members)
         lines.append(f"| {name} | {info.kind} | {_cell(info.tenant)} | {len(members)} | {gpus} |")
-    if a.unassigned:
+    if a.unassigned and len(pools) == len(a.pools):
         gpus = sum(a.nodes[n].gpus for n in a.unassigned)
         lines.append(f"| - | unassigned | - | {len(a.unassigned)} | {gpus} |")
     lines += [
@@ -733,7 +758,34 @@ def render_pool_table(assignment: Assignment) -> str:
         "| node | pool | kind | tenant | leaf group | gpus | gpu product | nvlink domain |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for r in a.rows():
+    for r in rows:
         cells = (r.node, r.pool, r.kind, r.tenant, r.leaf_group, r.gpus, r.gpu_product, r.nvlink_domain)
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def render_pool_table(assignment: Assignment) -> str:
+    """A Markdown table, a per-pool summary then one line per node sorted by name.
+
+    Lines are not padded, so a pull request diff shows exactly the nodes that moved.
+    """
+    a = assignment
+    return _pool_table(a, f"Node pools of cluster {a.cluster}", list(a.pools), a.rows())
+
+
+def render_pool_tables(assignment: Assignment) -> dict[str | None, str]:
+    """The pool table split by owner, in one pass over the nodes: ``None`` -> the platform's (every
+    pool's summary, the lines of the nodes in no tenant's pool), ``<tenant>`` -> that tenant's pools
+    and nodes. A tenant's nodes are listed in its own file only, so a change of one tenant's nodes
+    changes no other owner's file but for the summary counts."""
+    a = assignment
+    rows: dict[str | None, list[PoolRow]] = {None: []}
+    for r in a.rows():
+        rows.setdefault(r.tenant, []).append(r)
+    tenants = sorted({info.tenant for info in a.pools.values() if info.tenant})
+    note = "Nodes of no tenant (system, spare, unassigned); each tenant's nodes are in its `tenants/<t>/POOLS.md`."
+    out = {None: _pool_table(a, f"Node pools of cluster {a.cluster}", list(a.pools), rows[None], note)}
+    for t in tenants:
+        pools = [name for name, info in a.pools.items() if info.tenant == t]
+        out[t] = _pool_table(a, f"Node pools of tenant {t} on cluster {a.cluster}", pools, rows.get(t, []))
+    return out

@@ -132,7 +132,7 @@ def publish_tree(
         listed = [*p.added, *p.changed, *p.removed] + [_rel(Path(x), git.root) for x in stale.locks_changed]
         raise PublishError(
             f"{out_rel} is not what rendering {inv_rel} gives ({', '.join(listed[:10]) or '.gpufleet-manifest'}"
-            f"{', ...' if len(listed) > 10 else ''}); render first (playbooks/render.yml), then publish"
+            f"{', ...' if len(listed) > 10 else ''}); render first (gpufleet.core.render), then publish"
         )
     result.files = _changed_files(git, paths)
     _lock_moves(git, rendered.locks, result)

@@ -19,7 +19,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import 
     assign,
     check_owner_moves,
     node_resources,
-    render_pool_table,
+    render_pool_tables,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     LOCK_NAME,
@@ -47,7 +47,7 @@ class ClusterInputs:
     pool_of: dict[str, str]  # node -> pool
     lock_path: Path
     lock_bytes: bytes
-    pool_table: str
+    pool_tables: dict[str | None, str]  # POOLS.md per owner: None the platform's, else a tenant's
     assignment: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -158,7 +158,7 @@ def cluster_inputs(
         pool_of=pool_of,
         lock_path=lock_path,
         lock_bytes=_as_bytes(render_lock(assignment)),
-        pool_table=_as_text(render_pool_table(assignment)),
+        pool_tables=render_pool_tables(assignment),
         assignment=assignment,
         extra={"warnings": warnings, "moves": moves, "refused_moves": refused},
     )
@@ -166,10 +166,6 @@ def cluster_inputs(
 
 def _as_bytes(x: Any) -> bytes:
     return x if isinstance(x, bytes) else str(x).encode("utf-8")
-
-
-def _as_text(x: Any) -> str:
-    return x.decode("utf-8") if isinstance(x, bytes) else str(x)
 
 
 def pools_by_kind(fleet: Fleet, cluster: str, kind: str) -> list[Pool]:

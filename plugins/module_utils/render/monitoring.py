@@ -11,8 +11,12 @@
   them (``SLURM_JOB_GPUS``), its epilog removes the job again; the directory is a hostPath shared
   by the slurmd pod and dcgm-exporter. The chart's ``vendor.nvidia.dcgm`` scripts are replaced by
   these (same directory) so that the scripts that run are the ones the tests run under slurmd.
-* dcgm-exporter's ServiceMonitor (GPU Operator chart) gets a ``tenant`` label by node name, so
-  "GPUs per tenant" needs no node-label join.
+* dcgm-exporter's metrics get a ``tenant`` label from the tenant label of the node they come from
+  (``pools.fence.TENANT_KEY``, which the apply step sets and kubelets cannot), so "GPUs per tenant"
+  needs no join and the rendered monitor names no node and no tenant: resizing or adding a tenant's
+  pool changes none of the platform's files. The GPU Operator's own ServiceMonitor cannot attach node
+  metadata (its ClusterPolicy has no ``attachMetadata``), so it is off and gpufleet renders one
+  (``attachMetadata.node``, a single relabeling) beside the dashboard.
 * Grafana: one dashboard for the fleet as a ConfigMap with the sidecar label, in the cluster's
   ``monitoring.namespace``.
 """
@@ -24,11 +28,15 @@ import re
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import QUARANTINE_TAINT_KEY
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import QUARANTINE_TAINT_KEY, TENANT_KEY
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import App, Rendered, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import DCGM_JOB_MAPPING_DIR, platform_scope
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
+    DCGM_JOB_MAPPING_DIR,
+    namespace_of,
+    platform_scope,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace
 
 MONITORING_API = "monitoring.coreos.com/v1"
@@ -128,28 +136,39 @@ def pod_monitor(cluster: Cluster, tenant: Tenant) -> dict[str, Any]:
     }
 
 
-def dcgm_fragment(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> dict[str, Any]:
-    """GPU Operator values: dcgm-exporter ServiceMonitor labels and a ``tenant`` label by node."""
+DCGM_SERVICE_LABELS = {"app": "nvidia-dcgm-exporter"}  # the GPU Operator's dcgm-exporter Service ...
+DCGM_PORT = "gpu-metrics"  # ... and its named port
+# Prometheus' name for a node label of a target (attachMetadata.node): every character that is not
+# [a-zA-Z0-9_] becomes "_"
+NODE_TENANT_LABEL = "__meta_kubernetes_node_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", TENANT_KEY)
+
+
+def dcgm_fragment(cluster: Cluster) -> dict[str, Any]:
+    """GPU Operator values: its own dcgm-exporter ServiceMonitor off where gpufleet renders one."""
     if not cluster.monitoring.prometheus_operator:
         return {}
-    relabel: list[dict[str, Any]] = []
-    for t in sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name):
-        nodes = sorted({n for p in fleet.tenant_pools(t.name) for n in inputs.members.get(p.name, [])})
-        if not nodes or not t.monitoring.enabled:
-            continue
-        relabel.append(
-            {
-                "sourceLabels": ["__meta_kubernetes_pod_node_name"],
-                "regex": "|".join(re.escape(n) for n in nodes),
-                "targetLabel": "tenant",
-                "replacement": t.name,
-                "action": "replace",
-            }
-        )
-    sm: dict[str, Any] = {"enabled": True, "relabelings": relabel}
-    if cluster.monitoring.labels:
-        sm["additionalLabels"] = dict(cluster.monitoring.labels)
-    return {"dcgmExporter": {"serviceMonitor": sm}}
+    return {"dcgmExporter": {"serviceMonitor": {"enabled": False}}}
+
+
+def dcgm_service_monitor(cluster: Cluster) -> dict[str, Any]:
+    """The dcgm-exporter ServiceMonitor: the ``tenant`` label from the scraped node's tenant label."""
+    mon = cluster.monitoring
+    relabel = {"sourceLabels": [NODE_TENANT_LABEL], "regex": "(.+)", "targetLabel": "tenant", "action": "replace"}
+    return {
+        "apiVersion": MONITORING_API,
+        "kind": "ServiceMonitor",
+        "metadata": {
+            "name": "gpufleet-dcgm-exporter",
+            "namespace": mon.namespace,
+            "labels": {**dict(mon.labels), argo.LABEL_CLUSTER: cluster.name},
+        },
+        "spec": {
+            "attachMetadata": {"node": True},
+            "namespaceSelector": {"matchNames": [namespace_of(cluster.components["gpu_operator"])]},
+            "selector": {"matchLabels": dict(DCGM_SERVICE_LABELS)},
+            "endpoints": [{"port": DCGM_PORT, "interval": "15s", "relabelings": [relabel]}],
+        },
+    }
 
 
 # ------------------------------------------------------------------ Grafana
@@ -193,16 +212,16 @@ PANELS: tuple[tuple[str, str, tuple[int, int, int, int], tuple[tuple[str, str], 
 )
 
 
-def pools_markdown(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
-    rows = ["| pool | kind | tenant | nodes | GPUs |", "| --- | --- | --- | ---: | ---: |"]
+def pools_markdown(fleet: Fleet, cluster: Cluster) -> str:
+    """The pools and their tenants (no sizes: a resize is the tenant's files only; the GPU panels count)."""
+    rows = ["| pool | kind | tenant |", "| --- | --- | --- |"]
     for p in sorted(fleet.cluster_pools(cluster.name), key=lambda p: (p.kind, p.name)):
-        n = len(inputs.members.get(p.name, []))
-        rows.append(f"| {p.name} | {p.kind} | {p.tenant or '-'} | {n} | {inputs.pool_gpus(p.name)} |")
+        rows.append(f"| {p.name} | {p.kind} | {p.tenant or '-'} |")
     return "\n".join(rows)
 
 
-def dashboard(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> dict[str, Any]:
-    pools = {"mode": "markdown", "content": pools_markdown(fleet, cluster, inputs)}
+def dashboard(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
+    pools = {"mode": "markdown", "content": pools_markdown(fleet, cluster)}
     panels = [_panel(1, "Pools (rendered from the inventory)", "text", (0, 0, 12, 8), options=pools)]
     for pid, (title, kind, grid, queries) in enumerate(PANELS, start=2):
         targets = [
@@ -234,9 +253,9 @@ def dashboard(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> dict[str
     }
 
 
-def dashboard_configmap(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> dict[str, Any]:
+def dashboard_configmap(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
     mon = cluster.monitoring
-    text = json.dumps(dashboard(fleet, cluster, inputs), indent=1, sort_keys=True) + "\n"
+    text = json.dumps(dashboard(fleet, cluster), indent=1, sort_keys=True) + "\n"
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -250,11 +269,17 @@ def dashboard_configmap(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -
 
 
 def render_monitoring(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> Rendered:
-    """Cluster-level monitoring: the dashboard app (when any tenant has monitoring on)."""
+    """Cluster-level monitoring: the dashboard (when any tenant has monitoring on) and the dcgm-exporter
+    ServiceMonitor (with the prometheus-operator CRDs and the GPU Operator)."""
     out = Rendered()
-    if not any(t.monitoring.enabled for t in fleet.cluster_tenants(cluster.name)):
+    files = {}
+    if any(t.monitoring.enabled for t in fleet.cluster_tenants(cluster.name)):
+        files["dashboard.yaml"] = [dashboard_configmap(fleet, cluster)]
+    gpu_operator = cluster.components.get("gpu_operator")
+    if cluster.monitoring.prometheus_operator and gpu_operator is not None and gpu_operator.enabled:
+        files["dcgm-exporter.yaml"] = [dcgm_service_monitor(cluster)]
+    if not files:
         return out
-    files = {"dashboard.yaml": [dashboard_configmap(fleet, cluster, inputs)]}
     row = App("50-monitoring.yaml", "monitoring", "operators", cluster.monitoring.namespace, manifests=files)
     out.apps.update(emit(fleet, platform_scope(cluster), [row], out))
     return out

@@ -1,4 +1,11 @@
-"""The short human report of one cluster: what runs where, per tenant (Markdown, deterministic)."""
+"""The short human reports of one cluster (Markdown, deterministic), split by owner so that a tenant's
+change renders into the tenant's files only:
+
+- ``clusters/<c>/REPORT.md`` (the platform's): the pools, the fabric, the tenants (links), the
+  platform components and the sync waves; no tenant's own settings;
+- ``clusters/<c>/tenants/<t>/REPORT.md`` (the tenant's): its vCluster, partitions and queues,
+  Slurm services, observability and the Secrets to provision.
+"""
 
 from __future__ import annotations
 
@@ -192,6 +199,7 @@ def platform_section(fleet: Fleet, cluster: Cluster) -> list[str]:
 
 
 def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
+    """The platform's report of the cluster."""
     pools = sorted(fleet.cluster_pools(cluster.name), key=lambda p: (p.kind, p.name))
     lines = _head(fleet, cluster, inputs, pools) + _fabric(cluster, inputs, pools)
     lines += ["", "## Tenants", ""]
@@ -199,9 +207,21 @@ def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
     if not tenants:
         lines.append("No tenants.")
     for t in tenants:
-        lines += tenant_section(fleet, cluster, inputs, t)
-    lines += platform_section(fleet, cluster)
+        lines.append(f"- `{t.name}`: [tenants/{t.name}/REPORT.md](tenants/{t.name}/REPORT.md)")
+    lines += ["", *platform_section(fleet, cluster)]
     lines += ["", "## Sync waves (cluster root, then inside each tenant root)", ""]
     lines += [f"- {wave}: {n}" for n, wave in sorted(((v, k) for k, v in argo.WAVES.items()))]
     lines.append("")
     return "\n".join(lines)
+
+
+def render_tenant_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs, t: Tenant) -> str:
+    """The tenant's own report (``tenants/<t>/REPORT.md``)."""
+    lines = [
+        f"# Tenant `{t.name}` on cluster `{cluster.name}`",
+        "",
+        f"Rendered by gpufleet from inventory fleet `{fleet.name}`; do not edit, re-render instead. The nodes"
+        " are listed in `POOLS.md` beside this file.",
+        "",
+    ]
+    return "\n".join(lines + tenant_section(fleet, cluster, inputs, t)[2:])

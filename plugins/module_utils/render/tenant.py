@@ -109,7 +109,9 @@ def tenant_project(fleet: Fleet, cluster: Cluster, tenant: Tenant) -> dict[str, 
     slurm_repo = fleet.chart_repo(chart("slurm", fleet.versions)["repo_url"])
     return argo.project(
         tenant.name,
-        description=tenant.description or f"tenant {tenant.name}",
+        # not the tenant's own description: this file is the platform's, the description lives in the
+        # tenant's REPORT.md, so that editing it renders into the tenant's files only
+        description=f"tenant {tenant.name}",
         source_repos=[fleet.gitops.repo_url, slurm_repo],
         destinations=[{"server": vcluster_server(tenant.name), "namespace": "*"}],
         cluster_whitelist=[{"group": "*", "kind": "*"}],  # inside the vCluster only: no host destination

@@ -8,8 +8,8 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
     README.md                                    index of the clusters
     clusters/<cluster>/
       root-app.yaml                              app-of-apps (applied once by the bootstrap)
-      REPORT.md                                  what runs where, per tenant
-      POOLS.md                                   the pool table, one node per line
+      REPORT.md                                  what runs where: pools, fabric, tenants, platform
+      POOLS.md                                   the pool summary; the nodes of no tenant, one per line
       vclusters.yaml                             vClusters the apply step registers in Argo CD
       apps/*.yaml                                platform Applications, AppProjects and one root
                                                  Application per tenant (the cluster root syncs these)
@@ -24,6 +24,7 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
       tenants/<tenant>/{slurm-operator-crds,slurm-operator,slurm,kueue}/values.yaml
       tenants/<tenant>/slurm/topology.conf       the tenant's topology (also inside slurm values)
       tenants/<tenant>/slurm/node-topology.yaml  Node annotations for Slinky dynamic topology
+      tenants/<tenant>/{REPORT,POOLS}.md         the tenant's report and its nodes (owned by the tenant)
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
     platform_project,
     render_platform,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render.report import render_report
+from ansible_collections.gpufleet.core.plugins.module_utils.render.report import render_report, render_tenant_report
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant import render_tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
@@ -99,7 +100,7 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
     out.update(render_monitoring(fleet, cluster, inputs))
     gpu_vf = f"{base}/platform/gpu-operator/values.yaml"
     if gpu_vf in out.values:
-        out.values[gpu_vf] = deep_merge(dcgm_fragment(fleet, cluster, inputs), out.values[gpu_vf])
+        out.values[gpu_vf] = deep_merge(dcgm_fragment(cluster), out.values[gpu_vf])
     out.apps["00-project-platform.yaml"] = platform_project(fleet, cluster, [vcluster_server(t.name) for t in tenants])
     root = argo.root_app(fleet, name, f"{base}/apps")
 
@@ -143,7 +144,11 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
         head + "\nvClusters the apply step registers in Argo CD (cluster Secrets are never in Git).",
     )
     files[f"{base}/REPORT.md"] = render_report(fleet, cluster, inputs).encode("utf-8")
-    files[f"{base}/POOLS.md"] = inputs.pool_table.encode("utf-8")
+    files[f"{base}/POOLS.md"] = inputs.pool_tables[None].encode("utf-8")
+    for t in tenants:  # each tenant's reports in its own tree (its CODEOWNERS entry approves them)
+        files[f"{base}/tenants/{t.name}/REPORT.md"] = render_tenant_report(fleet, cluster, inputs, t).encode("utf-8")
+        if t.name in inputs.pool_tables:
+            files[f"{base}/tenants/{t.name}/POOLS.md"] = inputs.pool_tables[t.name].encode("utf-8")
     return files
 
 

@@ -4,7 +4,8 @@ For each inventory the change is rendered twice in memory, the inventory as it i
 ``REF`` and ``HEAD`` (``git archive``, nothing checked out) and as it is in the work tree, with the same
 renderer; then:
 
-- every changed input file (``git diff`` against the merge base, untracked files included) and every
+- every changed input file (``git diff`` against the merge base; untracked files are not part of the
+  change: a stray tarball or a ``collections`` link is not reviewed), the pool locks included, and every
   rendered file that differs is attributed to its owners (:mod:`.owners`);
 - node moves come from the two pool assignments, Slurm partitions, NodeSets and topology files from the
   rendered files that changed (``scale.plan.file_changes``), shared platform files are named;
@@ -110,17 +111,14 @@ class Review:
 
 
 def _changed_paths(root: Path, base_commit: str) -> dict[str, str]:
-    """Repository-relative path -> added | changed | removed, work tree against ``base_commit``."""
+    """Repository-relative path -> added | changed | removed, tracked files of the work tree against
+    ``base_commit`` (what a pull request carries; untracked files are not in it)."""
     out: dict[str, str] = {}
     raw = _git(root, "diff", "--name-status", "--no-renames", "-z", base_commit, "--").decode("utf-8", "replace")
     fields = raw.split("\0")
     for status, path in zip(fields[0::2], fields[1::2], strict=False):
         if path:
             out[path] = {"A": "added", "D": "removed"}.get(status[:1], "changed")
-    others = _git(root, "ls-files", "-z", "--others", "--exclude-standard").decode("utf-8", "replace")
-    for path in others.split("\0"):
-        if path:
-            out[path] = "added"
     return out
 
 
@@ -223,17 +221,14 @@ def _render_inventory(rv: Review, repo: str | Path, root: Path, inv: str | Path)
 
 
 def _input_changes(rv: Review, changed: dict[str, str], invs: list[_Inventory]) -> None:
-    """Every changed file outside the GitOps trees and the pool locks, with its owner; a tenant's
+    """Every changed file outside the GitOps trees, the pool locks included, with its owner; a tenant's
     change must be that tenant's alone."""
     for path, change in sorted(changed.items()):
         if any(path == i.gitops_rel or path.startswith(i.gitops_rel + "/") for i in invs):
             continue
         inv_rel = next((i.rel for i in invs if path.startswith(i.rel + "/")), None)
         if inv_rel is not None:
-            sub = path[len(inv_rel) + 1 :]
-            if own.is_lock(sub):
-                continue
-            owner = own.input_owner(sub)
+            owner = own.input_owner(path[len(inv_rel) + 1 :])
         else:
             owner = PLATFORM_OWNER
         rv.inputs.append(FileChange(path, change, (owner,)))
@@ -383,6 +378,12 @@ def review_change(
         _drift(rv, root, changed, inv)
         for cluster in sorted(inv.fleet.clusters):
             _node_moves(rv, inv, cluster)
+            allowed = inv.fleet.clusters[cluster].allow_node_moves  # a one-off permission: it must not stay
+            if allowed:
+                rv.notes.append(
+                    f"cluster `{cluster}` has `allow_node_moves` ({', '.join(allowed)}): once the move is merged,"
+                    " remove it in a platform pull request, or a pin can move these nodes again"
+                )
     rv.partitions.sort()
     rv.nodesets.sort()
     if rv.tenant_pr:

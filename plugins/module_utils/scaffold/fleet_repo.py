@@ -60,8 +60,9 @@ class Options:
     site: str = "prod"
     cluster: str = "gpu-1"
     branch: str = "main"
-    org: str = "example-org"
+    org: str = ""
     platform_owner: str = ""
+    repo_url: str = ""
     tenants: list[TenantSpec] = field(
         default_factory=lambda: [TenantSpec("team-a", "slurm"), TenantSpec("team-b", "kubernetes")]
     )
@@ -72,6 +73,10 @@ class Options:
     @property
     def platform(self) -> str:
         return self.platform_owner or f"@{self.org}/platform"
+
+    @property
+    def gitops_url(self) -> str:
+        return self.repo_url or f"https://github.com/{self.org}/{self.fleet}.git"
 
 
 def parse_tenant(text: str) -> TenantSpec:
@@ -85,8 +90,20 @@ def _check(opts: Options) -> None:
     for what, value in (("fleet", opts.fleet), ("site", opts.site), ("cluster", opts.cluster)):
         if not _DNS.match(value):
             problems.append(f"--{what} {value!r}: a lower-case DNS label of at most 32 characters")
-    if not re.match(r"^[A-Za-z0-9][-A-Za-z0-9_.]*$", opts.org):
+    if not opts.org:
+        unowned = ["--platform-owner"] * (not opts.platform_owner) + [
+            f"--tenant {t.name}:{t.kind}:OWNER" for t in opts.tenants if not t.owner
+        ]
+        if unowned or not opts.repo_url:
+            problems.append(
+                "--org ORG is required: the GitHub/GitLab organisation or group whose teams own the repository"
+                " (@ORG/platform, @ORG/<tenant>) and that holds it (https://github.com/ORG/<fleet>.git); without"
+                " it give " + ", ".join([*unowned, "--repo-url"] if not opts.repo_url else unowned)
+            )
+    elif not re.match(r"^[A-Za-z0-9][-A-Za-z0-9_.]*$", opts.org):
         problems.append(f"--org {opts.org!r}: a GitHub/GitLab organisation or group name")
+    if opts.repo_url and not re.match(r"^(https://|ssh://|git@)[A-Za-z0-9._~:/@%+-]+$", opts.repo_url):
+        problems.append(f"--repo-url {opts.repo_url!r}: the Git URL Argo CD clones (https://, ssh:// or git@)")
     if not re.match(r"^[A-Za-z0-9][-A-Za-z0-9_./]*$", opts.branch) or ".." in opts.branch:
         problems.append(f"--branch {opts.branch!r}: a branch name")
     if not opts.tenants:
@@ -134,7 +151,7 @@ gpufleet_schema_version: 1
 gpufleet_fleet:
   name: {opts.fleet}
   gitops:
-    repo_url: https://github.com/{opts.org}/{opts.fleet}.git
+    repo_url: {opts.gitops_url}
     revision: {opts.branch}
     path: gitops
 """
@@ -180,7 +197,8 @@ def _pools_yml(opts: Options) -> str:
     pools = [
         "---",
         "# Node pools: every node of a cluster is in exactly one. Owned by the platform: a tenant asks for",
-        "# capacity, the platform changes a size here (playbooks/scale.yml), reviewed as a pull request.",
+        "# capacity, the platform changes a size here (ansible-playbook gpufleet.core.scale -e pool=NAME",
+        "# -e size=N), reviewed as a pull request.",
         "gpufleet_pools:",
         "  - name: system",
         f"    cluster: {c}",
@@ -313,7 +331,7 @@ def plan(opts: Options, templates: Path = TEMPLATES) -> dict[str, str]:
         "SITE": opts.site,
         "CLUSTER": opts.cluster,
         "BRANCH": opts.branch,
-        "COLLECTION_VERSION": _collection_version(),
+        "COLLECTION_VERSION": collection_version(),
         "KUBERNETES_CORE": _kubernetes_core_range(),
     }
     files: dict[str, str] = {}
@@ -341,8 +359,9 @@ def _galaxy_meta() -> dict[str, str]:
     return {"version": str(info["version"]), "kubernetes.core": str(info["dependencies"]["kubernetes.core"])}
 
 
-def _collection_version() -> str:
-    return f">={_galaxy_meta()['version']}"
+def collection_version() -> str:
+    """This collection's version (what ``gpufleet.py --version`` prints and ``init`` pins)."""
+    return _galaxy_meta()["version"]
 
 
 def _kubernetes_core_range() -> str:
@@ -373,8 +392,9 @@ def options(
     site: str = "prod",
     cluster: str = "gpu-1",
     branch: str = "main",
-    org: str = "example-org",
+    org: str = "",
     platform_owner: str = "",
+    repo_url: str = "",
     tenants: Sequence[str] = (),
 ) -> Options:
     """Options from command-line style values (the fleet name defaults to the destination's name)."""
@@ -385,6 +405,7 @@ def options(
         branch=branch,
         org=org,
         platform_owner=platform_owner,
+        repo_url=repo_url,
     )
     if tenants:
         opts.tenants = [parse_tenant(t) for t in tenants]

@@ -3,7 +3,9 @@
 GitHub, GitLab and Forgejo draw Mermaid blocks in Markdown, so the picture lives in the rendered
 ``REPORT.md`` and in the pull-request review, which marks the nodes that move. Under each leaf group
 the nodes are drawn as one box per pool (a hostlist), so the picture grows with leaf groups and pools,
-not with nodes; a tree with more than ``max_groups`` leaf groups is not drawn (a line says so).
+not with nodes. A tree with more than ``max_groups`` leaf groups is drawn down to the deepest level of
+at most ``max_groups`` switches (the spines, say), each box then holding a pool's nodes below one of
+them; only a fabric with more roots than that is not drawn (a line says so).
 Deterministic: switches in the tree's depth-first order, colours by sorted tenant name.
 """
 
@@ -26,6 +28,7 @@ _PALETTE = (
     ("dark grey", "#e4e4e4", "#555555"),
 )
 MAX_GROUPS = 64
+MAX_BOXES = 150  # pool boxes of a folded picture (Mermaid renderers stop at a few hundred edges)
 
 
 def _label(text: str) -> str:
@@ -47,8 +50,10 @@ def mermaid(
     groups = [g for g, _nodes in topo.leaf_groups]
     if not groups:
         return []
-    if len(groups) > max_groups:
-        return [f"The switch tree has {len(groups)} leaf groups, too many to draw (the limit is {max_groups})."]
+    levels = _levels(topo, max_groups, pool_of) if len(groups) > max_groups else None
+    if levels is not None and len(levels[0]) > max_groups:
+        return [f"The switch tree has {len(levels[0])} roots, too many to draw (the limit is {max_groups})."]
+    cut = set(levels[-1]) if levels is not None else set()
     tenants = sorted({t for _kind, t in pools.values() if t})
     colour = {t: _PALETTE[i % len(_PALETTE)] for i, t in enumerate(tenants)}
     out = ["```mermaid", "flowchart TB"]
@@ -67,7 +72,8 @@ def mermaid(
         name = stack.pop()
         ids[name] = f"s{len(ids)}"
         order.append(name)
-        stack.extend(reversed(topo.switches[name].children))
+        if name not in cut:
+            stack.extend(reversed(topo.switches[name].children))
     seg = 0
     for name in order:
         sw = topo.switches[name]
@@ -75,13 +81,17 @@ def mermaid(
         if sw.parent is not None and sw.parent in ids:
             out.append(f"  {ids[sw.parent]} --> {ids[name]}")
         by_pool: dict[tuple[str, str], list[str]] = {}
-        for node in sw.nodes:
+        for node in _below(topo, name) if name in cut else sw.nodes:
             pool = pool_of.get(node, "")
             by_pool.setdefault((pool, moved.get(node, "\0")), []).append(node)
         for (pool, came_from), nodes in sorted(by_pool.items()):
             kind, tenant = pools.get(pool, ("none", None))
             cls = f"t_{tenants.index(tenant)}" if tenant else (kind if kind in ("system", "spare") else "none")
-            lines = [compress(nodes), (pool or "no pool") + (f" ({tenant})" if tenant else "")]
+            hosts = compress(nodes)
+            lines = [
+                hosts if len(hosts) <= 40 else f"{len(nodes)} nodes",
+                (pool or "no pool") + (f" ({tenant})" if tenant else ""),
+            ]
             if came_from != "\0":
                 lines.append(f"moved from {came_from or 'no pool'}")
             out.append(f'  n{seg}["{"<br/>".join(_label(x) for x in lines)}"]:::{cls}')
@@ -92,10 +102,47 @@ def mermaid(
     out.append("```")
     legend = [f"{t} {colour[t][0]}" for t in tenants]
     out.append("")
+    if levels is not None:
+        out.append(
+            f"The switch tree has {len(groups)} leaf groups, more than {max_groups}: drawn down to the"
+            f" {len(levels[-1])} switch(es) at depth {len(levels)}, a box holding a pool's nodes below one."
+        )
     out.append(
-        "Boxes under a leaf group are its nodes by pool, filled in the tenant's colour ("
+        ("Boxes under a leaf group are its nodes by pool," if levels is None else "Boxes are nodes by pool,")
+        + " filled in the tenant's colour ("
         + ", ".join(legend)
         + "); system pools grey, spare dashed"
         + ("; a red border marks nodes that move." if moved else ".")
     )
     return out
+
+
+def _levels(topo: Any, limit: int, pool_of: Mapping[str, str]) -> list[list[str]]:
+    """The switches level by level from the roots, down to the deepest level of at most ``limit``
+    switches whose picture has at most ``MAX_BOXES`` pool boxes (the roots at least)."""
+    levels = [list(topo.roots)]
+    while True:
+        below = [c for name in levels[-1] for c in topo.switches[name].children]
+        if not below or len(below) > limit:
+            break
+        levels.append(below)
+    while len(levels) > 1 and _boxes(topo, levels, pool_of) > MAX_BOXES:
+        levels.pop()
+    return levels
+
+
+def _boxes(topo: Any, levels: list[list[str]], pool_of: Mapping[str, str]) -> int:
+    """The pool boxes of the picture folded at ``levels[-1]``."""
+    upper = sum(len({pool_of.get(n, "") for n in topo.switches[s].nodes}) for level in levels[:-1] for s in level)
+    return upper + sum(len({pool_of.get(n, "") for n in _below(topo, s)}) for s in levels[-1])
+
+
+def _below(topo: Any, name: str) -> list[str]:
+    """Every node under switch ``name``."""
+    out: list[str] = []
+    stack = [name]
+    while stack:
+        sw = topo.switches[stack.pop()]
+        out.extend(sw.nodes)
+        stack.extend(sw.children)
+    return list(dict.fromkeys(out))  # a host under several leaves of the switch is one node

@@ -121,30 +121,14 @@ def test_quarantine_taint_keeps_tenant_pod_off_and_resume_lets_it_in(kube_cluste
     assert not quarantine.apply(api, NODES[1], "resumed")["changed"]
 
 
-def test_rendered_dcgm_service_monitor_settings_validate(kube_cluster, prometheus_crd_files, sample):
-    """The dcgm-exporter ServiceMonitor settings gpufleet renders into the GPU Operator values
-    (relabelings, labels) are valid ServiceMonitor fields for the upstream CRD."""
+def test_rendered_dcgm_service_monitor_validates(kube_cluster, prometheus_crd_files, sample):
+    """The dcgm-exporter ServiceMonitor gpufleet renders (node metadata, the tenant label from the node's
+    tenant label) is valid for the upstream CRD."""
     kube_cluster.apply_crds(prometheus_crd_files, timeout=180)
     _, files = sample
-    gpu = yaml.safe_load(files["clusters/gpu-east/platform/gpu-operator/values.yaml"])
-    sm = gpu["dcgmExporter"]["serviceMonitor"]
-    assert sm["relabelings"] and {r["replacement"] for r in sm["relabelings"]} == {
-        "llm-pretrain",
-        "research",
-        "inference",
-    }
-    ns = kube_cluster.create_namespace("gpu-operator-sm")
-    obj = {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "ServiceMonitor",
-        "metadata": {"name": "nvidia-dcgm-exporter", "namespace": ns, "labels": sm.get("additionalLabels", {})},
-        "spec": {
-            "selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
-            "endpoints": [
-                {"port": "gpu-metrics", "interval": sm.get("interval", "15s"), "relabelings": sm["relabelings"]}
-            ],
-        },
-    }
+    (obj,) = yaml.safe_load_all(files["clusters/gpu-east/platform/monitoring/dcgm-exporter.yaml"])
+    assert obj["spec"]["attachMetadata"] == {"node": True}
+    obj["metadata"]["namespace"] = kube_cluster.create_namespace("gpu-operator-sm")
     proc = kube_cluster.server_dry_run(obj)
     assert proc.returncode == 0, proc.stderr
     obj["spec"]["endpoints"][0]["relabelings"][0]["action"] = "rename"

@@ -246,8 +246,8 @@ def test_rendered_tree_accounting_on_and_off(tmp_path):
     assert "secrets" not in vc_on["sync"]["fromHost"] and "secrets" not in vc_off["sync"]["fromHost"]
     assert any(k.endswith("llm-pretrain/apps/7-accounting.yaml") for k in files)
     assert not any(k.endswith("research/apps/7-accounting.yaml") for k in files)
-    report = files["clusters/gpu-east/REPORT.md"].decode()
-    assert "Slurm accounting: off" in report and "Slurm accounting: slurmdbd on MariaDB" in report
+    off, on = (files[f"clusters/gpu-east/tenants/{t}/REPORT.md"].decode() for t in ("research", "llm-pretrain"))
+    assert "Slurm accounting: off" in off and "Slurm accounting: slurmdbd on MariaDB" in on
     # no secret value anywhere: only references
     for rel, data in files.items():
         assert b"StoragePass" not in data, rel

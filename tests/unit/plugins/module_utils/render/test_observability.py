@@ -169,22 +169,28 @@ def test_grafana_dashboard_configmap(sample_files):
     for metric in ("DCGM_FI_DEV_GPU_UTIL", "hpc_job", "slurm_partition_jobs_pending", "slurm_partition_jobs_running"):
         assert metric in exprs
     pools = next(p for p in dash["panels"] if p["type"] == "text")["options"]["content"]
-    assert "| pretrain | slurm | llm-pretrain |" in pools
+    assert "| pretrain | slurm | llm-pretrain |" in pools and "| nodes |" not in pools  # no sizes
     assert dash["templating"]["list"][1]["query"] == "inference,llm-pretrain,research"
     app = yaml.safe_load(sample_files["clusters/gpu-east/apps/50-monitoring.yaml"].split(b"---", 1)[1])
     assert app["spec"]["source"]["path"].endswith("platform/monitoring")
 
 
-def test_dcgm_service_monitor_maps_every_tenant_node(sample_files):
+def test_dcgm_tenant_label_comes_from_the_node_label_not_a_list_of_nodes(sample_files):
+    """The tenant of a GPU metric is the tenant label of its node (set by the apply step): the monitor
+    names no node and no tenant, and the GPU Operator's own ServiceMonitor (no node metadata) is off."""
     gpu = yaml.safe_load(sample_files["clusters/gpu-east/platform/gpu-operator/values.yaml"])
     assert gpu["dcgmExporter"]["hpcJobMapping"] == {"enabled": True, "directory": monitoring.DCGM_JOB_MAPPING_DIR}
-    sm = gpu["dcgmExporter"]["serviceMonitor"]
-    lock = yaml.safe_load((SAMPLE / "snapshots/gpu-east/pools.lock.yaml").read_text())
-    assert sm["additionalLabels"] == {"release": "kube-prometheus-stack"}
-    by_tenant = {r["replacement"]: set(r["regex"].replace("\\", "").split("|")) for r in sm["relabelings"]}
-    assert set(by_tenant) == {"inference", "llm-pretrain", "research"}
-    assert all(by_tenant.values()) and not set.intersection(*by_tenant.values())
-    assert lock  # the lock exists: the mapping is the rendered pool membership
+    assert gpu["dcgmExporter"]["serviceMonitor"] == {"enabled": False}
+    (sm,) = yaml.safe_load_all(sample_files["clusters/gpu-east/platform/monitoring/dcgm-exporter.yaml"])
+    assert sm["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert sm["spec"]["attachMetadata"] == {"node": True}
+    assert sm["spec"]["namespaceSelector"] == {"matchNames": ["gpu-operator"]}
+    (endpoint,) = sm["spec"]["endpoints"]
+    (relabel,) = endpoint["relabelings"]
+    assert relabel["sourceLabels"] == ["__meta_kubernetes_node_label_node_restriction_kubernetes_io_gpufleet_tenant"]
+    assert relabel["targetLabel"] == "tenant" and "replacement" not in relabel
+    text = sample_files["clusters/gpu-east/platform/monitoring/dcgm-exporter.yaml"].decode()
+    assert "gpu0" not in text and "research" not in text
 
 
 def _tolerations(obj, found):

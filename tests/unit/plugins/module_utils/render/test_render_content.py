@@ -139,10 +139,13 @@ def test_slurm_values(files) -> None:
 
 def test_tenant_topology_holds_only_its_nodes(files) -> None:
     pools = {}
-    for line in files[f"{C}/POOLS.md"].decode().splitlines():
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 8 and cells[0].startswith(("gpu", "sys")):
-            pools[cells[0]] = cells[1]
+    tables = [f"{C}/POOLS.md", *(f"{C}/tenants/{t}/POOLS.md" for t in ("inference", "llm-pretrain", "research"))]
+    for table in tables:  # the nodes of no tenant, then each tenant's own
+        for line in files[table].decode().splitlines():
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if len(cells) == 8 and cells[0].startswith(("gpu", "sys")):
+                assert cells[0] not in pools, cells[0]
+                pools[cells[0]] = cells[1]
     ann = load(files, f"{C}/tenants/llm-pretrain/slurm/node-topology.yaml")["nodes"]
     assert ann and all(pools[n] == "pretrain" for n in ann)
     assert len(ann) == 32
@@ -263,10 +266,20 @@ def test_kueue_queues_for_kubernetes_pools_only(files) -> None:
 
 
 def test_report_says_what_runs_where(files) -> None:
+    """The cluster's report: pools, tenants (links), platform; each tenant's own settings in its tree."""
     r = files[f"{C}/REPORT.md"].decode()
-    assert "### research" in r and "Slurm partition `batch`" in r and "https://research.vc-research:443" in r
-    assert "Kueue ClusterQueue `inference`" in r and "slurm-auth-jwt" in r
     assert "| pretrain | slurm | llm-pretrain | 32 | 256 |" in r
+    assert "- `research`: [tenants/research/REPORT.md](tenants/research/REPORT.md)" in r
+    assert "Slurm partition" not in r and "slurm-auth-jwt" not in r and "Research group" not in r
+    research = files[f"{C}/tenants/research/REPORT.md"].decode()
+    assert research.startswith("# Tenant `research` on cluster `gpu-east`")
+    assert "Slurm partition `batch`" in research and "https://research.vc-research:443" in research
+    assert "slurm-auth-jwt" in research
+    assert "Kueue ClusterQueue `inference`" in files[f"{C}/tenants/inference/REPORT.md"].decode()
+    own = files[f"{C}/tenants/research/POOLS.md"].decode()
+    assert "| research-batch | slurm | research | 12 | 96 |" in own and "| pretrain |" not in own
+    platform_nodes = files[f"{C}/POOLS.md"].decode().split("| node |")[1]
+    assert "| sys01 | system |" in platform_nodes and "| research |" not in platform_nodes
 
 
 def test_topology_view_renders_like_subset(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ CLI = [sys.executable, str(REPO / "scripts" / "gpufleet.py")]
 @pytest.fixture
 def fleet(tmp_path: Path) -> Path:
     root = tmp_path / "fleet"
-    fleet_repo.scaffold(root, fleet_repo.options(root))
+    fleet_repo.scaffold(root, fleet_repo.options(root, org="example-org"))
     (root / ".git").mkdir()  # the GitOps tree goes to <work tree>/gitops
     return root
 

@@ -17,7 +17,9 @@ CLI = REPO / "scripts" / "gpufleet.py"
 
 
 def test_scaffold_validates_with_one_file_per_tenant(tmp_path: Path) -> None:
-    opts = fleet_repo.options(tmp_path / "Fleet-X", tenants=["alpha:slurm", "beta:kubernetes:@corp/beta-ops", "gamma"])
+    opts = fleet_repo.options(
+        tmp_path / "Fleet-X", org="example-org", tenants=["alpha:slurm", "beta:kubernetes:@corp/beta-ops", "gamma"]
+    )
     written = fleet_repo.scaffold(tmp_path / "Fleet-X", opts)
     root = tmp_path / "Fleet-X"
     assert {".github/workflows/gpufleet.yml", ".gitlab-ci.yml", ".pre-commit-config.yaml", "CODEOWNERS"} <= set(written)
@@ -39,7 +41,9 @@ def test_scaffold_validates_with_one_file_per_tenant(tmp_path: Path) -> None:
 
 def test_scaffold_never_overwrites(tmp_path: Path) -> None:
     (tmp_path / "CODEOWNERS").write_text("* @me\n")
-    p = subprocess.run([sys.executable, str(CLI), "init", str(tmp_path)], capture_output=True, text=True, check=False)
+    p = subprocess.run(
+        [sys.executable, str(CLI), "init", str(tmp_path), "--org", "acme"], capture_output=True, text=True, check=False
+    )
     assert p.returncode == 2 and "already holds CODEOWNERS" in p.stderr and "Traceback" not in p.stderr
     assert sorted(x.name for x in tmp_path.iterdir()) == ["CODEOWNERS"]
 
@@ -53,12 +57,67 @@ def test_scaffold_never_overwrites(tmp_path: Path) -> None:
         (["--tenant", "platform"], "not platform, system or spare"),
         (["--tenant", "a:slurm:@bad owner"], "is not @user, @org/team or an e-mail"),
         (["--org", "x/../y"], "--org"),
+        (["--org", ""], "--org ORG is required"),
+        (["--org", "", "--platform-owner", "@p", "--tenant", "a:slurm:@a"], "without it give --repo-url"),
+        (["--repo-url", "github.com/x"], "--repo-url 'github.com/x': the Git URL"),
     ],
 )
 def test_bad_options_exit_2_and_write_nothing(tmp_path: Path, args: list[str], needle: str) -> None:
     dest = tmp_path / "new"
     p = subprocess.run(
-        [sys.executable, str(CLI), "init", str(dest), *args], capture_output=True, text=True, check=False
+        [sys.executable, str(CLI), "init", str(dest), "--org", "acme", *args],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert not dest.exists()
+
+
+def test_without_org_every_owner_and_the_url_are_explicit(tmp_path: Path) -> None:
+    """No silent @example-org: without --org, init needs every owner and the repository URL."""
+    dest = tmp_path / "lab"
+    p = subprocess.run([sys.executable, str(CLI), "init", str(dest)], capture_output=True, text=True, check=False)
+    assert p.returncode == 2 and "--org ORG is required" in p.stderr and not dest.exists(), p.stderr
+    args = ["--platform-owner", "@infra", "--tenant", "a:slurm:@ml", "--repo-url", "ssh://git@git.example/lab.git"]
+    p = subprocess.run(
+        [sys.executable, str(CLI), "init", str(dest), *args], capture_output=True, text=True, check=False
+    )
+    assert p.returncode == 0, p.stderr
+    assert "example-org" not in "".join(f.read_text() for f in dest.rglob("*") if f.is_file())
+    assert "repo_url: ssh://git@git.example/lab.git" in (dest / "inventories/prod/group_vars/all/fleet.yml").read_text()
+
+
+def test_the_collection_version_is_pinned_exactly_and_one_collections_path(tmp_path: Path) -> None:
+    root = tmp_path / "lab"
+    fleet_repo.scaffold(root, fleet_repo.options(root, org="acme"))
+    version = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
+    pins = {c["name"]: c["version"] for c in yaml.safe_load((root / "requirements.yml").read_text())["collections"]}
+    assert pins["gpufleet.core"] == f"=={version}"
+    assert f"gpufleet-core-{version}.tar.gz" in (root / "README.md").read_text()
+    # README, ansible.cfg, pre-commit and both CI templates use the one ./collections beside .venv
+    assert "collections_path = ./collections\n" in (root / "ansible.cfg").read_text()
+    for f in ("README.md", ".github/workflows/gpufleet.yml", ".gitlab-ci.yml"):
+        assert "-p collections" in (root / f).read_text(), f
+    hooks = [h["entry"] for h in yaml.safe_load((root / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]]
+    assert hooks and all(h.startswith(".venv/bin/python collections/ansible_collections/") for h in hooks)
+
+
+def test_version_and_help_of_every_command() -> None:
+    out = subprocess.run([sys.executable, str(CLI), "--version"], capture_output=True, text=True, check=True).stdout
+    assert out == f"gpufleet.core {yaml.safe_load((REPO / 'galaxy.yml').read_text())['version']}\n"
+    for cmd in ("init", "validate", "render", "review", "schema"):
+        p = subprocess.run([sys.executable, str(CLI), cmd, "--help"], capture_output=True, text=True, check=True)
+        usage, description = p.stdout.split("\n\n")[:2]
+        assert usage.startswith(f"usage: gpufleet.py {cmd}") and len(description) > 20, p.stdout
+
+
+def test_inventory_defaults_to_the_one_ansible_cfg_names(tmp_path: Path) -> None:
+    root = tmp_path / "lab"
+    fleet_repo.scaffold(root, fleet_repo.options(root, org="acme"))
+    p = subprocess.run([sys.executable, str(CLI), "validate"], cwd=root, capture_output=True, text=True, check=False)
+    assert p.returncode == 0 and p.stdout.startswith("inventories/prod/hosts.yml: fleet 'lab' is valid"), p.stderr
+    p = subprocess.run(
+        [sys.executable, str(CLI), "validate"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert p.returncode == 2 and "--inventory DIR is required (no ansible.cfg naming an inventory here)" in p.stderr

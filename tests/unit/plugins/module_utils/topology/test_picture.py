@@ -46,7 +46,26 @@ def test_moved_nodes_are_drawn_apart_with_a_red_border() -> None:
     assert f"  class {box.split('[')[0].strip()} moved" in lines and "red border" in lines[-1]
 
 
-def test_too_many_leaf_groups_are_not_drawn() -> None:
+def _drawn(label: str) -> int:
+    return int(label.split()[0]) if label.endswith(" nodes") else len(expand(label))
+
+
+def test_past_the_limit_the_tree_is_drawn_at_spine_level() -> None:
+    """More leaf groups than the limit: the switches down to the deepest level within it, each node once."""
     inputs, pools = _sample()
-    (line,) = mermaid(inputs.topology, inputs.pool_of, pools, max_groups=3)
-    assert f"{len(inputs.topology.leaf_groups)} leaf groups, too many to draw (the limit is 3)" in line
+    lines = mermaid(inputs.topology, inputs.pool_of, pools, max_groups=3)
+    switches = [ln for ln in lines if ln.endswith(":::switch")]
+    assert switches == ['  s0["spine"]:::switch']  # the 8 leaf groups fold into their spine
+    boxes = [re.match(r'  n\d+\["([^"<]+)<br/>([^"<]+)"\]', ln) for ln in lines if ln.startswith("  n")]
+    assert sum(_drawn(m.group(1)) for m in boxes if m) == len(inputs.topology.node_group)
+    assert '"gpu[009-040]<br/>pretrain (llm-pretrain)"' in "\n".join(lines)
+    assert f"{len(inputs.topology.leaf_groups)} leaf groups, more than 3: drawn down to the 1 switch(es)" in "\n".join(
+        lines
+    )
+    assert lines[0] == "```mermaid" and lines == mermaid(inputs.topology, inputs.pool_of, pools, max_groups=3)
+
+
+def test_more_roots_than_the_limit_are_not_drawn() -> None:
+    inputs, pools = _sample()
+    (line,) = mermaid(inputs.topology, inputs.pool_of, pools, max_groups=0)
+    assert "1 roots, too many to draw (the limit is 0)" in line
