@@ -1,0 +1,148 @@
+"""Each data-protecting rule (daytwo.rules) refuses or flags exactly the changes it is about."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import rules
+from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.versions import (
+    RefusedChange,
+    check,
+    refuse,
+    slurm_release,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Component, Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+
+REPO = Path(__file__).resolve().parents[5]
+SAMPLE = REPO / "inventories" / "sample"
+
+
+@pytest.fixture(scope="module")
+def sample() -> Fleet:
+    return load_fleet(SAMPLE)
+
+
+def _slinky(fleet: Fleet, version: str, operator: str | None = None) -> Fleet:
+    op = operator or version
+    versions = {
+        "slurm": {"version": version},
+        "slurm_operator": {"version": op},
+        "slurm_operator_crds": {"version": op},
+    }
+    return dataclasses.replace(fleet, versions=versions)
+
+
+def _actions(found: list) -> list[tuple[str, str]]:
+    return [(f.action, f.rule) for f in found]
+
+
+def test_table_is_consistent() -> None:
+    for release, priors in rules.SLURM_RELEASES.items():
+        assert all(rules.version_key(p) < rules.version_key(release) for p in priors), release
+    for line, release in rules.SLINKY_SLURM.items():
+        assert release in rules.SLURM_RELEASES, line
+    for rule in rules.RULES.values():
+        assert rule.action in {"refuse", "flag"} and rule.source.startswith("https://"), rule.id
+
+
+def test_release_of_reads_tags_and_versions() -> None:
+    assert rules.release_of("26.05-ubuntu26.04") == "26.05"
+    assert rules.release_of("25.11.3") == "25.11"
+    assert rules.release_of("latest") is None
+    assert rules.slinky_slurm_release("1.2.1") == "26.05"
+    assert rules.slinky_slurm_release("1.1.2") == "25.11"
+    assert rules.slinky_slurm_release("9.9.0") is None
+
+
+def test_sample_is_clean(sample: Fleet) -> None:
+    assert slurm_release(sample) == ("1.2.1", "26.05")
+    assert check(sample, sample) == []
+    assert check(None, sample) == []
+
+
+def test_supported_upgrade_is_noted_not_refused(sample: Fleet) -> None:
+    old = _slinky(sample, "1.1.2")
+    found = check(old, sample)
+    assert _actions(found) == [("note", "slurm-downgrade")]
+    assert "25.11 -> 26.05" in found[0].subject
+    assert "slurmdbd converts the accounting database of llm-pretrain, research" in found[0].reason
+    refuse(found)  # a note never refuses
+
+
+def test_skipping_releases_is_refused_with_the_steps(sample: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a chart line running 24.05 (not in the shipped table: a site adding an older line) -> 26.05
+    monkeypatch.setitem(rules.SLINKY_SLURM, "0.9", "24.05")
+    old = _slinky(sample, "0.9.0")
+    found = check(old, sample)
+    assert _actions(found) == [("refuse", "slurm-window")]
+    assert "only from 25.11, 25.05, 24.11" in found[0].reason
+    assert found[0].instead.endswith("24.05 -> 25.11 -> 26.05")
+    with pytest.raises(RefusedChange, match=r"slurm-window.*24.05 -> 25.11 -> 26.05"):
+        refuse(found)
+
+
+def test_going_back_past_the_conversion_is_refused(sample: Fleet) -> None:
+    # the revert of the 25.11 -> 26.05 upgrade: base runs 26.05, the change goes back to the 1.1 chart
+    reverted = _slinky(sample, "1.1.2")
+    found = check(sample, reverted)
+    assert ("refuse", "slurm-downgrade") in _actions(found)
+    refusal = next(f for f in found if f.rule == "slurm-downgrade")
+    assert "cannot undo" in refusal.reason and "restore" in refusal.instead
+    assert refusal.source == f"{rules.SLURM_UPGRADES}#revert"
+    with pytest.raises(RefusedChange, match="slurm-downgrade"):
+        refuse(found)
+
+
+def test_chart_downgrade_is_flagged(sample: Fleet) -> None:
+    reverted = _slinky(sample, "1.1.2")
+    flags = [f for f in check(sample, reverted) if f.action == "flag"]
+    assert sorted(f.subject for f in flags) == [
+        "chart slurm 1.2.1 -> 1.1.2",
+        "chart slurm-operator 1.2.1 -> 1.1.2",
+        "chart slurm-operator-crds 1.2.1 -> 1.1.2",
+    ]
+    newer = dataclasses.replace(sample, versions={"kueue": {"version": "0.20.0"}})
+    assert check(sample, newer) == []  # an upgrade of a chart is not flagged
+    assert _actions(check(newer, sample)) == [("flag", "chart-downgrade")]
+
+
+def test_unknown_slurm_chart_is_refused(sample: Fleet) -> None:
+    found = check(sample, _slinky(sample, "1.9.0"))
+    assert ("refuse", "slurm-unknown") in _actions(found)
+    assert _actions(check(None, _slinky(sample, "1.9.0"))) == [("refuse", "slurm-unknown")]
+
+
+def test_slinky_order(sample: Fleet) -> None:
+    split = dataclasses.replace(sample, versions={"slurm_operator_crds": {"version": "1.1.2"}})
+    assert _actions(check(None, split)) == [("refuse", "slinky-order")]
+    ahead = _slinky(sample, "1.2.1", operator="1.1.2")
+    found = [f for f in check(None, ahead) if f.rule == "slinky-order"]
+    assert found and "newer release series than the operator" in found[0].reason
+    behind = _slinky(sample, "1.1.2", operator="1.2.1")  # clusters may stay on the older series
+    assert [f for f in check(None, behind) if f.rule == "slinky-order"] == []
+
+
+def test_driver_downgrade_is_flagged(sample: Fleet) -> None:
+    def with_driver(version: str) -> Fleet:
+        cluster = sample.clusters["gpu-east"]
+        comps = dict(cluster.components)
+        comps["gpu_operator"] = Component("gpu_operator", values={"driver": {"version": version}})
+        return dataclasses.replace(
+            sample, clusters={"gpu-east": dataclasses.replace(cluster, components=comps)}
+        )
+
+    assert check(with_driver("580.95.05"), with_driver("595.91.07")) == []
+    found = check(with_driver("595.91.07"), with_driver("580.95.05"))
+    assert _actions(found) == [("flag", "driver-downgrade")]
+    assert "595.91.07 -> 580.95.05" in found[0].subject
+
+
+def test_upgrade_path_goes_in_steps() -> None:
+    assert rules.upgrade_path("25.11", "26.05") == ["26.05"]
+    assert rules.upgrade_path("23.02", "26.05") == ["24.11", "26.05"]
+    assert rules.upgrade_path("26.05", "25.11") is None
+    assert rules.upgrade_path("20.02", "26.05") is None
