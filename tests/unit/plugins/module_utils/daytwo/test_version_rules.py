@@ -131,9 +131,7 @@ def test_driver_downgrade_is_flagged(sample: Fleet) -> None:
         cluster = sample.clusters["gpu-east"]
         comps = dict(cluster.components)
         comps["gpu_operator"] = Component("gpu_operator", values={"driver": {"version": version}})
-        return dataclasses.replace(
-            sample, clusters={"gpu-east": dataclasses.replace(cluster, components=comps)}
-        )
+        return dataclasses.replace(sample, clusters={"gpu-east": dataclasses.replace(cluster, components=comps)})
 
     assert check(with_driver("580.95.05"), with_driver("595.91.07")) == []
     found = check(with_driver("595.91.07"), with_driver("580.95.05"))
