@@ -81,7 +81,8 @@ attributes:
     platforms: posix
     description: Runs where the inventory and the kubeconfig are, normally the controller (C(localhost)).
 notes:
-  - C(changed) is true only when at least one Node's pool labels, taints, owned annotations or maintenance cordon differ.
+  - C(changed) is true only when at least one Node's pool labels, taints, owned annotations or
+    maintenance cordon differ.
 """
 
 EXAMPLES = r"""
