@@ -11,7 +11,9 @@ gpufleet pins the chart, not the images.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import (
     RULES,
@@ -23,6 +25,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import 
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import CheckError, _extract, _git
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, chart
 
 
@@ -204,3 +208,22 @@ def refuse(findings: list[Finding]) -> None:
     refused = [f for f in findings if f.action == "refuse"]
     if refused:
         raise RefusedChange("refused:\n" + "\n".join(f"  {f.line()}" for f in refused))
+
+
+def check_inventory(inventory: str | Path, base: str | None = None) -> list[Finding]:
+    """``check`` of the inventory as it is against the same inventory at Git revision ``base`` (its
+    merge base with HEAD; None: the inventory alone, as for a new fleet)."""
+    inv = Path(inventory).resolve()
+    inv = inv.parent if inv.is_file() else inv
+    new = load_fleet(inv)
+    if base is None:
+        return check(None, new)
+    root = Path(_git(inv, "rev-parse", "--show-toplevel").decode().strip())
+    try:
+        commit = _git(root, "merge-base", base, "HEAD").decode().strip()
+    except CheckError:
+        commit = _git(root, "rev-parse", "--verify", f"{base}^{{commit}}").decode().strip()
+    rel = inv.relative_to(root).as_posix()
+    with tempfile.TemporaryDirectory(prefix="gpufleet-versions-") as tmp:
+        old = load_fleet(Path(tmp) / rel) if _extract(root, commit, rel, Path(tmp)) else None
+    return check(old, new)

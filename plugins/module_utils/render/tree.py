@@ -10,6 +10,7 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
       root-app.yaml                              app-of-apps (applied once by the bootstrap)
       REPORT.md                                  what runs where, per tenant
       POOLS.md                                   the pool table, one node per line
+      maintenance.yaml, MAINTENANCE.md           nodes in maintenance (apply step cordons) and the plan
       vclusters.yaml                             vClusters the apply step registers in Argo CD
       apps/*.yaml                                platform Applications, AppProjects and one root
                                                  Application per tenant (the cluster root syncs these)
@@ -45,6 +46,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import identi
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import Rendered
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.maintenance import render_maintenance
 from ansible_collections.gpufleet.core.plugins.module_utils.render.monitoring import dcgm_fragment, render_monitoring
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     cluster_dir,
@@ -144,6 +146,7 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
     )
     files[f"{base}/REPORT.md"] = render_report(fleet, cluster, inputs).encode("utf-8")
     files[f"{base}/POOLS.md"] = inputs.pool_table.encode("utf-8")
+    files.update(render_maintenance(fleet, cluster, inputs))
     return files
 
 
