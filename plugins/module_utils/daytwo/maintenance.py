@@ -24,8 +24,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import F
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import RawModel, load_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import KEY, Maintenance
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import validate
+from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
-from ansible_collections.gpufleet.core.plugins.module_utils.scale.run import _locate, _refuse_stale
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.run import _locate, _stale
 from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import dump_file
 
 FILE = ("group_vars", "all", "maintenance.yml")
@@ -79,6 +80,18 @@ def _file_text(entries: list[dict]) -> bytes | None:
     return dump_file({KEY: sorted(entries, key=lambda e: str(e.get("name")))}, FILE_HEADER)
 
 
+def _refuse_stale(fleet: Fleet, out: Path, root: Path) -> None:
+    """A tree that is not current before the change is refused: the pull request holds this change alone."""
+    if render_cache.cached_current(out, render_cache.input_digest(fleet)) is not None:
+        return
+    stale = _stale(render_tree.render_fleet(fleet), out, root)
+    if stale:
+        raise MaintenanceError(
+            f"{out} is not current with the inventory before the maintenance change ({len(stale)} file(s)); "
+            "re-render and commit first, so the change is reviewed alone:\n  " + "\n  ".join(stale[:15])
+        )
+
+
 def plan_maintenance(
     inventory: str | os.PathLike[str],
     start: Maintenance | None = None,
@@ -91,9 +104,9 @@ def plan_maintenance(
     file = inv.joinpath(*FILE)
     raw = load_inventory(inv)
     before = validate(raw)
-    out, root = _locate(inv, before, gitops_dir)
-    _refuse_stale(before, out, root, str(out), None)
     entries = _entries(raw, file)
+    out, root = _locate(inv, before, gitops_dir)
+    _refuse_stale(before, out, root)
     names = [e.get("name") for e in entries]
     if start is not None:
         if start.name in names:
