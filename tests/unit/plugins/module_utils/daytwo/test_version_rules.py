@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import rules
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.versions import (
@@ -144,3 +148,25 @@ def test_upgrade_path_goes_in_steps() -> None:
     assert rules.upgrade_path("23.02", "26.05") == ["24.11", "26.05"]
     assert rules.upgrade_path("26.05", "25.11") is None
     assert rules.upgrade_path("20.02", "26.05") is None
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@example.org", "-c", "user.name=t", *args], check=True)
+
+
+def test_cli_refuses_the_revert_of_an_upgrade_with_exit_2(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(SAMPLE, repo / "inventories" / "sample")
+    _git(tmp_path, "init", "-q", str(repo))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "fleet on the 1.2 charts (Slurm 26.05)")
+    fleet_yml = repo / "inventories" / "sample" / "group_vars" / "all" / "fleet.yml"
+    pins = {c: {"version": "1.1.2"} for c in ("slurm", "slurm_operator", "slurm_operator_crds")}
+    fleet_yml.write_text(fleet_yml.read_text() + yaml.safe_dump({"gpufleet_versions": pins}))
+    cmd = [sys.executable, str(REPO / "scripts" / "gpufleet.py"), "check-versions", "-i", "inventories/sample"]
+    back = subprocess.run([*cmd, "--base", "HEAD"], cwd=repo, capture_output=True, text=True)
+    assert back.returncode == 2, back.stdout + back.stderr
+    assert "REFUSE [slurm-downgrade] Slurm 26.05 -> 25.11" in back.stderr and "restore" in back.stderr
+    assert "FLAG [chart-downgrade] chart slurm 1.2.1 -> 1.1.2" in back.stdout
+    alone = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)  # no base: the fleet alone is fine
+    assert alone.returncode == 0, alone.stderr
