@@ -152,9 +152,13 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
 
 
 def cmd_check_versions(args: argparse.Namespace) -> int:
-    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.versions import check_inventory, refuse
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.upgrade import upgrade_plan
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.versions import check, load_change, refuse
 
-    findings = check_inventory(args.inventory, args.base)
+    old, new = load_change(args.inventory, args.base)
+    findings = check(old, new)
+    if old is not None:
+        sys.stdout.write("\n".join(upgrade_plan(old, new)))
     for f in findings:
         if f.action != "refuse":
             print(f.line())

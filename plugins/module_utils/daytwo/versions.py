@@ -210,14 +210,13 @@ def refuse(findings: list[Finding]) -> None:
         raise RefusedChange("refused:\n" + "\n".join(f"  {f.line()}" for f in refused))
 
 
-def check_inventory(inventory: str | Path, base: str | None = None) -> list[Finding]:
-    """``check`` of the inventory as it is against the same inventory at Git revision ``base`` (its
-    merge base with HEAD; None: the inventory alone, as for a new fleet)."""
+def load_change(inventory: str | Path, base: str | None = None) -> tuple[Fleet | None, Fleet]:
+    """(the inventory at Git revision ``base``, its merge base with HEAD, or None; the inventory as it is)."""
     inv = Path(inventory).resolve()
     inv = inv.parent if inv.is_file() else inv
     new = load_fleet(inv)
     if base is None:
-        return check(None, new)
+        return None, new
     root = Path(_git(inv, "rev-parse", "--show-toplevel").decode().strip())
     try:
         commit = _git(root, "merge-base", base, "HEAD").decode().strip()
@@ -226,4 +225,4 @@ def check_inventory(inventory: str | Path, base: str | None = None) -> list[Find
     rel = inv.relative_to(root).as_posix()
     with tempfile.TemporaryDirectory(prefix="gpufleet-versions-") as tmp:
         old = load_fleet(Path(tmp) / rel) if _extract(root, commit, rel, Path(tmp)) else None
-    return check(old, new)
+    return old, new

@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting,
     identity,
     maintenance,
+    rollout,
     tenant_values,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
@@ -183,6 +184,7 @@ SCHEMA: dict[str, Any] = {
         },
         "gpufleet_identity": identity.FLEET_SCHEMA,
         maintenance.KEY: maintenance.SCHEMA,
+        rollout.KEY: rollout.SCHEMA,
         "gpufleet_versions": {
             "type": "object",
             "description": "per-component overrides of the pinned chart coordinates",

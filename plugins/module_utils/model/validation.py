@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     grammar,
     identity,
     maintenance,
+    rollout,
     tenant_values,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure, exposure_issues
@@ -667,6 +668,7 @@ def build_fleet(raw: RawModel) -> Fleet:
         source=raw,
         chart_mirrors=dict(d.get("gpufleet_chart_mirrors") or {}),
         maintenance=tuple(maintenance.from_dict(m) for m in d.get(maintenance.KEY) or ()),
+        rollout=rollout.from_dict(d.get(rollout.KEY)),
     )
 
 
