@@ -7,7 +7,9 @@
   ["accounting"]``, then the ``Controller`` (slurmctld), the ``NodeSet`` workers, the ``LoginSet``;
   the chart's ConfigMaps stay in wave 0, before all of them;
 - every NodeSet ``updateStrategy: RollingUpdate`` with ``maxUnavailable`` = the platform's
-  ``gpufleet_rollout.max_unavailable_per_block`` (pods roll by ordinal, so this bounds every block);
+  ``gpufleet_rollout.max_unavailable_per_block`` (pods roll by ordinal, so this bounds what one NodeSet
+  takes from any block; NodeSets of a tenant roll side by side, so a block shared by k of them can lose
+  k times that);
 - PodDisruptionBudgets (chart ``extraObjects``) for the slurmctld, slurmdbd and login pods (the operator's
   selector labels ``app.kubernetes.io/name`` + ``app.kubernetes.io/instance``): no eviction (a node
   drain, an autoscaler, the GPU Operator's upgrade drain) takes down the controller or the database

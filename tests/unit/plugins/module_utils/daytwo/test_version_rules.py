@@ -170,3 +170,17 @@ def test_cli_refuses_the_revert_of_an_upgrade_with_exit_2(tmp_path: Path) -> Non
     assert "FLAG [chart-downgrade] chart slurm 1.2.1 -> 1.1.2" in back.stdout
     alone = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)  # no base: the fleet alone is fine
     assert alone.returncode == 0, alone.stderr
+
+
+def test_upgrade_plan_orders_the_daemons_and_bounds_the_loss(sample: Fleet) -> None:
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.upgrade import upgrade_plan
+
+    assert upgrade_plan(sample, sample) == []
+    text = "\n".join(upgrade_plan(_slinky(sample, "1.1.2"), sample))
+    assert "(Slurm 25.11 -> 26.05)" in text
+    rows = [line.split("|") for line in text.splitlines() if line.startswith("| ")]
+    steps = [cells[2].strip() for cells in rows if cells[1].strip().isdigit()]
+    assert steps == ["slurmdbd", "slurmctld", "slurmd", "login"]
+    # one node per NodeSet at a time: pretrain has one NodeSet, research two
+    assert "| llm-pretrain | 1 of 32 | 8 of 256 |" in text
+    assert "| research | 2 of 14 | 16 of 112 |" in text
