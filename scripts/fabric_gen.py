@@ -49,31 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nvl-domain", type=int, default=0, help="hosts per NVLink domain (default: SU size)")
     ap.add_argument("--gpu-product", default=d.gpu_product)
     ap.add_argument("--gpus", type=int, default=d.gpus)
-    ap.add_argument(
-        "--format",
-        choices=("default", "ports"),
-        default="default",
-        help="ibnetdiscover output format: default or -p ports report",
-    )
+    ap.add_argument("--format", choices=("default", "ports"), default="default",
+                    help="ibnetdiscover output format: default or -p ports report")
     ap.add_argument("--out", help="fabric output file (default: stdout)")
     ap.add_argument("--nodes-out", help="write the Kubernetes Node list here (JSON if it ends in .json, else YAML)")
     a = ap.parse_args(argv)
     spec = fabric_gen.GenSpec(
-        hosts=a.hosts,
-        rails=a.rails,
-        su_size=a.su_size,
-        tiers=a.tiers,
-        radix=a.radix,
-        sharp=a.sharp,
-        unnamed=a.unnamed,
-        cut_cables=a.cut_cables,
-        storage=a.storage,
-        seed=a.seed,
-        name_format=a.name_format,
-        su_per_pod=a.su_per_pod,
-        nvl_domain=a.nvl_domain,
-        gpu_product=a.gpu_product,
-        gpus=a.gpus,
+        hosts=a.hosts, rails=a.rails, su_size=a.su_size, tiers=a.tiers, radix=a.radix, sharp=a.sharp,
+        unnamed=a.unnamed, cut_cables=a.cut_cables, storage=a.storage, seed=a.seed, name_format=a.name_format,
+        su_per_pod=a.su_per_pod, nvl_domain=a.nvl_domain, gpu_product=a.gpu_product, gpus=a.gpus,
     )
     try:
         g = fabric_gen.generate(spec)
