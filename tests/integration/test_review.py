@@ -215,3 +215,11 @@ def test_a_reshuffle_of_the_pool_lock_fails(repo: Path) -> None:
 def test_bad_base_exits_2_without_traceback(repo: Path) -> None:
     p = run(repo, *CLI, "review", "--inventory", INV, "--base", "no-such-branch", check=False)
     assert p.returncode == 2 and "no-such-branch" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_going_back_past_the_slurm_conversion_fails_the_review(repo: Path) -> None:
+    pins = "".join(f"  {c}: {{version: 1.1.2}}\n" for c in ("slurm_operator_crds", "slurm_operator", "slurm"))
+    rc, md, _ = pull_request(repo, append(f"{GV}/versions.yml", f"gpufleet_versions:\n{pins}"))
+    assert rc == 1, md
+    assert "REFUSE [slurm-downgrade] Slurm 26.05 -> 25.11" in md and "cannot undo that conversion" in md
+    assert "Note: `inventories/prod`: FLAG [chart-downgrade] chart slurm 1.2.1 -> 1.1.2" in md
