@@ -14,7 +14,7 @@ description:
     C(<inventory>/group_vars/all/maintenance.yml) (a file the module owns and rewrites), validates the
     edited inventory, renders it and writes the GitOps tree and then the file.
   - The render lists the nodes in C(clusters/<cluster>/maintenance.yaml), which the apply step
-    (M(gpufleet.core.node_pools)) cordons, and the plan in C(clusters/<cluster>/MAINTENANCE.md): per
+    (M(gpufleet.core.node_pools)) cordons, and the plan in C(clusters/<cluster>/MAINTENANCE.md), per
     tenant the nodes and GPUs that leave and when, and the Slurm MAINT reservation of a window
     (M(gpufleet.core.slurm_reservations)).
   - A GitOps tree that is not current before the change, an unknown node or switch, a node already in

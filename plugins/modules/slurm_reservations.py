@@ -12,7 +12,7 @@ version_added: 0.3.0
 description:
   - Reads the reservations of O(tenant) from the rendered C(<gitops_dir>/clusters/<cluster>/maintenance.yaml)
     (one per maintenance window, written by the renderer from C(gpufleet_maintenance)) and makes the
-    tenant's Slurm hold exactly those, through C(scontrol): missing ones are created
+    tenant's Slurm hold exactly those, through C(scontrol). Missing ones are created
     (C(Flags=MAINT,IGNORE_JOBS), C(Users=root)), ones whose nodes, start or duration differ are updated,
     and C(gpufleet-) reservations no longer rendered are deleted (the return of a maintenance).
   - Reservations with other names are never touched.
