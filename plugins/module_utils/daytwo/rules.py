@@ -98,15 +98,6 @@ RULES: dict[str, Rule] = {
     )
 }
 
-_RELEASE = re.compile(r"^v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?")
-
-
-def release_of(version: str) -> str | None:
-    """``26.05.3`` / ``26.05-ubuntu26.04`` -> ``26.05``; None when it is not a Slurm version."""
-    m = _RELEASE.match(version.strip())
-    return f"{int(m.group(1)):02d}.{int(m.group(2)):02d}" if m else None
-
-
 def version_key(version: str) -> tuple[int, ...] | None:
     """Numeric fields of a dotted version (``v26.7.0``, ``595.91.07``), for ordering; None if not dotted."""
     m = re.match(r"^v?(\d+(?:\.\d+)*)", version.strip())

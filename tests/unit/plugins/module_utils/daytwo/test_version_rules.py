@@ -53,10 +53,7 @@ def test_table_is_consistent() -> None:
         assert rule.action in {"refuse", "flag"} and rule.source.startswith("https://"), rule.id
 
 
-def test_release_of_reads_tags_and_versions() -> None:
-    assert rules.release_of("26.05-ubuntu26.04") == "26.05"
-    assert rules.release_of("25.11.3") == "25.11"
-    assert rules.release_of("latest") is None
+def test_chart_lines_map_to_releases() -> None:
     assert rules.slinky_slurm_release("1.2.1") == "26.05"
     assert rules.slinky_slurm_release("1.1.2") == "25.11"
     assert rules.slinky_slurm_release("9.9.0") is None
