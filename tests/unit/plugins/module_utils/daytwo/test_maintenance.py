@@ -220,3 +220,12 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert "| research | `m` | 8 of 14 |" in ok.stdout and "would change" in ok.stdout
     assert not (repo / "inventories" / "sample" / "group_vars" / "all" / "maintenance.yml").exists()
+
+
+def test_a_tenants_file_cannot_put_nodes_into_maintenance(tmp_path: Path) -> None:
+    inv = _inventory(tmp_path, [])
+    own = inv / "group_vars" / "all" / "tenants" / "research.yml"
+    own.parent.mkdir(parents=True)
+    own.write_text(yaml.safe_dump({"gpufleet_maintenance": [PSU]}))
+    with pytest.raises(ModelError, match=r"tenants/research\.yml.*gpufleet_maintenance"):
+        load_fleet(inv)
