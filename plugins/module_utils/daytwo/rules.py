@@ -98,6 +98,7 @@ RULES: dict[str, Rule] = {
     )
 }
 
+
 def version_key(version: str) -> tuple[int, ...] | None:
     """Numeric fields of a dotted version (``v26.7.0``, ``595.91.07``), for ordering; None if not dotted."""
     m = re.match(r"^v?(\d+(?:\.\d+)*)", version.strip())
