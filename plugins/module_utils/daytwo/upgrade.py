@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import SLURM_UPGRADE_ORDER
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.versions import driver_version, slurm_release
-from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.rollout import WAVES
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
@@ -29,6 +29,28 @@ class TenantLoss:
     of_nodes: int
     gpus: int
     of_gpus: int
+    block: str = "-"  # the leaf group (or block) that can lose the most nodes at once
+    block_nodes: int = 0  # how many: one bound per NodeSet with nodes there
+
+
+def _worst_block(inputs: ClusterInputs, pools: list[Pool], per_block: int) -> tuple[str, int]:
+    """The leaf group that loses the most nodes when every NodeSet takes its bound from it."""
+    topo = inputs.topology
+    if topo is None:
+        return "-", 0
+    down: dict[str, int] = {}
+    for p in pools:
+        here: dict[str, int] = {}
+        for n in inputs.members.get(p.name, []):
+            group = topo.node_group.get(n)
+            if group is not None:
+                here[group] = here.get(group, 0) + 1
+        for group, count in here.items():
+            down[group] = down.get(group, 0) + min(per_block, count)
+    if not down:
+        return "-", 0
+    group = min(down, key=lambda g: (-down[g], g))
+    return group, down[group]
 
 
 def _changed(old: Fleet, new: Fleet, components: tuple[str, ...]) -> list[str]:
@@ -57,7 +79,8 @@ def losses(fleet: Fleet) -> list[TenantLoss]:
                 gpus += min(per_block, len(members)) * per_node
                 total += len(members)
                 total_gpus += sum(inputs.by_name[n].gpus for n in members)
-            out.append(TenantLoss(t.name, down, total, gpus, total_gpus))
+            block, block_nodes = _worst_block(inputs, pools, per_block)
+            out.append(TenantLoss(t.name, down, total, gpus, total_gpus, block, block_nodes))
     return out
 
 
@@ -88,8 +111,12 @@ def upgrade_plan(old: Fleet, new: Fleet) -> list[str]:
     lines += [
         f"Most capacity down at once per tenant (workers roll {per_block} node(s) per NodeSet at a time):",
         "",
-        "| tenant | nodes | GPUs |",
-        "| --- | ---: | ---: |",
+        "| tenant | nodes | GPUs | most of one leaf group |",
+        "| --- | ---: | ---: | --- |",
     ]
-    lines += [f"| {x.tenant} | {x.nodes} of {x.of_nodes} | {x.gpus} of {x.of_gpus} |" for x in losses(new)]
+    for x in losses(new):
+        block = f"{x.block_nodes} in `{x.block}`" if x.block_nodes else "-"
+        if x.block_nodes > per_block:
+            block += f" (over the {per_block} allowed: the NodeSets sharing it roll side by side)"
+        lines.append(f"| {x.tenant} | {x.nodes} of {x.of_nodes} | {x.gpus} of {x.of_gpus} | {block} |")
     return [*lines, ""]
