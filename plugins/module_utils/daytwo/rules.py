@@ -33,7 +33,8 @@ SLURM_RELEASES: dict[str, tuple[str, ...]] = {
 }
 
 # Slinky ``slurm`` chart line (major.minor) -> the Slurm release of its default images (the chart's
-# appVersion and ``*.image.tag``: 25.11-ubuntu24.04 in v1.0.0 and v1.1.2, 26.05-ubuntu26.04 in v1.2.1)
+# appVersion and ``*.image.tag``: 25.11-ubuntu24.04 in v1.0.0 and v1.1.2, 26.05-ubuntu26.04 in v1.2.1;
+# https://github.com/SlinkyProject/slurm-operator/blob/v1.2.1/helm/slurm/Chart.yaml)
 SLINKY_SLURM: dict[str, str] = {"1.0": "25.11", "1.1": "25.11", "1.2": "26.05"}
 
 # the order Slurm's upgrade guide gives ("Upgrade Procedure"): the database first, the clients last
