@@ -6,6 +6,10 @@
     gpufleet.py render [--inventory DIR] [--out DIR] [--check | --fail-on-change] [--base REV]
     gpufleet.py review [--inventory DIR] --base REF [--markdown FILE]
     gpufleet.py schema
+    gpufleet.py maintenance start [--inventory DIR] --name NAME --cluster C (--nodes HOSTLIST | --switch S)
+                --reason TEXT [--start 2026-12-01T06:00:00Z --duration 4h] [--check]
+    gpufleet.py maintenance end [--inventory DIR] --name NAME [--check]
+    gpufleet.py check-versions [--inventory DIR] [--base REF]
     gpufleet.py --version
 
 ``--inventory`` defaults to the ``inventory`` of the ``ansible.cfg`` Ansible would read here
@@ -170,6 +174,49 @@ def cmd_review(args: argparse.Namespace) -> int:
     return 0 if rv.ok else 1
 
 
+def cmd_maintenance(args: argparse.Namespace) -> int:
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.maintenance import (
+        plan_maintenance,
+        write_maintenance,
+    )
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import Maintenance
+
+    start = None
+    if args.action == "start":
+        if not args.cluster or not args.reason or bool(args.nodes) == bool(args.switch):
+            print("gpufleet: error: start needs --cluster, --reason and one of --nodes or --switch", file=sys.stderr)
+            return 2
+        if bool(args.start) != bool(args.duration):
+            print("gpufleet: error: a window needs both --start and --duration", file=sys.stderr)
+            return 2
+        start = Maintenance(args.name, args.cluster, args.reason, args.nodes, args.switch, args.start, args.duration)
+    change = plan_maintenance(args.inventory, start=start, end=args.name if args.action == "end" else None)
+    sys.stdout.write(change.plan_markdown())
+    if not args.check:
+        write_maintenance(change)
+    verb = "would change" if args.check else "changed"
+    print(f"\nmaintenance {args.action} {args.name}: {change.file} and {len(change.files())} rendered file(s) {verb}")
+    for f in change.files():
+        print(f"  {change.out / f}")
+    return 0
+
+
+def cmd_check_versions(args: argparse.Namespace) -> int:
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.upgrade import upgrade_plan
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.versions import check, load_change, refuse
+
+    old, new = load_change(args.inventory, args.base)
+    findings = check(old, new)
+    if old is not None:
+        sys.stdout.write("\n".join(upgrade_plan(old, new)))
+    for f in findings:
+        if f.action != "refuse":
+            print(f.line())
+    refuse(findings)  # exit 2 with every refusal
+    print(f"{args.inventory}: version change accepted ({len(findings)} finding(s) above)")
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.model.schema import SCHEMA
 
@@ -273,6 +320,27 @@ def main(argv: list[str] | None = None) -> int:
     rv.add_argument("--base", required=True, help="base revision, e.g. origin/main (compared at the merge base)")
     rv.add_argument("--markdown", "-m", help="also write the Markdown to this file (a pull-request comment)")
     rv.set_defaults(func=cmd_review)
+    m = _sub(sub, "maintenance", "put nodes into maintenance or return them (edits the inventory, renders)")
+    m.add_argument("action", choices=["start", "end"])
+    _inventory_arg(m)
+    m.add_argument("--name", required=True, help="name of the maintenance (the Slurm reservation is named after it)")
+    m.add_argument("--cluster", help="cluster of the nodes (start)")
+    m.add_argument("--nodes", help="nodes by hostlist, e.g. gpu[041-044] (start)")
+    m.add_argument("--switch", help="every node under this switch, leaf group or block of the topology (start)")
+    m.add_argument("--reason", help="why; Slurm shows it as the drain reason (start)")
+    m.add_argument("--start", help="window start, UTC, 2026-12-01T06:00:00Z (start; default: on apply)")
+    m.add_argument("--duration", help="window length: 90m, 4h, 2d (start, with --start)")
+    m.add_argument("--check", action="store_true", help="print the plan, write nothing")
+    m.set_defaults(func=cmd_maintenance)
+    cv = _sub(
+        sub,
+        "check-versions",
+        "the data-protecting rules on a version change (exit 2 when refused: skipped Slurm releases, going back"
+        " past a database conversion)",
+    )
+    _inventory_arg(cv)
+    cv.add_argument("--base", help="base revision (e.g. origin/main): compare with the inventory there")
+    cv.set_defaults(func=cmd_check_versions)
     s = _sub(sub, "schema", "print the fleet JSON schema (docs/fleet.schema.json)")
     s.set_defaults(func=cmd_schema)
     args = parser.parse_args(argv)

@@ -25,6 +25,12 @@ description:
     C(<gitops_dir>/clusters/<cluster>/tenants/<tenant>/slurm/node-topology.yaml); a Node without a
     value there loses the annotation. Other annotations are never touched. When O(gitops_dir) or
     those files are missing, no annotation is managed (see RV(annotations)).
+  - It cordons the Nodes in maintenance (C(gpufleet_maintenance), rendered to
+    C(<gitops_dir>/clusters/<cluster>/maintenance.yaml)) whose window has begun, with the annotations
+    C(gpufleet.io/maintenance) (the maintenance) and C(nodeset.slinky.slurm.net/node-cordon-reason) (the
+    Slinky operator drains the Slurm node behind a cordoned Node with that reason). A Node carrying
+    C(gpufleet.io/maintenance) that is no longer in maintenance is uncordoned and loses both annotations;
+    Nodes cordoned by anyone else are left alone. Without the rendered tree, cordons are not managed.
   - Each Node is patched with the C(resourceVersion) it was read with; a concurrent change makes
     the patch conflict, and the Node is read and planned again.
 author:
@@ -58,6 +64,11 @@ options:
         the inventory (where the renderer writes by default). With O(assignment), annotations are
         managed only when this and O(cluster) are given.
     type: path
+  now:
+    description:
+      - The time a maintenance window is compared with (UTC, C(2026-12-01T06:00:00Z)); a Node is cordoned
+        once its window's start has passed. Defaults to the current time; set it to plan ahead in check mode.
+    type: str
 attributes:
   check_mode:
     support: full
@@ -70,7 +81,8 @@ attributes:
     platforms: posix
     description: Runs where the inventory and the kubeconfig are, normally the controller (C(localhost)).
 notes:
-  - C(changed) is true only when at least one Node's pool labels, taints or owned annotations differ.
+  - C(changed) is true only when at least one Node's pool labels, taints, owned annotations or
+    maintenance cordon differ.
 """
 
 EXAMPLES = r"""
@@ -143,8 +155,34 @@ annotations:
     managed: false
     files: []
     msg: "node annotations not managed: gitops_dir /repo/gitops does not exist (render first)"
+maintenance:
+  description: Whether maintenance cordons were managed and why (not), and the nodes whose window has not begun.
+  returned: always
+  type: dict
+  contains:
+    managed:
+      description: True when the rendered maintenance of O(cluster) was read.
+      type: bool
+    msg:
+      description: Where the maintenance was read from, or why cordons were not managed.
+      type: str
+    waiting:
+      description: Nodes in a maintenance whose window starts after RV(maintenance.now) (not cordoned yet).
+      type: list
+      elements: str
+    now:
+      description: The time the windows were compared with.
+      type: str
+  sample:
+    managed: true
+    msg: "2 node(s) of gpu-east in maintenance (/repo/gitops/clusters/gpu-east/maintenance.yaml)"
+    waiting: []
+    now: "2026-12-01T07:00:00Z"
 """
 
+from datetime import datetime, timezone
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import parse_start
 from ansible_collections.gpufleet.core.plugins.module_utils.module import (
     GpufleetModule,
     gitops_spec,
@@ -152,6 +190,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.module import (
     kube_spec,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply as pool_apply
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import cordon
 
 ARGUMENT_SPEC = {
     **inventory_spec(required=False, aliases=["inventory"]),
@@ -159,7 +198,23 @@ ARGUMENT_SPEC = {
     "assignment": {"type": "dict"},
     **gitops_spec(),
     **kube_spec(),
+    "now": {"type": "str"},
 }
+
+
+def _maintenance(params: dict, gitops_dir: str | None) -> tuple[dict | None, dict]:
+    """The due maintenance entries of the cluster (None: not managed) and what to report about them."""
+    try:
+        now = parse_start(params["now"]) if params["now"] else datetime.now(timezone.utc)  # noqa: UP017
+    except ValueError:
+        raise pool_apply.ApplyError(f"now: {params['now']!r} is not a UTC time like 2026-12-01T06:00:00Z") from None
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not params["cluster"]:
+        return None, {"managed": False, "msg": "cordons not managed: no cluster given", "waiting": [], "now": stamp}
+    entries, msg = cordon.read_maintenance(gitops_dir, params["cluster"])
+    active = cordon.due(entries, now) if entries is not None else None
+    waiting = sorted(set(entries or {}) - set(active or {}))
+    return active, {"managed": entries is not None, "msg": msg, "waiting": waiting, "now": stamp}
 
 
 def fence(module: GpufleetModule) -> dict:
@@ -178,11 +233,12 @@ def fence(module: GpufleetModule) -> dict:
     else:
         annotations, files, msg = None, [], "node annotations not managed: no cluster given"
     result["annotations"] = {"managed": annotations is not None, "files": [str(f) for f in files], "msg": msg}
+    maintenance, result["maintenance"] = _maintenance(params, gitops_dir)
     api = pool_apply.core_api(params["kubeconfig"], params["context"])
     nodes = pool_apply.list_nodes(api)
-    changes, result["missing"] = pool_apply.plan(nodes, mapping, annotations)
+    changes, result["missing"] = pool_apply.plan(nodes, mapping, annotations, maintenance)
     if changes and not module.check_mode:
-        changes = pool_apply.apply_changes(api, changes, mapping, annotations=annotations)
+        changes = pool_apply.apply_changes(api, changes, mapping, annotations=annotations, maintenance=maintenance)
     result["nodes"] = len(nodes)
     result["changed"] = bool(changes)
     result["changes"] = [{"node": c.node, "pool": c.pool, "before": c.before, "after": c.after} for c in changes]

@@ -231,3 +231,11 @@ def test_allow_node_moves_comes_with_a_reminder_to_remove_it(repo: Path) -> None
     rc, md, _ = pull_request(repo, replace(f"{GV}/clusters.yml", "    topology:\n", entry))
     assert rc == 0, md
     assert "Note: cluster `gpu-1` has `allow_node_moves` (gpu003): once the move is merged, remove it" in md
+
+
+def test_going_back_past_the_slurm_conversion_fails_the_review(repo: Path) -> None:
+    pins = "".join(f"  {c}: {{version: 1.1.2}}\n" for c in ("slurm_operator_crds", "slurm_operator", "slurm"))
+    rc, md, _ = pull_request(repo, append(f"{GV}/versions.yml", f"gpufleet_versions:\n{pins}"))
+    assert rc == 1, md
+    assert "REFUSE [slurm-downgrade] Slurm 26.05 -> 25.11" in md and "cannot undo that conversion" in md
+    assert "Note: `inventories/prod`: FLAG [chart-downgrade] chart slurm 1.2.1 -> 1.1.2" in md

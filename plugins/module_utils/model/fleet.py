@@ -9,6 +9,8 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure
 from ansible_collections.gpufleet.core.plugins.module_utils.model.identity import Identity
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import Maintenance
+from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout import Rollout
 
 POOL_KINDS = ("slurm", "kubernetes", "system", "spare")
 COMPONENTS = ("cilium", "cert_manager", "gpu_operator", "shared_storage", "argocd", "slurm_operator", "kueue")
@@ -170,6 +172,8 @@ class Fleet:
     pools: dict[str, Pool]
     versions: dict[str, dict[str, str]] = field(default_factory=dict)
     chart_mirrors: dict[str, str] = field(default_factory=dict)
+    maintenance: tuple[Maintenance, ...] = ()  # gpufleet_maintenance, in file order
+    rollout: Rollout = field(default_factory=Rollout)  # gpufleet_rollout
     # the RawModel it was built from (file and line of every key, for errors found while rendering)
     source: Any = field(default=None, compare=False, repr=False)
 

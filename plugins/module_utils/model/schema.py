@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, identity, tenant_values
+from ansible_collections.gpufleet.core.plugins.module_utils.model import (
+    accounting,
+    identity,
+    maintenance,
+    rollout,
+    tenant_values,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import SCHEMA as EXPOSE_SCHEMA
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
@@ -177,6 +183,8 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "gpufleet_identity": identity.FLEET_SCHEMA,
+        maintenance.KEY: maintenance.SCHEMA,
+        rollout.KEY: rollout.SCHEMA,
         "gpufleet_versions": {
             "type": "object",
             "description": "per-component overrides of the pinned chart coordinates",

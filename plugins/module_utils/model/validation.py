@@ -22,7 +22,14 @@ except ImportError:  # pragma: no cover - Python < 3.11
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar, identity, tenant_values
+from ansible_collections.gpufleet.core.plugins.module_utils.model import (
+    accounting,
+    grammar,
+    identity,
+    maintenance,
+    rollout,
+    tenant_values,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure, exposure_issues
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
@@ -438,6 +445,8 @@ def bound_issues(raw: RawModel) -> list[Issue]:
         for mi, m in enumerate(_list(_dict(cl).get("allow_node_moves"))):
             for i, e in enumerate(_list(_dict(m).get("nodes"))):
                 found.append((("gpufleet_clusters", ci, "allow_node_moves", mi, "nodes", i), e))
+    for i, m in enumerate(_list(raw.data.get(maintenance.KEY))):
+        found.append(((maintenance.KEY, i, "nodes"), _dict(m).get("nodes")))
     total = 0
     for path, expr in found:
         if not isinstance(expr, str):
@@ -675,6 +684,8 @@ def build_fleet(raw: RawModel) -> Fleet:
         versions=d.get("gpufleet_versions", {}),
         source=raw,
         chart_mirrors=dict(d.get("gpufleet_chart_mirrors") or {}),
+        maintenance=tuple(maintenance.from_dict(m) for m in d.get(maintenance.KEY) or ()),
+        rollout=rollout.from_dict(d.get(rollout.KEY)),
     )
 
 
@@ -719,6 +730,7 @@ def validate(raw: RawModel) -> Fleet:
     issues += identity.identity_issues(raw) + _partition_access_issues(raw)
     issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw) + inside_inputs_issues(raw)
     issues += bound_issues(raw)
+    issues += maintenance.issues(raw, {c["name"] for _ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",))})
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

@@ -14,6 +14,9 @@ Applying uses the ``kubernetes`` Python client: ``core_api(kubeconfig, context)`
 ``apply_changes`` (JSON merge patch carrying the ``resourceVersion`` read, so a concurrent writer
 makes the patch fail with 409 instead of being overwritten; retried after a fresh read).
 
+Maintenance cordons (``cordon``) are owned too when the caller passes the due maintenance entries
+(``maintenance``: node -> {maintenance, reason}); they travel in the same patch.
+
 ``mapping_from_inventory(inventory, cluster)`` reads node -> pool from the lock file
 (``pools.lock``) and the pools' kind/tenant from the fleet model.
 """
@@ -32,7 +35,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.kubeclient import co
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import cordon, fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, read_lock
 
 try:
@@ -86,7 +89,40 @@ def _clean_taint(t: Mapping[str, Any]) -> dict[str, Any]:
     return {k: t[k] for k in ("key", "value", "effect", "timeAdded") if t.get(k) is not None}
 
 
+def _with_cordon(
+    node: Mapping[str, Any], change: NodeChange | None, maintenance: Mapping[str, Mapping[str, str]] | None
+) -> NodeChange | None:
+    """``change`` with the maintenance cordon of ``node`` folded in (``maintenance`` None: not managed)."""
+    meta = node.get("metadata") or {}
+    found = cordon.plan(node, maintenance.get(meta.get("name"))) if maintenance is not None else None
+    if found is None:
+        return change
+    before, after, fragment = found
+    if change is None:
+        patch: dict[str, Any] = {"metadata": {}}
+        if meta.get("resourceVersion"):
+            patch["metadata"]["resourceVersion"] = meta["resourceVersion"]
+        pool = (meta.get("labels") or {}).get(fence.POOL_KEY)
+        change = NodeChange(meta.get("name"), pool, meta.get("resourceVersion"), {}, {}, patch)
+    change.before["cordon"], change.after["cordon"] = before, after
+    change.patch["metadata"].setdefault("annotations", {}).update(fragment["metadata"]["annotations"])
+    if "spec" in fragment:
+        change.patch.setdefault("spec", {}).update(fragment["spec"])
+    return change
+
+
 def plan_node(
+    node: Mapping[str, Any],
+    pool: fence.PoolLike | str | None,
+    annotations: Mapping[str, str] | None = None,
+    maintenance: Mapping[str, Mapping[str, str]] | None = None,
+) -> NodeChange | None:
+    """``_plan_fence`` plus the maintenance cordon: ``maintenance`` maps node -> its due maintenance
+    entry (``cordon.due``); None leaves cordons alone."""
+    return _with_cordon(node, _plan_fence(node, pool, annotations), maintenance)
+
+
+def _plan_fence(
     node: Mapping[str, Any], pool: fence.PoolLike | str | None, annotations: Mapping[str, str] | None = None
 ) -> NodeChange | None:
     """The change that gives ``node`` (a v1 Node dict) the fence of ``pool`` (None: no pool).
@@ -139,15 +175,17 @@ def plan(
     nodes: list[Mapping[str, Any]],
     mapping: Mapping[str, fence.PoolLike | str],
     annotations: Mapping[str, Mapping[str, str]] | None = None,
+    maintenance: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[list[NodeChange], list[str]]:
     """Changes for every Node (sorted by name) and the mapped node names absent from the cluster.
 
     ``annotations``: node -> owned annotations (``plan_node``); None: annotations not managed.
+    ``maintenance``: node -> due maintenance entry (``plan_node``); None: cordons not managed.
     """
     present = {(n.get("metadata") or {}).get("name"): n for n in nodes}
     changes = []
     for name in sorted(present):
-        change = plan_node(present[name], mapping.get(name), _node_annotations(annotations, name))
+        change = plan_node(present[name], mapping.get(name), _node_annotations(annotations, name), maintenance)
         if change is not None:
             changes.append(change)
     missing = sorted(set(mapping) - set(present))
@@ -279,6 +317,7 @@ def apply_changes(
     mapping: Mapping[str, Any],
     retries: int = 3,
     annotations: Mapping[str, Mapping[str, str]] | None = None,
+    maintenance: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[NodeChange]:
     """Patch every changed Node; on a 409 conflict re-read the Node and re-plan. Returns what was done."""
     done: list[NodeChange] = []
@@ -296,7 +335,9 @@ def apply_changes(
                     node = api.api_client.sanitize_for_serialization(api.read_node(current.node))
                 except Exception as exc2:
                     raise ApplyError(f"cannot read Node {current.node}: {_api_reason(exc2)}") from None
-                replanned = plan_node(node, mapping.get(current.node), _node_annotations(annotations, current.node))
+                replanned = plan_node(
+                    node, mapping.get(current.node), _node_annotations(annotations, current.node), maintenance
+                )
                 if replanned is None:
                     break
                 current = replanned

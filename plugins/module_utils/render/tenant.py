@@ -33,7 +33,14 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring, quota, sssd
+from ansible_collections.gpufleet.core.plugins.module_utils.render import (
+    accounting,
+    health,
+    monitoring,
+    quota,
+    rollout,
+    sssd,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
@@ -430,6 +437,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
     if tenant.identity is not None:
         sssd.add_to_values(tenant.name, tenant.identity, values)
     values = observe(tenant, values)
+    values = deep_merge(values, rollout.slurm_fragment(fleet, tenant, values))
     given = deep_merge(tenant.slurm_values, cluster.tenant_override(tenant.name, "slurm"))
     return deep_merge(values, given), ann
 

@@ -10,6 +10,7 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
       root-app.yaml                              app-of-apps (applied once by the bootstrap)
       REPORT.md                                  what runs where: pools, fabric, tenants, platform
       POOLS.md                                   the pool summary; the nodes of no tenant, one per line
+      maintenance.yaml, MAINTENANCE.md           nodes in maintenance (apply step cordons) and the plan
       vclusters.yaml                             vClusters the apply step registers in Argo CD
       apps/*.yaml                                platform Applications, AppProjects and one root
                                                  Application per tenant (the cluster root syncs these)
@@ -46,6 +47,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import identi
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import Rendered
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.maintenance import render_maintenance
 from ansible_collections.gpufleet.core.plugins.module_utils.render.monitoring import dcgm_fragment, render_monitoring
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     cluster_dir,
@@ -149,6 +151,7 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
         files[f"{base}/tenants/{t.name}/REPORT.md"] = render_tenant_report(fleet, cluster, inputs, t).encode("utf-8")
         if t.name in inputs.pool_tables:
             files[f"{base}/tenants/{t.name}/POOLS.md"] = inputs.pool_tables[t.name].encode("utf-8")
+    files.update(render_maintenance(fleet, cluster, inputs))
     return files
 
 

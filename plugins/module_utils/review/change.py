@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import versions
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
@@ -359,6 +360,12 @@ def _tenant_scope_problems(rv: Review) -> None:
         )
 
 
+def _version_rules(rv: Review, inv: _Inventory) -> None:
+    """The data-protecting version rules (daytwo.rules): a refusal is a problem, flags and notes are notes."""
+    for f in versions.check(inv.base_fleet, inv.fleet):
+        (rv.problems if f.action == "refuse" else rv.notes).append(f"`{inv.rel}`: {f.line()}")
+
+
 def review_change(
     repo: str | Path, base: str, inventories: list[str | Path], ignore: list[str | Path] | None = None
 ) -> Review:
@@ -374,6 +381,7 @@ def review_change(
     invs = [_render_inventory(rv, repo, root, inv) for inv in inventories]
     _input_changes(rv, changed, invs)
     for inv in invs:
+        _version_rules(rv, inv)
         _rendered_changes(rv, inv)
         _drift(rv, root, changed, inv)
         for cluster in sorted(inv.fleet.clusters):

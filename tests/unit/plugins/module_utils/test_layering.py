@@ -28,6 +28,7 @@ STAGES: list[tuple[str, ...]] = [
     ("health",),  # GPU quarantine of Nodes
     ("publish",),  # the branch and the pull request
     ("scale",),  # the scale change (plan, write, publish)
+    ("daytwo",),  # maintenance, version rules, upgrade and rollback plans
     ("review", "scaffold"),  # a pull request reviewed by owner; a new fleet repository
     ("module",),  # Ansible module plumbing: the only file that imports Ansible
 ]

@@ -1,0 +1,74 @@
+"""The ordered rollout of a Slurm tenant's Slinky release: waves, update bounds, disruption budgets.
+
+``slurm_fragment(fleet, tenant_values)`` returns ``slurm`` chart values merged under the tenant's:
+
+- Argo CD sync waves on the Slinky objects, in the order Slurm's upgrade guide gives (the chart copies
+  each component's ``metadata`` onto its custom resource): ``Accounting`` (slurmdbd) in wave ``WAVES
+  ["accounting"]``, then the ``Controller`` (slurmctld), the ``NodeSet`` workers, the ``LoginSet``;
+  the chart's ConfigMaps stay in wave 0, before all of them;
+- every NodeSet ``updateStrategy: RollingUpdate`` with ``maxUnavailable`` = the platform's
+  ``gpufleet_rollout.max_unavailable_per_block`` (pods roll by ordinal, so this bounds what one NodeSet
+  takes from any block; NodeSets of a tenant roll side by side, so a block shared by k of them can lose
+  k times that);
+- PodDisruptionBudgets (chart ``extraObjects``) for the slurmctld, slurmdbd and login pods (the operator's
+  selector labels ``app.kubernetes.io/name`` + ``app.kubernetes.io/instance``): no eviction (a node
+  drain, an autoscaler, the GPU Operator's upgrade drain) takes down the controller or the database
+  while they restart or convert state; the operator's own rolling update deletes pods and is not held.
+  Login pods keep one replica up when there are two or more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Tenant
+
+WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
+WAVES = {"accounting": "1", "controller": "2", "nodesets": "3", "loginsets": "4"}
+RELEASE = "slurm"  # the Helm release name of the slurm chart: the Controller and Accounting objects' name
+LOGINSET = "main"
+
+
+def _pdb(name: str, app: str, instance: str, budget: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "gpufleet"}},
+        "spec": {
+            **budget,
+            "selector": {"matchLabels": {"app.kubernetes.io/name": app, "app.kubernetes.io/instance": instance}},
+        },
+    }
+
+
+def disruption_budgets(tenant: Tenant) -> list[dict[str, Any]]:
+    out = [_pdb(f"{RELEASE}-controller", "slurmctld", RELEASE, {"maxUnavailable": 0})]
+    if tenant.accounting.enabled:
+        out.append(_pdb(f"{RELEASE}-accounting", "slurmdbd", RELEASE, {"maxUnavailable": 0}))
+    if tenant.login_replicas > 0:
+        budget = {"maxUnavailable": 1} if tenant.login_replicas > 1 else {"maxUnavailable": 0}
+        out.append(_pdb(f"{RELEASE}-login", "login", f"{RELEASE}-login-{LOGINSET}", budget))
+    return out
+
+
+def _wave(kind: str) -> dict[str, Any]:
+    return {"metadata": {"annotations": {WAVE_ANNOTATION: WAVES[kind]}}}
+
+
+def slurm_fragment(fleet: Fleet, tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:
+    """The rollout part of ``values`` (the tenant's slurm chart values as rendered so far)."""
+    per_block = fleet.rollout.max_unavailable_per_block
+    nodeset = {
+        **_wave("nodesets"),
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": per_block}},
+    }
+    out: dict[str, Any] = {
+        "controller": _wave("controller"),
+        "nodesets": {name: dict(nodeset) for name in values.get("nodesets", {})},
+        "extraObjects": disruption_budgets(tenant),
+    }
+    if tenant.accounting.enabled:
+        out["accounting"] = _wave("accounting")
+    if values.get("loginsets"):
+        out["loginsets"] = {name: _wave("loginsets") for name in values["loginsets"]}
+    return out
