@@ -370,7 +370,7 @@ SCHEMA: dict[str, Any] = {
                                     "storage_class_create": {
                                         "type": "boolean",
                                         "default": True,
-                                        "description": "render it (NFS, default class); false: the site provides it",
+                                        "description": "render it (NFS, not default); false: the site provides it",
                                     },
                                 }
                             ),
