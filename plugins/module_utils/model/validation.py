@@ -701,6 +701,7 @@ def validate(raw: RawModel) -> Fleet:
     issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw) + exposure_issues(raw)
     issues += identity.identity_issues(raw) + _partition_access_issues(raw)
     issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw) + inside_inputs_issues(raw)
+    issues += tenant_values.resource_issues(raw)
     issues += bound_issues(raw)
     if issues:
         raise ModelError(issues)

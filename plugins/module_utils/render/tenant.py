@@ -33,7 +33,15 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring, quota, sssd
+from ansible_collections.gpufleet.core.plugins.module_utils.render import (
+    accounting,
+    control_plane,
+    health,
+    monitoring,
+    quota,
+    slurm_conf_map,
+    sssd,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
@@ -44,6 +52,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
     cluster_dir,
     namespace_of,
     system_placement,
+    system_pool,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import state_storage_class
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
@@ -281,6 +290,8 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
         file, line = fleet.source.locate(key)
         where = f"{file}:{line}: gpufleet_clusters[{ci}].tenant_overrides.{tenant.name}.vcluster.values"
     check_vcluster_values(tenant.name, merged, where)
+    sp = system_pool(fleet, cluster.name)
+    control_plane.check(fleet, cluster, sp and sp.name, inputs.pool_resources(sp.name) if sp else {})
     return merged
 
 
@@ -429,7 +440,8 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
         sssd.add_to_values(tenant.name, tenant.identity, values)
     values = observe(tenant, values)
     given = deep_merge(tenant.slurm_values, cluster.tenant_override(tenant.name, "slurm"))
-    return deep_merge(values, given), ann
+    where = f"tenant {tenant.name} slurm values"
+    return slurm_conf_map.as_words(deep_merge(values, given), where), ann
 
 
 def observe(tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:
