@@ -36,6 +36,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import (
     accounting,
     control_plane,
+    eviction,
     health,
     monitoring,
     quota,
@@ -266,6 +267,8 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
         "exportKubeConfig": {"server": vcluster_server(tenant.name)},
     }
     ours = deep_merge(ours, fragment)
+    if any(p.kind == "slurm" for p in pools):
+        ours = deep_merge(ours, eviction.vcluster_fragment(tenant.name))
     sts: dict[str, Any] = {}
     sel = system_placement(fleet, cluster.name)
     if sel:
@@ -359,6 +362,9 @@ def nodeset(pool: Pool, inputs: ClusterInputs) -> dict[str, Any]:
     if gpus:
         conf["Gres"] = [f"gpu:{gpus}"]
         slurmd["resources"] = {"limits": {fence.GPU_RESOURCE: gpus}}
+    memory = eviction.slurmd_memory_request([inputs.by_name[n].memory_bytes for n in inputs.members.get(pool.name, [])])
+    if memory:
+        slurmd.setdefault("resources", {})["requests"] = {"memory": memory}
     ns: dict[str, Any] = {
         "enabled": True,
         "slurmd": slurmd,
@@ -438,7 +444,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
     ann = topology_annotations(sub, plugin)
     if tenant.identity is not None:
         sssd.add_to_values(tenant.name, tenant.identity, values)
-    values = observe(tenant, values)
+    values = deep_merge(observe(tenant, values), eviction.slurm_fragment(tenant.name))
     given = deep_merge(tenant.slurm_values, cluster.tenant_override(tenant.name, "slurm"))
     where = f"tenant {tenant.name} slurm values"
     return slurm_conf_map.as_words(deep_merge(values, given), where), ann
@@ -555,6 +561,9 @@ def host_files(cluster: Cluster, tenant: Tenant, slurm: bool) -> dict[str, list[
             files["network-policy-metrics.yaml"] = [metrics_policy(cluster, tenant)]
     if scraped:
         files["monitoring.yaml"] = [monitoring.pod_monitor(cluster, tenant)]
+    if slurm:  # Slurm pods evicted last (render/eviction.py)
+        ns = vcluster_namespace(tenant.name)
+        files["priority.yaml"] = [eviction.priority_class(tenant.name), eviction.no_system_priority(ns)]
     return files
 
 
