@@ -71,6 +71,10 @@ CGROUP_CONF = (
     "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nConstrainCores=yes\nConstrainDevices=yes\nConstrainRAMSpace=yes\n"
 )
 GRES_CONF = "AutoDetect=nvidia\n"
+# worker SSH (NodeSet ssh.enabled): the slurmd image's PAM stack adopts a login into the user's job
+# with pam_slurm_adopt, which needs the job's extern step: PrologFlags=Contain (the operator and the
+# chart leave it unset) and job containers from the cgroup proctrack plugin
+ADOPT_CONF = {"PrologFlags": ["Contain"], "ProctrackType": "proctrack/cgroup"}
 # jobs confined to their cores, memory and GPUs (cgroup.conf Constrain*) and bound to their cores
 TASK_PLUGIN = ["task/cgroup", "task/affinity"]
 # what Argo CD leaves to others: the vCluster's volume claims (the StatefulSet controller fills in
@@ -405,7 +409,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
             cfg["AllowAccounts"] = list(s.allow_accounts)
         partitions[part] = {"enabled": True, "nodesets": [p.name], "configMap": cfg}
     slurm_nodes = sorted({n for p in pools for n in inputs.members.get(p.name, [])})
-    conf_map: dict[str, Any] = {"GresTypes": ["gpu"], "TaskPlugin": list(TASK_PLUGIN)}
+    conf_map: dict[str, Any] = {"GresTypes": ["gpu"], "TaskPlugin": list(TASK_PLUGIN), **ADOPT_CONF}
     config_files: dict[str, str] = {"gres.conf": GRES_CONF, "cgroup.conf": CGROUP_CONF}
     sub = inputs.topology_view(slurm_nodes) if slurm_nodes else None
     topo = _topology_conf(cluster, sub)
