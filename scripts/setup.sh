@@ -32,7 +32,7 @@ if ! $python_only; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" \
       || die "apt-get install ${missing[*]} failed"
     # Debian starts daemons on install; the tests run their own instances.
-    for svc in slurmctld slurmd munge redis-server slurmdbd mariadb slapd sssd; do
+    for svc in slurmctld slurmd munge redis-server slurmdbd mariadb slapd sssd ssh; do
       $SUDO systemctl stop "$svc" >/dev/null 2>&1 || $SUDO service "$svc" stop >/dev/null 2>&1 || true
     done
   fi

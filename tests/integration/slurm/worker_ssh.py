@@ -59,6 +59,10 @@ class Syslog:
             except OSError:
                 return
 
+    @property
+    def capturing(self) -> bool:
+        return self.sock is not None
+
     def text(self) -> str:
         return "\n".join(self.lines)
 
