@@ -170,6 +170,7 @@ class Fleet:
     pools: dict[str, Pool]
     versions: dict[str, dict[str, str]] = field(default_factory=dict)
     chart_mirrors: dict[str, str] = field(default_factory=dict)
+    image_mirror: str | None = None  # gpufleet_image_mirror: registry path every image is pulled through
     # the RawModel it was built from (file and line of every key, for errors found while rendering)
     source: Any = field(default=None, compare=False, repr=False)
 

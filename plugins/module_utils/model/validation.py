@@ -658,6 +658,7 @@ def build_fleet(raw: RawModel) -> Fleet:
         versions=d.get("gpufleet_versions", {}),
         source=raw,
         chart_mirrors=dict(d.get("gpufleet_chart_mirrors") or {}),
+        image_mirror=d.get("gpufleet_image_mirror"),
     )
 
 

@@ -269,6 +269,7 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
             "limitRange": {"enabled": False},
         },
         "exportKubeConfig": {"server": vcluster_server(tenant.name)},
+        "telemetry": {"enabled": False},  # the chart reports usage to the vendor by default
     }
     ours = deep_merge(ours, fragment)
     if any(p.kind == "slurm" for p in pools):
