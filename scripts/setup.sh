@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh Debian 12 machine, and skips what is already there:
 #   1. Debian packages listed in scripts/debian-packages.txt (slurmctld, slurmd, munge, ...)
-#   2. the Python 3.12 virtualenv .venv from requirements-test.txt
+#   2. the Python 3.12 virtualenv .venv from requirements-test.txt, and .build/py39 (Python 3.9, the
+#      oldest managed-host Python) from requirements-target-py39.txt
 #   3. the Go-built control-plane binaries (tools/build.sh -> .build/bin)
 #   4. the collection link .build/collections/ansible_collections/gpufleet/core -> repo root
 # Usage: scripts/setup.sh [--python-only]
@@ -31,7 +32,7 @@ if ! $python_only; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" \
       || die "apt-get install ${missing[*]} failed"
     # Debian starts daemons on install; the tests run their own instances.
-    for svc in slurmctld slurmd munge redis-server slurmdbd mariadb slapd sssd; do
+    for svc in slurmctld slurmd munge redis-server slurmdbd mariadb slapd sssd ssh; do
       $SUDO systemctl stop "$svc" >/dev/null 2>&1 || $SUDO service "$svc" stop >/dev/null 2>&1 || true
     done
   fi
@@ -61,6 +62,30 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements-test.txt || die "pip install -r requirements-test.txt failed"
   echo "$want" > "$stamp"
+fi
+
+# --- 2b. Python 3.9 for the managed-host modules' tests (skipped with a note when there is no 3.9) --
+find_python39() {
+  local c
+  for c in python3.9 "$(command -v pyenv >/dev/null 2>&1 && pyenv root)/versions/"3.9*/bin/python3.9; do
+    if [ -n "$c" ] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 9)' >/dev/null 2>&1; then
+      command -v "$c" || echo "$c"; return 0
+    fi
+  done
+  return 1
+}
+stamp39=.build/py39/.requirements.sha256
+want39=$(sha256sum requirements-target-py39.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp39" 2>/dev/null)" != "$want39" ]; then
+  if py39=$(find_python39); then
+    log "creating .build/py39 with $py39"
+    [ -x .build/py39/bin/python ] || "$py39" -m venv .build/py39
+    .build/py39/bin/python -m pip install -q -r requirements-target-py39.txt \
+      || die "pip install -r requirements-target-py39.txt failed"
+    echo "$want39" > "$stamp39"
+  else
+    log "note: no Python 3.9 found; the managed-host Python tests will skip (fail in CI)"
+  fi
 fi
 
 # --- 4. collection link (before 3: cheap) --------------------------------------------------------

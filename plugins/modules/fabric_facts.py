@@ -19,7 +19,10 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 requirements:
+  - Python 3.9 or later on the target (the module runs on the host with the HCA)
   - C(ibnetdiscover) (infiniband-diags) on the target when O(src) is not given
+  - PyYAML on the target only for O(fabric) and O(nodes_snapshot) (YAML files); saved or live
+    C(ibnetdiscover) output needs no library
 extends_documentation_fragment:
   - gpufleet.core.common.fabric
 options:

@@ -22,7 +22,9 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 requirements:
-  - PyYAML
+  - Python 3.9 or later on the target
+  - PyYAML on the target only for O(fabric) and O(nodes_snapshot) (YAML files) and O(format=yaml)
+    (C(topology.yaml)); C(topology.conf) from C(ibnetdiscover) output needs no library
 extends_documentation_fragment:
   - gpufleet.core.common.fabric
 options:

@@ -132,7 +132,7 @@ def unknown_values_keys(values: Any, chart: str, shared: Path) -> list[str]:
                 walk(v, ref[k], p)
             elif p in commented and commented[p] in text:
                 _walk_commented(v, p)
-            else:
+            elif not _schema_has(shared, chart, p):  # a key the chart's values.schema.json declares
                 out.append(".".join(p))
 
     def _walk_commented(v: Any, p: tuple[str, ...]) -> None:
@@ -149,6 +149,21 @@ def unknown_values_keys(values: Any, chart: str, shared: Path) -> list[str]:
     return out
 
 
+def _schema_has(shared: Path, chart: str, path: tuple[str, ...]) -> bool:
+    """Whether the chart's values.schema.json declares the key path (following ``$ref``)."""
+    schema = values_schema(shared, chart) if chart not in NO_UPSTREAM_ALLOWED else None
+    node: Any = schema
+    for k in path:
+        while isinstance(node, dict) and "$ref" in node:
+            node = _get(schema, tuple(node["$ref"].removeprefix("#/").split("/")))
+        props = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(props, dict) or k not in props:
+            return False
+        node = props[k]
+    return schema is not None
+
+
+@functools.cache
 def values_schema(shared: Path, chart: str) -> dict | None:
     f = shared / "upstream" / "charts" / chart / "values.schema.json"
     return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None

@@ -84,7 +84,7 @@ def _names(value: Any, source: str, key: str, line: int | None) -> list[str]:
         raise FabricError("expected a list of names or hostlist expressions", source, _line(value, line), key)
     out: list[str] = []
     for it in items:
-        if not isinstance(it, str | int) or isinstance(it, bool):
+        if not isinstance(it, (str, int)) or isinstance(it, bool):
             raise FabricError("expected a name or hostlist expression", source, _line(items, line), key)
         text = str(it).strip()
         if "[" not in text and "," not in text:
@@ -109,7 +109,7 @@ def parse_fabric_yaml(text: str, source: str = "<text>") -> Fabric:
     fab = Fabric(source=source, kind="file")
 
     def sw(name: Any, line: int | None, key: str):
-        if not isinstance(name, str | int) or isinstance(name, bool) or not str(name):
+        if not isinstance(name, (str, int)) or isinstance(name, bool) or not str(name):
             raise FabricError("switch name must be a non-empty string", source, line, key)
         s = fab.switch(str(name), str(name), line)
         s.name = str(name)

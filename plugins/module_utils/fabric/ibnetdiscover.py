@@ -12,7 +12,9 @@ list of lines. The hot loop is written for fabrics of 10^5 HCAs: the second sigh
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Iterator
+from typing import Optional, Union
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import (
     CA,
@@ -34,7 +36,7 @@ _STEP = 1 << 20  # characters per chunk of a text given whole
 _MASK_PORTS = 256  # IB port numbers are 8 bits; seen ports below this live in one int per node
 _MAX_PORT_DIGITS = 6  # a longer port number is garbage (and int() of 4,300+ digits raises)
 
-Text = str | Iterable[str]
+Text = Union[str, Iterable[str]]  # runtime alias: Union, as the module runs on Python 3.9 hosts
 
 # A block of plain ASCII without carriage returns or other odd separators is parsed by one regex
 # pass in C (``_ROWS``: each port and node line with its fields, plus the blank, comment and header
@@ -44,8 +46,12 @@ Text = str | Iterable[str]
 # A port line comes as its port number (enough to skip a cable seen from its other end, half of
 # them) and the rest of the line, which ``_TAIL`` splits for a first sighting only.
 _HDR = r"(?:#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=)"
+# The run of header and blank lines is possessive where the re module knows it (3.11+) to keep no
+# backtrack points; the greedy form matches the same (whatever follows the run matches any line or
+# the end), so Python 3.9 hosts parse alike.
+_RUN = "*+" if sys.version_info >= (3, 11) else "*"
 _ROWS = re.compile(
-    r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)*+)[ \t]*(?:"
+    r"\n((?:[ \t]*" + _HDR + r"[^\n]*\n|[ \t]*\n)" + _RUN + r")[ \t]*(?:"
     # a port line: its port number and the rest of the line
     r"\[([0-9]{1,6})\]([^\n]*)"
     # a node line: _NODE on one line (anything may follow the description: the match ends there, and
@@ -160,7 +166,7 @@ def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -
 
 
 # port, remote id, remote kind and hex (a non-canonical id), remote port, comment; node type, kind, hex, description
-_Fields = tuple[str, str, str, str, str, str | None, str, str, str, str]
+_Fields = tuple[str, str, str, str, str, Optional[str], str, str, str, str]
 
 
 def _plain_line(

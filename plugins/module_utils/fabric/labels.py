@@ -131,7 +131,8 @@ def fabric_from_nodes(doc: Any, source: str = "<nodes>") -> Fabric:
             continue
         scheme, path = got
         ids = [f"{scheme}:{len(path) - 1 - i}:{v}" for i, v in enumerate(path)]
-        for i, (sid, v) in enumerate(zip(ids, path, strict=True)):
+        for i, v in enumerate(path):
+            sid = ids[i]
             s = fab.switch(sid, v)
             s.name = v
             if i:

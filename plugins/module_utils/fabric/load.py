@@ -250,7 +250,7 @@ def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "au
     """
     if kind not in KINDS:
         raise FabricError(f"unknown fabric kind {kind!r}; expected one of {', '.join(KINDS)}")
-    if not isinstance(path_or_text, str | Path):
+    if not isinstance(path_or_text, (str, Path)):
         items = list(path_or_text)
         if not items:
             raise FabricError("no fabric input given")

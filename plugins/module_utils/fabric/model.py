@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import gc
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+
+# Slots keep 16k-HCA fabrics small; dataclass(slots=) exists from Python 3.10, and this runs on 3.9 hosts too.
+_SLOTS: dict[str, bool] = {"slots": True} if sys.version_info >= (3, 10) else {}
 
 
 class FabricError(GpufleetError):
@@ -74,7 +78,7 @@ def switch_label(desc: str, guid: str) -> str:
     return "S-" + guid
 
 
-@dataclass(slots=True)
+@dataclass(**_SLOTS)
 class Switch:
     id: str
     desc: str = ""
@@ -86,7 +90,7 @@ class Switch:
     cas: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True)
+@dataclass(**_SLOTS)
 class CA:
     id: str
     desc: str = ""

@@ -174,6 +174,7 @@ class Fleet:
     chart_mirrors: dict[str, str] = field(default_factory=dict)
     maintenance: tuple[Maintenance, ...] = ()  # gpufleet_maintenance, in file order
     rollout: Rollout = field(default_factory=Rollout)  # gpufleet_rollout
+    image_mirror: str | None = None  # gpufleet_image_mirror: registry path every image is pulled through
     # the RawModel it was built from (file and line of every key, for errors found while rendering)
     source: Any = field(default=None, compare=False, repr=False)
 

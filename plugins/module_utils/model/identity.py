@@ -112,6 +112,11 @@ PROPERTIES: dict[str, Any] = {
         "minItems": 1,
         "description": "groups whose members may log in (access filter); default [<tenant name>]",
     },
+    "lockout_policy_dn": {
+        **_DN,
+        "description": "type ldap: the directory's password policy entry (OpenLDAP ppolicy, pwdLockout TRUE);"
+        " with it, accounts locked by the policy (pwdAccountLockedTime) are refused",
+    },
     "ssh_keys": {"type": "boolean", "default": True, "description": "SSH public keys from the directory"},
     "ssh_key_attribute": pattern(ATTRIBUTE, "attribute holding SSH public keys", default="sshPublicKey"),
 }
@@ -147,6 +152,7 @@ class Identity:
     bind_secret: str = DEFAULT_BIND_SECRET
     ssh_keys: bool = True
     ssh_key_attribute: str = "sshPublicKey"
+    lockout_policy_dn: str | None = None
 
 
 def merged_spec(fleet_default: Any, tenant_spec: Any) -> dict[str, Any] | None:
@@ -181,6 +187,7 @@ def build_identity(spec: dict[str, Any] | None, tenant: str) -> Identity | None:
         bind_secret=bind.get("secret", DEFAULT_BIND_SECRET),
         ssh_keys=spec.get("ssh_keys", True),
         ssh_key_attribute=spec.get("ssh_key_attribute", "sshPublicKey"),
+        lockout_policy_dn=spec.get("lockout_policy_dn"),
     )
 
 
@@ -274,6 +281,9 @@ def identity_issues(raw: Any) -> list[Issue]:
             issues.append(raw.issue(where("schema"), f"type ad uses schema ad, not {schema!r}"))
         if kind == "ldap" and schema == "ad":
             issues.append(raw.issue(where("schema"), "schema ad is for type: ad"))
+        if kind == "ad" and spec.get("lockout_policy_dn"):
+            msg = "type ad: disabled and expired accounts come from userAccountControl/accountExpires"
+            issues.append(raw.issue(where("lockout_policy_dn"), msg + " (no ppolicy entry)"))
         if spec.get("ssh_key_attribute") and spec.get("ssh_keys") is False:
             issues.append(raw.issue(where("ssh_key_attribute"), "ssh_keys is false: the attribute is not read"))
         if "login_groups" not in spec and isinstance(t.get("name"), str) and not re.match(GROUP, t["name"]):

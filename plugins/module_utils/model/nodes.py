@@ -110,7 +110,7 @@ def _labels(labels: Any, where: str, name: str) -> dict[str, str]:
         return dict(sorted(labels.items()))  # what a snapshot holds: nothing to convert or check
     if not isinstance(labels, Mapping) or not all(isinstance(k, str) for k in labels):
         raise NodesError(f"{where} ({name}): metadata.labels must be a mapping of strings")
-    if not all(v is None or isinstance(v, str | int | float) for v in labels.values()):  # no containers
+    if not all(v is None or isinstance(v, (str, int, float)) for v in labels.values()):  # no containers
         raise NodesError(f"{where} ({name}): metadata.labels values must be strings")
     return dict(sorted({str(k): "" if v is None else str(v) for k, v in labels.items()}.items()))
 

@@ -210,6 +210,13 @@ SCHEMA: dict[str, Any] = {
             "propertyNames": {"pattern": _CHART_REPO},
             "additionalProperties": {"type": "string", "pattern": _CHART_REPO},
         },
+        "gpufleet_image_mirror": {
+            "type": "string",
+            "description": "air-gapped sites: registry path every image is pulled through, as"
+            " <mirror>/<upstream registry>/<path> (e.g. registry.site.internal/mirror); see IMAGES.md",
+            "pattern": r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?(:[0-9]{1,5})?"
+            r"(/[a-z0-9]([-a-z0-9._]{0,61}[a-z0-9])?){0,8}$",
+        },
         "gpufleet_clusters": {
             "type": "array",
             "minItems": 1,
@@ -378,7 +385,7 @@ SCHEMA: dict[str, Any] = {
                                     "storage_class_create": {
                                         "type": "boolean",
                                         "default": True,
-                                        "description": "render it (NFS, default class); false: the site provides it",
+                                        "description": "render it (NFS, not default); false: the site provides it",
                                     },
                                 }
                             ),

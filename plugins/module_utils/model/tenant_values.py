@@ -225,3 +225,50 @@ def override_issues(raw: Any) -> list[Issue]:
                     )
                 )
     return issues
+
+
+def _resource_blocks(values: Any, path: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], dict]]:
+    """Every allow-listed ``resources`` object under ``values`` with its key path."""
+    if not isinstance(values, dict):
+        return []
+    if "resources" in values and isinstance(values["resources"], dict):
+        return [((*path, "resources"), values["resources"])]
+    out = []
+    for k, v in values.items():
+        out += _resource_blocks(v, (*path, k))
+    return out
+
+
+def resource_issues(raw: Any) -> list[Issue]:
+    """A tenant's ``requests`` come with a ``limits`` of the same resource at least as large.
+
+    The API server refuses a pod whose request exceeds its limit, and a request without a limit
+    meets the chart's default limit (vcluster: ``controlPlane.statefulSet.resources.limits.memory``
+    4Gi), so the tenant names both and the render keeps them as given."""
+    tenants = raw.data.get("gpufleet_tenants")
+    issues = []
+    for ti, t in enumerate(tenants if isinstance(tenants, list) else []):
+        for chart, (sect, key) in TENANT_KEY.items():
+            given = (t.get(sect) or {}).get(key) if isinstance(t, dict) and isinstance(t.get(sect), dict) else None
+            for path, res in _resource_blocks(given, ("gpufleet_tenants", ti, sect, key)):
+                issues += _request_issues(raw, path, res, chart)
+    return issues
+
+
+def _request_issues(raw: Any, path: tuple[str | int, ...], res: dict, chart: str) -> list[Issue]:
+    req, lim = res.get("requests") or {}, res.get("limits") or {}
+    if not isinstance(req, dict) or not isinstance(lim, dict):
+        return []  # the schema names the wrong type
+    issues = []
+    for name, want in req.items():
+        cap = lim.get(name)
+        at = (*path, "requests", name)
+        if cap is None:
+            msg = f"requests.{name} {want} needs limits.{name} too (at least as large): without it the {chart}"
+            issues.append(raw.issue(at, msg + " chart's default limit applies"))
+            continue
+        r, c = quantity(str(want)), quantity(str(cap))
+        if r is not None and c is not None and r > c:
+            msg = f"requests.{name} {want} exceeds limits.{name} {cap}: the API server refuses the pod"
+            issues.append(raw.issue(at, msg))
+    return issues

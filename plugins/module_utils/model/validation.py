@@ -686,6 +686,7 @@ def build_fleet(raw: RawModel) -> Fleet:
         chart_mirrors=dict(d.get("gpufleet_chart_mirrors") or {}),
         maintenance=tuple(maintenance.from_dict(m) for m in d.get(maintenance.KEY) or ()),
         rollout=rollout.from_dict(d.get(rollout.KEY)),
+        image_mirror=d.get("gpufleet_image_mirror"),
     )
 
 
@@ -729,6 +730,7 @@ def validate(raw: RawModel) -> Fleet:
     issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw) + exposure_issues(raw)
     issues += identity.identity_issues(raw) + _partition_access_issues(raw)
     issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw) + inside_inputs_issues(raw)
+    issues += tenant_values.resource_issues(raw)
     issues += bound_issues(raw)
     issues += maintenance.issues(raw, {c["name"] for _ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",))})
     if issues:

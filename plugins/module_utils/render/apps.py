@@ -18,6 +18,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render import images
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
 # Sync option of a directory app whose objects are of kinds another app of an earlier wave installs
@@ -126,10 +127,10 @@ def emit(fleet: Fleet, scope: Scope, rows: Iterable[App], out: Rendered) -> dict
     apps: dict[str, dict[str, Any]] = {}
     for row in rows:
         folder = f"{scope.base}/{row.part}"
-        if row.values is not None:
-            out.values[f"{folder}/values.yaml"] = row.values
+        if row.values is not None:  # every image through the site's registry (render/images.py)
+            out.values[f"{folder}/values.yaml"] = images.redirect(row.chart, row.values, fleet.image_mirror)
         for name, objs in row.manifests.items():
-            out.manifests[f"{folder}/{name}"] = objs
+            out.manifests[f"{folder}/{name}"] = images.redirect_manifests(objs, fleet.image_mirror)
         if row.synced:
             apps[row.file] = application(fleet, scope, row)
     return apps

@@ -103,9 +103,10 @@ if obj.status ~= nil and obj.status.conditions ~= nil then
   for _, c in ipairs(obj.status.conditions) do
     if c.type == "Ready" then
       hs.message = (c.reason or "") .. ": " .. (c.message or "")
+      local why = c.reason or ""
       if c.status == "True" then
         hs.status = "Healthy"
-      elseif c.reason == "Failed" then
+      elseif why == "Failed" or string.match(why, "Error$") ~= nil or string.match(why, "Failed$") ~= nil then
         hs.status = "Degraded"
       end
     end
@@ -161,7 +162,11 @@ return hs
 # status.desired/readyReplicas/observedGeneration, LoginSet status.replicas, Controller and
 # Accounting status.conditions); mariadb-operator MariaDB status.conditions[type=Ready] (the same
 # rule as Argo CD's built-in resource_customizations/k8s.mariadb.com/MariaDB/health.lua, stated here
-# so it does not depend on the Argo CD release: Ready False with reason Failed is Degraded).
+# so it does not depend on the Argo CD release). Ready False is Degraded for every failing reason the
+# operator sets (api/v1alpha1/condition_types.go: Failed, InitError, ScaleOutError, ReplicaRecoverError,
+# ConnectionFailed, ...: any reason ending in Error or Failed), with the operator's reason and message;
+# the other False reasons (StatefulSetNotReady, Initializing, Updating, ...) are steps and stay
+# Progressing: StatefulSetNotReady is also every first start, so its failures show on the pods.
 CR_HEALTH = {
     "resource.customizations.health.slinky.slurm.net_Controller": _CONDITIONS_LUA,
     "resource.customizations.health.slinky.slurm.net_Accounting": _CONDITIONS_LUA,

@@ -51,6 +51,13 @@ def group_dn(identity: Identity, group: str) -> str:
     return f"cn={escape_dn_value(group)},{base}"
 
 
+def by_member_of(identity: Identity) -> bool:
+    """Whether the directory lists a user's groups on the user (``memberOf``): AD and rfc2307bis
+    (DN-valued ``member``, which the OpenLDAP memberof overlay and 389-DS mirror as ``memberOf``).
+    rfc2307 keeps members as ``memberUid`` names on the group only, which no user filter can test."""
+    return identity.schema != "rfc2307"
+
+
 def membership_filter(identity: Identity) -> str:
     """``(memberOf=<dn>)`` for each login group, OR-ed; nested membership on AD."""
     attr = f"memberOf:{AD_IN_CHAIN}:" if identity.type == "ad" else "memberOf"
@@ -58,22 +65,55 @@ def membership_filter(identity: Identity) -> str:
     return parts[0] if len(parts) == 1 else "(|" + "".join(parts) + ")"
 
 
+def access(identity: Identity) -> list[tuple[str, str]]:
+    """Who passes PAM's account check: members of the login groups whose account is not disabled,
+    expired or locked.
+
+    rfc2307bis/AD: the LDAP access provider with the memberOf filter, then the account state
+    (``expire``: AD userAccountControl disabled bit and accountExpires, or LDAP ``shadowExpire``;
+    ``ppolicy``: OpenLDAP's ``pwdAccountLockedTime`` when ``lockout_policy_dn`` names the policy).
+    rfc2307: SSSD's simple provider, which resolves the login groups' ``memberUid`` itself; it checks
+    no account state, so a locked account (with ``lockout_policy_dn``) is kept from resolving."""
+    i = identity
+    if not by_member_of(i):
+        return [("access_provider", "simple"), ("simple_allow_groups", ", ".join(i.login_groups))]
+    order = ["filter", "expire"]
+    out = [("access_provider", "ldap")]
+    if i.type == "ad":
+        out.append(("ldap_account_expire_policy", "ad"))
+    else:
+        out.append(("ldap_account_expire_policy", "shadow"))
+        if i.lockout_policy_dn:
+            order.append("ppolicy")
+            out.append(("ldap_pwdlockout_dn", i.lockout_policy_dn))
+    return [*out, ("ldap_access_order", ", ".join(order)), ("ldap_access_filter", membership_filter(i))]
+
+
+def user_filter(identity: Identity) -> str | None:
+    """The NSS user search filter: login group members only (memberOf); on rfc2307 every user
+    resolves (access still decides), except accounts the password policy locked."""
+    if by_member_of(identity):
+        return membership_filter(identity)
+    return "(!(pwdAccountLockedTime=*))" if identity.lockout_policy_dn else None
+
+
 def sssd_conf(tenant: str, identity: Identity) -> str:
     """The tenant's sssd.conf (no secret in it; see the module docstring)."""
     i = identity
-    filt = membership_filter(i)
+    filt = user_filter(i)
     user_base = i.user_search_base or i.search_base
     services = ["nss", "pam"] + (["ssh"] if i.ssh_keys else [])
+    rules = access(i)
     dom: list[tuple[str, str]] = [
         ("id_provider", "ldap"),
         ("auth_provider", "ldap"),
-        ("access_provider", "ldap"),
+        rules[0],
         ("chpass_provider", "none"),
         ("ldap_uri", ", ".join(i.uris)),
         ("ldap_schema", i.schema),
         ("ldap_search_base", i.search_base),
-        # only members of the login groups resolve on this tenant's nodes
-        ("ldap_user_search_base", f"{user_base}?subtree?{filt}"),
+        # only members of the login groups resolve on this tenant's nodes (rfc2307: see user_filter)
+        ("ldap_user_search_base", f"{user_base}?subtree?{filt}" if filt else user_base),
     ]
     if i.group_search_base:
         dom.append(("ldap_group_search_base", i.group_search_base))
@@ -85,11 +125,7 @@ def sssd_conf(tenant: str, identity: Identity) -> str:
         dom.append(("ldap_tls_cacert", f"{CA_DIR}/{CA_KEY}"))
     if i.bind_dn:
         dom += [("ldap_default_bind_dn", i.bind_dn), ("ldap_default_authtok_type", "password")]
-    dom += [
-        ("ldap_access_order", "filter"),
-        ("ldap_access_filter", filt),
-        ("ldap_referrals", "false"),
-    ]
+    dom += [*rules[1:], ("ldap_referrals", "false")]
     if i.type == "ad":
         dom += [("ldap_id_mapping", "false"), ("ldap_user_principal", "userPrincipalName")]
     if i.ssh_keys:

@@ -35,10 +35,13 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import C
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import (
     accounting,
+    control_plane,
+    eviction,
     health,
     monitoring,
     quota,
     rollout,
+    slurm_conf_map,
     sssd,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
@@ -51,6 +54,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
     cluster_dir,
     namespace_of,
     system_placement,
+    system_pool,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import state_storage_class
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
@@ -68,6 +72,10 @@ CGROUP_CONF = (
     "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nConstrainCores=yes\nConstrainDevices=yes\nConstrainRAMSpace=yes\n"
 )
 GRES_CONF = "AutoDetect=nvidia\n"
+# worker SSH (NodeSet ssh.enabled): the slurmd image's PAM stack adopts a login into the user's job
+# with pam_slurm_adopt, which needs the job's extern step: PrologFlags=Contain (the operator and the
+# chart leave it unset) and job containers from the cgroup proctrack plugin
+ADOPT_CONF = {"PrologFlags": ["Contain"], "ProctrackType": "proctrack/cgroup"}
 # jobs confined to their cores, memory and GPUs (cgroup.conf Constrain*) and bound to their cores
 TASK_PLUGIN = ["task/cgroup", "task/affinity"]
 # what Argo CD leaves to others: the vCluster's volume claims (the StatefulSet controller fills in
@@ -264,8 +272,11 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
             "limitRange": {"enabled": False},
         },
         "exportKubeConfig": {"server": vcluster_server(tenant.name)},
+        "telemetry": {"enabled": False},  # the chart reports usage to the vendor by default
     }
     ours = deep_merge(ours, fragment)
+    if any(p.kind == "slurm" for p in pools):
+        ours = deep_merge(ours, eviction.vcluster_fragment(tenant.name))
     sts: dict[str, Any] = {}
     sel = system_placement(fleet, cluster.name)
     if sel:
@@ -290,6 +301,8 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
         file, line = fleet.source.locate(key)
         where = f"{file}:{line}: gpufleet_clusters[{ci}].tenant_overrides.{tenant.name}.vcluster.values"
     check_vcluster_values(tenant.name, merged, where)
+    sp = system_pool(fleet, cluster.name)
+    control_plane.check(fleet, cluster, sp and sp.name, inputs.pool_resources(sp.name) if sp else {})
     return merged
 
 
@@ -357,6 +370,9 @@ def nodeset(pool: Pool, inputs: ClusterInputs) -> dict[str, Any]:
     if gpus:
         conf["Gres"] = [f"gpu:{gpus}"]
         slurmd["resources"] = {"limits": {fence.GPU_RESOURCE: gpus}}
+    memory = eviction.slurmd_memory_request([inputs.by_name[n].memory_bytes for n in inputs.members.get(pool.name, [])])
+    if memory:
+        slurmd.setdefault("resources", {})["requests"] = {"memory": memory}
     ns: dict[str, Any] = {
         "enabled": True,
         "slurmd": slurmd,
@@ -397,7 +413,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
             cfg["AllowAccounts"] = list(s.allow_accounts)
         partitions[part] = {"enabled": True, "nodesets": [p.name], "configMap": cfg}
     slurm_nodes = sorted({n for p in pools for n in inputs.members.get(p.name, [])})
-    conf_map: dict[str, Any] = {"GresTypes": ["gpu"], "TaskPlugin": list(TASK_PLUGIN)}
+    conf_map: dict[str, Any] = {"GresTypes": ["gpu"], "TaskPlugin": list(TASK_PLUGIN), **ADOPT_CONF}
     config_files: dict[str, str] = {"gres.conf": GRES_CONF, "cgroup.conf": CGROUP_CONF}
     sub = inputs.topology_view(slurm_nodes) if slurm_nodes else None
     topo = _topology_conf(cluster, sub)
@@ -436,10 +452,11 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
     ann = topology_annotations(sub, plugin)
     if tenant.identity is not None:
         sssd.add_to_values(tenant.name, tenant.identity, values)
-    values = observe(tenant, values)
+    values = deep_merge(observe(tenant, values), eviction.slurm_fragment(tenant.name))
     values = deep_merge(values, rollout.slurm_fragment(fleet, tenant, values))
     given = deep_merge(tenant.slurm_values, cluster.tenant_override(tenant.name, "slurm"))
-    return deep_merge(values, given), ann
+    where = f"tenant {tenant.name} slurm values"
+    return slurm_conf_map.as_words(deep_merge(values, given), where), ann
 
 
 def observe(tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:
@@ -553,6 +570,9 @@ def host_files(cluster: Cluster, tenant: Tenant, slurm: bool) -> dict[str, list[
             files["network-policy-metrics.yaml"] = [metrics_policy(cluster, tenant)]
     if scraped:
         files["monitoring.yaml"] = [monitoring.pod_monitor(cluster, tenant)]
+    if slurm:  # Slurm pods evicted last (render/eviction.py)
+        ns = vcluster_namespace(tenant.name)
+        files["priority.yaml"] = [eviction.priority_class(tenant.name), eviction.no_system_priority(ns)]
     return files
 
 

@@ -6,6 +6,7 @@ tree to :mod:`tree_writer` (atomic, minimal) and updates the pool locks next to 
 Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the repository)::
 
     README.md                                    index of the clusters
+    IMAGES.md                                    every image the fleet pulls and where from
     clusters/<cluster>/
       root-app.yaml                              app-of-apps (applied once by the bootstrap)
       REPORT.md                                  what runs where: pools, fabric, tenants, platform
@@ -43,7 +44,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
-from ansible_collections.gpufleet.core.plugins.module_utils.render import identity
+from ansible_collections.gpufleet.core.plugins.module_utils.render import identity, images
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import Rendered
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
@@ -205,6 +206,7 @@ def render_fleet(
         if inputs.extra.get("moves"):
             summary[name]["moves"] = list(inputs.extra["moves"])
     files["README.md"] = _index(fleet, summary)
+    files["IMAGES.md"] = images.table(fleet.image_mirror).encode()
     return RenderResult(fleet=fleet, files=dict(sorted(files.items())), locks=locks, summary=summary)
 
 

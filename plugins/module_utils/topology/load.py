@@ -27,7 +27,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.model impor
 def _as_list(v: Any) -> list:
     if v is None:
         return []
-    return [v] if isinstance(v, str | Path) else list(v)
+    return [v] if isinstance(v, (str, Path)) else list(v)
 
 
 def load_topology(

@@ -72,3 +72,34 @@ def cr(kind: str, conditions: list[dict[str, str]] | None) -> dict[str, Any]:
 def test_slinky_cr_health(tmp_path: Path, kind: str, conditions: Any, want: str, message: str) -> None:
     status, msg = health(tmp_path, cr(kind, conditions))
     assert (status, message in msg) == (want, True), (status, msg)
+
+
+def mariadb(reason: str, status: str = "False", message: str = "msg") -> dict[str, Any]:
+    cond = {"type": "Ready", "status": status, "reason": reason, "message": message}
+    return {
+        "apiVersion": "k8s.mariadb.com/v1alpha1",
+        "kind": "MariaDB",
+        "metadata": {"name": "accounting", "namespace": "slurm"},
+        "spec": {},
+        "status": {"conditions": [cond]},
+    }
+
+
+# reasons of mariadb-operator's Ready condition (api/v1alpha1/condition_types.go)
+@pytest.mark.parametrize(
+    ("reason", "want"),
+    [
+        ("Failed", "Degraded"),
+        ("InitError", "Degraded"),
+        ("ScaleOutError", "Degraded"),
+        ("ReplicaRecoverError", "Degraded"),
+        ("ConnectionFailed", "Degraded"),
+        ("StatefulSetNotReady", "Progressing"),
+        ("Initializing", "Progressing"),
+        ("Updating", "Progressing"),
+    ],
+)
+def test_mariadb_health_degraded_for_every_failing_reason(tmp_path: Path, reason: str, want: str) -> None:
+    status, msg = health(tmp_path, mariadb(reason, message="could not bootstrap"))
+    assert (status, msg) == (want, f"{reason}: could not bootstrap")
+    assert health(tmp_path, mariadb("StatefulSetReady", "True", "Running")) == ("Healthy", "StatefulSetReady: Running")

@@ -34,6 +34,7 @@ import yaml
 from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd as rs
 
 SUFFIX = "dc=example,dc=org"
+POLICY = f"cn=default,ou=policies,{SUFFIX}"  # the ppolicy entry (pwdLockout TRUE), as the sample names it
 ADMIN = f"cn=admin,{SUFFIX}"
 READER = f"cn=sssd-reader,ou=services,{SUFFIX}"
 TOOLS = ("slapd", "slapadd", "ldapadd", "ldapsearch", "openssl", "sssd", "sss_ssh_authorizedkeys", "sssctl", "getent")
@@ -61,6 +62,8 @@ class User:
     uid: int
     groups: list[str]
     ssh_key: str | None = None
+    locked: bool = False  # pwdAccountLockedTime 000001010000Z (locked by the administrator, ppolicy)
+    expired: bool = False  # shadowExpire 1 (1970-01-02)
 
 
 @dataclass
@@ -88,7 +91,12 @@ def _run(argv: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 class Slapd:
-    def __init__(self, workdir: Path, users: list[User], groups: list[Group], reader_password: str):
+    def __init__(
+        self, workdir: Path, users: list[User], groups: list[Group], reader_password: str, schema: str = "rfc2307bis"
+    ):
+        """``schema``: rfc2307bis keeps DN-valued ``member`` (and ``memberUid``) on groups, mirrored as the
+        users' ``memberOf``; rfc2307 keeps ``memberUid`` only and runs no memberof overlay."""
+        self.schema = schema
         self.workdir = Path(workdir)
         self.users = users
         self.groups = groups
@@ -139,6 +147,7 @@ cn: module{{0}}
 olcModulePath: /usr/lib/ldap
 olcModuleLoad: back_mdb
 olcModuleLoad: memberof
+olcModuleLoad: ppolicy
 
 dn: cn=schema,cn=config
 objectClass: olcSchemaConfig
@@ -178,15 +187,21 @@ olcDbIndex: objectClass eq
 olcDbIndex: uid,memberUid eq
 olcDbIndex: member,memberOf eq
 
-dn: olcOverlay={{0}}memberof,olcDatabase={{1}}mdb,cn=config
+dn: olcOverlay={{0}}ppolicy,olcDatabase={{1}}mdb,cn=config
+objectClass: olcOverlayConfig
+objectClass: olcPPolicyConfig
+olcOverlay: {{0}}ppolicy
+olcPPolicyDefault: {POLICY}
+""" + ("" if self.schema == "rfc2307" else """
+dn: olcOverlay={1}memberof,olcDatabase={1}mdb,cn=config
 objectClass: olcOverlayConfig
 objectClass: olcMemberOf
-olcOverlay: {{0}}memberof
+olcOverlay: {1}memberof
 olcMemberOfGroupOC: posixGroup
 olcMemberOfMemberAD: member
 olcMemberOfMemberOfAD: memberOf
 olcMemberOfRefInt: FALSE
-"""
+""")
 
     def _data_ldif(self) -> str:
         out = [
@@ -194,6 +209,9 @@ olcMemberOfRefInt: FALSE
             f"dn: ou=people,{SUFFIX}\nobjectClass: organizationalUnit\nou: people\n",
             f"dn: ou=groups,{SUFFIX}\nobjectClass: organizationalUnit\nou: groups\n",
             f"dn: ou=services,{SUFFIX}\nobjectClass: organizationalUnit\nou: services\n",
+            f"dn: ou=policies,{SUFFIX}\nobjectClass: organizationalUnit\nou: policies\n",
+            f"dn: {POLICY}\nobjectClass: applicationProcess\nobjectClass: pwdPolicy\ncn: default\n"
+            "pwdAttribute: userPassword\npwdLockout: TRUE\n",
             f"dn: {READER}\nobjectClass: organizationalRole\nobjectClass: simpleSecurityObject\ncn: sssd-reader\n"
             f"userPassword: {self.reader_password}\n",
         ]
@@ -214,17 +232,22 @@ olcMemberOfRefInt: FALSE
             ]
             if u.ssh_key:
                 lines.append(f"sshPublicKey: {u.ssh_key}")
+            if u.expired:
+                lines += ["objectClass: shadowAccount", "shadowExpire: 1"]
             out.append("\n".join(lines) + "\n")
         for g in self.groups:
             lines = [
                 f"dn: cn={g.name},ou=groups,{SUFFIX}",
                 "objectClass: posixGroup",
-                "objectClass: extensibleObject",  # posixGroup (nis, structural) + member (rfc2307bis)
                 f"cn: {g.name}",
                 f"gidNumber: {g.gid}",
             ]
+            if self.schema != "rfc2307":  # posixGroup (nis, structural) + member (rfc2307bis)
+                lines.insert(2, "objectClass: extensibleObject")
             for m in g.members:
-                lines += [f"member: uid={m},ou=people,{SUFFIX}", f"memberUid: {m}"]
+                lines.append(f"memberUid: {m}")
+                if self.schema != "rfc2307":
+                    lines.append(f"member: uid={m},ou=people,{SUFFIX}")
             out.append("\n".join(lines) + "\n")
         return "\n".join(out)
 
@@ -260,6 +283,16 @@ olcMemberOfRefInt: FALSE
             time.sleep(0.2)
         (wd / "data.ldif").write_text(self._data_ldif())
         _run(["ldapadd", "-x", "-H", self.ldapi, "-D", ADMIN, "-w", self.admin_password, "-f", str(wd / "data.ldif")])
+        locks = [
+            f"dn: uid={u.name},ou=people,{SUFFIX}\nchangetype: modify\nadd: pwdAccountLockedTime\n"
+            "pwdAccountLockedTime: 000001010000Z\n"
+            for u in self.users
+            if u.locked
+        ]
+        if locks:  # an operational attribute: set by the administrator after the entry exists
+            (wd / "locks.ldif").write_text("\n".join(locks))
+            _run(["ldapmodify", "-x", "-H", self.ldapi, "-D", ADMIN, "-w", self.admin_password, "-f",
+                  str(wd / "locks.ldif")])  # fmt: skip
         return self
 
     def search(self, *args: str, bind: tuple[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -419,7 +452,7 @@ GROUPS = [
 ]
 
 
-def render_identity(root, slapd: Slapd, edit_tenants=None, edit_pools=None) -> dict[str, dict]:
+def render_identity(root, slapd: Slapd, edit_tenants=None, edit_pools=None, edit_identity=None) -> dict[str, dict]:
     """Render the sample fleet with its directory at ``slapd``; per tenant the files SSSD reads."""
     import render_fixtures as fx  # tests/lib
 
@@ -431,6 +464,8 @@ def render_identity(root, slapd: Slapd, edit_tenants=None, edit_pools=None) -> d
         i["bind"]["dn"] = "cn=sssd-reader,ou=services,dc=example,dc=org"
 
     fx.edit_vars(inv, "identity.yml", point)
+    if edit_identity:
+        fx.edit_vars(inv, "identity.yml", edit_identity)
     if edit_tenants:
         fx.edit_vars(inv, "tenants.yml", edit_tenants)
     if edit_pools:

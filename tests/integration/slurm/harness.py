@@ -160,13 +160,17 @@ class SlurmCluster:
         debug: str = "info",
         gpu_devices: int = 0,
         accounting=None,
+        keep: Iterable[str] = (),
     ):
+        """``keep``: owned keys to take from ``conf`` after all (e.g. PrologFlags, when the test
+        brings what it needs)."""
         self.workdir = Path(workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.auth = auth
         self.debug = debug
         self.gpu_devices = gpu_devices
         self.accounting = accounting  # accounting_db.AccountingDb or None
+        self.owned = OWNED_KEYS - {k.lower() for k in keep}
         self._procs: dict[str, subprocess.Popen] = {}
         self._sockdir: Path | None = None
         self.body = conf
@@ -213,7 +217,7 @@ class SlurmCluster:
             if not line or line.startswith("#"):
                 continue
             key = _key(line)
-            if key in OWNED_KEYS:
+            if key in self.owned:
                 continue
             if key == "clustername":
                 name = name or line.split("=", 1)[1].strip()

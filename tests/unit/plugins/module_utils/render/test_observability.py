@@ -104,7 +104,7 @@ def test_slurm_values_carry_metrics_mapping_and_health(sample_files):
     assert v["vendor"]["nvidia"]["dcgm"]["enabled"] is False  # our scripts replace the chart's
     conf = v["controller"]["extraConfMap"]
     assert conf["HealthCheckProgram"] == "/etc/gpufleet/health/gpu-healthcheck.sh"
-    assert conf["HealthCheckInterval"] == 300 and conf["HealthCheckNodeState"] == ["ANY", "CYCLE"]
+    assert conf["HealthCheckInterval"] == "300" and conf["HealthCheckNodeState"] == ["ANY", "CYCLE"]
     for ns in v["nodesets"].values():
         mounts = {m["name"]: m["mountPath"] for m in ns["slurmd"]["volumeMounts"]}
         vols = {x["name"]: x for x in ns["podSpec"]["volumes"]}

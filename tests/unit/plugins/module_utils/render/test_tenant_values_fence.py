@@ -99,6 +99,7 @@ SLURM_FENCE = [
     ("partitions",),
     ("accounting",),
     ("clusterName",),
+    ("priorityClass",),
     ("vendor",),
     ("controller", "persistence"),
     ("controller", "podSpec"),

@@ -1,0 +1,221 @@
+"""Every container image the fleet pulls, and its redirection to the site's registry.
+
+:data:`IMAGES` is the one table: for each chart, the values key of each image it pulls (main
+containers, sidecars, init containers, images a controller deploys), how that key names the image
+and the upstream reference at the pinned chart version. ``gpufleet_image_mirror`` (a registry path,
+e.g. ``registry.site.internal/mirror``) redirects every one of them to
+``<mirror>/<upstream registry>/<path>``: the render writes the keys into the chart's values, and the
+report (IMAGES.md beside the tree) lists what is pulled from where. Charts whose upstream values
+gpufleet has not reviewed (:data:`NOT_REVIEWED`) are listed as not redirected.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES as TAGS
+
+
+@dataclass(frozen=True)
+class Image:
+    chart: str  # versions.CHARTS key
+    path: tuple[str, ...]  # values key of the image's settings
+    style: str  # how the values name it: see redirect()
+    upstream: str  # the reference the chart pulls without a mirror
+
+
+def _i(chart: str, path: str, style: str, upstream: str) -> Image:
+    return Image(chart, tuple(path.split(".")) if path else (), style, upstream)
+
+
+_ENVOY = "v1.37.5-1782911245-7cffc778c923f68a77954a53b1a98d6b5353f004"
+# style: "repository" (registry in image.repository), "registry" (image.registry + image.repository),
+# "directory" (gpu-operator: repository is registry/dir, image the name), "base" (csi-driver-nfs:
+# image.baseRepo + repository), "default-registry" (vCluster's defaultImageRegistry: images the
+# vCluster deploys itself, and it wins over the rewrite-hosts init container's own registry)
+IMAGES: tuple[Image, ...] = (
+    _i("cilium", "image", "repository", "quay.io/cilium/cilium:v1.20.0"),
+    _i("cilium", "operator.image", "repository", "quay.io/cilium/operator:v1.20.0"),  # the chart adds -generic
+    _i("cilium", "envoy.image", "repository", f"quay.io/cilium/cilium-envoy:{_ENVOY}"),
+    _i("cilium", "hubble.relay.image", "repository", "quay.io/cilium/hubble-relay:v1.20.0"),
+    _i("cilium", "hubble.ui.backend.image", "repository", "quay.io/cilium/hubble-ui-backend:v0.13.5"),
+    _i("cilium", "hubble.ui.frontend.image", "repository", "quay.io/cilium/hubble-ui:v0.13.5"),
+    _i("cilium", "certgen.image", "repository", "quay.io/cilium/certgen:v0.4.8"),
+    _i("cilium", "nodeinit.image", "repository", "quay.io/cilium/startup-script:1782916218-36ae25f"),
+    _i("cilium", "preflight.image", "repository", "quay.io/cilium/cilium:v1.20.0"),
+    _i("cilium", "preflight.envoy.image", "repository", f"quay.io/cilium/cilium-envoy:{_ENVOY}"),
+    _i("cilium", "clustermesh.apiserver.image", "repository", "quay.io/cilium/clustermesh-apiserver:v1.20.0"),
+    _i("cilium", "encryption.ztunnel.image", "repository", "quay.io/cilium/ztunnel:v1.0.0"),
+    *(
+        _i("cilium", f"authentication.mutual.spire.install.{k}", "repository", ref)
+        for k, ref in (
+            ("initImage", "docker.io/library/busybox:1.38.0"),
+            ("agent.image", "ghcr.io/spiffe/spire-agent:1.15.2"),
+            ("server.image", "ghcr.io/spiffe/spire-server:1.15.2"),
+        )
+    ),
+    _i("csi_driver_nfs", "image.nfs", "repository", "registry.k8s.io/sig-storage/nfsplugin:v4.13.4"),
+    *(
+        _i("csi_driver_nfs", f"image.{k}", "base", f"registry.k8s.io/sig-storage/{n}")
+        for k, n in (
+            ("csiProvisioner", "csi-provisioner:v6.3.0"),
+            ("csiResizer", "csi-resizer:v2.2.0"),
+            ("csiSnapshotter", "csi-snapshotter:v8.6.0"),
+            ("livenessProbe", "livenessprobe:v2.19.0"),
+            ("nodeDriverRegistrar", "csi-node-driver-registrar:v2.17.0"),
+            ("externalSnapshotter", "snapshot-controller:v8.6.0"),
+        )
+    ),
+    *(
+        _i("gpu_operator", k, "directory", f"nvcr.io/{d}/{n}")
+        for k, d, n in (
+            ("operator", "nvidia", "gpu-operator"),
+            ("validator", "nvidia", "gpu-operator"),
+            ("nodeStatusExporter", "nvidia", "gpu-operator"),
+            ("driver", "nvidia", "driver:595.91.07"),
+            ("driver.manager", "nvidia/cloud-native", "k8s-driver-manager:v0.12.0"),
+            ("toolkit", "nvidia/k8s", "container-toolkit:v1.20.0"),
+            ("devicePlugin", "nvidia", "k8s-device-plugin:v0.20.0"),
+            ("dcgm", "nvidia/cloud-native", "dcgm:4.6.0-1-ubuntu24.04"),
+            ("dcgmExporter", "nvidia/k8s", "dcgm-exporter:4.6.0-4.8.3-distroless"),
+            ("gfd", "nvidia", "k8s-device-plugin:v0.20.0"),
+            ("migManager", "nvidia/cloud-native", "k8s-mig-manager:v0.15.0"),
+            ("gds", "nvidia/cloud-native", "nvidia-fs:2.29.4"),
+            ("gdrcopy", "nvidia/cloud-native", "gdrdrv:v2.6"),
+            ("vgpuManager.driverManager", "nvidia/cloud-native", "k8s-driver-manager:v0.12.0"),
+            ("vgpuDeviceManager", "nvidia/cloud-native", "vgpu-device-manager:v0.5.0"),
+            ("vfioManager", "nvidia/cloud-native", "k8s-driver-manager:v0.12.0"),
+            ("vfioManager.driverManager", "nvidia/cloud-native", "k8s-driver-manager:v0.12.0"),
+            ("sandboxDevicePlugin", "nvidia", "kubevirt-gpu-device-plugin:v1.6.0"),
+            ("kataSandboxDevicePlugin", "nvidia/cloud-native", "nvidia-sandbox-device-plugin:v0.0.5"),
+            ("ccManager", "nvidia/cloud-native", "k8s-cc-manager:v0.4.3"),
+            ("draDriver", "nvidia", "dra-driver-nvidia-gpu:v0.5.0"),
+        )
+    ),
+    *(
+        _i("slurm", k, "repository", f"{ref}")
+        for k, ref in (
+            ("controller.slurmctld.image", f"ghcr.io/slinkyproject/slurmctld:{TAGS['slurm']}"),
+            ("controller.reconfigure.image", f"ghcr.io/slinkyproject/slurmctld:{TAGS['slurm']}"),
+            ("controller.logfile.image", "docker.io/library/alpine:latest"),
+            ("restapi.slurmrestd.image", f"ghcr.io/slinkyproject/slurmrestd:{TAGS['slurm']}"),
+            ("accounting.slurmdbd.image", f"ghcr.io/slinkyproject/slurmdbd:{TAGS['slurm']}"),
+            ("loginsetDefaults.login.image", f"ghcr.io/slinkyproject/login:{TAGS['slurm']}"),
+            ("loginsetDefaults.initconf.image", "docker.io/library/alpine:latest"),
+            ("nodesetDefaults.slurmd.image", f"ghcr.io/slinkyproject/slurmd:{TAGS['slurm']}"),
+            ("nodesetDefaults.logfile.image", "docker.io/library/alpine:latest"),
+        )
+    ),
+    _i("slurm_operator", "operator.image", "repository", "ghcr.io/slinkyproject/slurm-operator"),
+    _i("slurm_operator", "webhook.image", "repository", "ghcr.io/slinkyproject/slurm-operator-webhook"),
+    _i("vcluster", "controlPlane.statefulSet.image", "registry", "ghcr.io/loft-sh/vcluster-pro"),
+    _i("vcluster", "controlPlane.distro.k8s.image", "registry", "ghcr.io/loft-sh/kubernetes:v1.36.0"),
+    _i("vcluster", "controlPlane.backingStore.etcd.deploy.statefulSet.image", "registry",
+       "registry.k8s.io/etcd:3.6.8-0"),
+    _i("vcluster", "sync.toHost.pods.rewriteHosts.initContainer.image", "registry",
+       "mirror.gcr.io/library/alpine:3.20"),
+    _i("vcluster", "controlPlane.advanced", "default-registry", "docker.io/coredns/coredns:1.14.2"),
+)
+# charts whose upstream values are not in ../shared/upstream: their image keys are not reviewed, so
+# the mirror does not reach them yet (listed as such in IMAGES.md)
+NOT_REVIEWED = ("argocd", "cert_manager", "kueue", "mariadb_operator", "mariadb_operator_crds", "slurm_operator_crds")
+# images gpufleet's own manifests name (the accounts Job runs the Slinky login image)
+OWN = (Image("accounting", (), "own", f"ghcr.io/slinkyproject/login:{TAGS['slurm']}"),)
+
+
+def _split(ref: str) -> tuple[str, str]:
+    """(registry, rest) of a fully qualified reference."""
+    registry, _, rest = ref.partition("/")
+    return registry, rest
+
+
+def pulled(img: Image, mirror: str | None) -> str:
+    """Where ``img`` is pulled from with ``mirror`` (None: upstream)."""
+    if not mirror:
+        return img.upstream
+    registry, rest = _split(img.upstream)
+    if img.style == "default-registry" or (img.chart == "vcluster" and "rewriteHosts" in img.path):
+        registry = "docker.io"  # vCluster's defaultImageRegistry replaces both (mirror.gcr.io mirrors Docker Hub)
+    return f"{mirror}/{registry}/{rest}"
+
+
+def _set(values: dict[str, Any], path: tuple[str, ...], leaf: dict[str, Any]) -> None:
+    cur = values
+    for k in path:
+        nxt = cur.get(k)
+        if not isinstance(nxt, dict):
+            nxt = cur[k] = {}
+        cur = nxt
+    cur.update(leaf)
+
+
+def _repo(ref: str) -> str:
+    """``ref`` without its tag (the chart's ``tag``/``version`` key keeps the tag)."""
+    head, _, last = ref.rpartition("/")
+    return f"{head}/{last.split(':', 1)[0]}"
+
+
+def redirect(chart: str | None, values: dict[str, Any], mirror: str | None) -> dict[str, Any]:
+    """``values`` with every image of ``chart`` pulled from ``mirror`` (in place; a no-op without one)."""
+    if not mirror or chart is None:
+        return values
+    for img in IMAGES:
+        if img.chart != chart:
+            continue
+        to = pulled(img, mirror)
+        if img.style == "repository":
+            _set(values, img.path, {"repository": _repo(to)})
+        elif img.style == "registry":
+            _set(values, img.path, {"registry": to[: -len(_split(img.upstream)[1]) - 1]})
+        elif img.style == "directory":
+            _set(values, img.path, {"repository": _repo(to).rsplit("/", 1)[0]})
+        elif img.style == "base":
+            _set(values, img.path[:1], {"baseRepo": f"{mirror}/registry.k8s.io"})
+        elif img.style == "default-registry":
+            _set(values, img.path, {"defaultImageRegistry": f"{mirror}/docker.io"})
+    return values
+
+
+def redirect_manifests(objs: list[dict[str, Any]], mirror: str | None) -> list[dict[str, Any]]:
+    """gpufleet's own objects with every container ``image`` pulled from ``mirror`` (a copy)."""
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "image" and isinstance(v, str) and "/" in v:
+                    node[k] = f"{mirror}/{v}"
+                else:
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    if not mirror:
+        return objs
+    out = copy.deepcopy(objs)
+    walk(out)
+    return out
+
+
+def table(mirror: str | None) -> str:
+    """IMAGES.md: every image, the values key that sets it, where it comes from and is pulled."""
+    lines = [
+        "# Images the fleet pulls",
+        "",
+        "Rendered by gpufleet from its image table (render/images.py); `gpufleet_image_mirror` "
+        + (f"is `{mirror}`." if mirror else "is not set: images come from their upstream registries."),
+        "",
+        "| chart | values key | upstream | pulled from |",
+        "|---|---|---|---|",
+    ]
+    for img in (*IMAGES, *OWN):
+        key = ".".join(img.path) or "-"
+        lines.append(f"| {img.chart} | `{key}` | `{img.upstream}` | `{pulled(img, mirror)}` |")
+    lines += [
+        "",
+        "Not redirected (chart values not reviewed against upstream, including the MariaDB server image"
+        " mariadb-operator picks): " + ", ".join(NOT_REVIEWED) + ".",
+    ]
+    return "\n".join(lines) + "\n"
