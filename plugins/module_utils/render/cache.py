@@ -12,7 +12,6 @@ import hashlib
 import json
 import operator
 import os
-import stat
 import sys
 import zipfile
 from collections.abc import Callable, Mapping
@@ -83,15 +82,13 @@ def sha256_file(path: Path) -> str:
 
 
 class Memo:
-    """Digests and parsed snapshots kept in memory for the renders of one call that reads two
-    revisions of an inventory (a review renders its base and its head): a snapshot both hold is
-    hashed and parsed once. Parses are keyed like the parse cache (the content's sha256, the
-    settings, the code); digests by the file's identity and stat (the base's unchanged snapshots
-    are hard links to the work tree's), so the memo lives only as long as that call."""
+    """Parsed snapshots kept in memory for the renders of one call that reads two revisions of an
+    inventory (a review renders its base and its head): a snapshot both hold with the same bytes is
+    parsed once. Keyed like the parse cache (the content's sha256, the settings, the code), so a
+    changed snapshot is parsed on its own side; the code is read and hashed once too."""
 
     def __init__(self) -> None:
         self.parsed: dict[str, Any] = {}
-        self.hashes: dict[tuple[int, int, int, int], str] = {}
         self.code: tuple[dict[str, bytes] | None, str | None] | None = None
 
 
@@ -113,22 +110,10 @@ class InputDigests:
             return None
         if path not in self._files:
             try:
-                self._files[path] = self._hash(path)
+                self._files[path] = sha256_file(path) if path.is_file() else None
             except OSError:
                 self._files[path] = None
         return self._files[path]
-
-    def _hash(self, path: Path) -> str | None:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        if self.memo is None:
-            return sha256_file(path)
-        sig = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        got = self.memo.hashes.get(sig)
-        if got is None:
-            got = self.memo.hashes[sig] = sha256_file(path)
-        return got
 
     def _code_pair(self) -> tuple[dict[str, bytes] | None, str | None]:
         if self._code is None and self.memo is not None:
