@@ -428,7 +428,7 @@ def _parse_ports(text: Text, source: str) -> Fabric:
             sighted[t2[:1] + g2] = b
             if na is None or not na.desc:
                 _add_node(fab, ka, a, d1, lineno)
-                if b is a or b == a:
+                if b == a:
                     nb = switches_get(b) if kb == "S" else cas_get(b) if kb == "H" else None
             if nb is None or not nb.desc:
                 _add_node(fab, kb, b, d2, lineno)
