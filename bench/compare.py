@@ -42,18 +42,32 @@ THRESHOLD = 1.2
 
 # One figure, one child process; argv: collections dir, figure kind, its arguments. Prints JSON.
 CHILD = r"""
-import json, os, shutil, sys, time
+import hashlib, json, os, shutil, sys, time
 sys.path.insert(0, sys.argv[1])
 kind, args = sys.argv[2], sys.argv[3:]
-if kind == "topology":
+digest = ""  # sha256 of what the step produced: base and head must agree byte for byte
+if kind == "topology":  # dump, format
     from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
     from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
     from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import render_block, render_tree
     c0, t0 = time.process_time(), time.perf_counter()
-    topo = build_topology(load_fabric(args[0], kind="ibnetdiscover"))
+    topo = build_topology(load_fabric(args[0], kind=args[1]))
     out = render_tree(topo) + render_block(topo)
     t1, c1 = time.perf_counter(), time.process_time()
     detail = f"{len(topo.node_group)} nodes, {len(out.splitlines())} lines"
+    digest = hashlib.sha256(out.encode()).hexdigest()
+elif kind == "review":  # repository, inventory, base; parse caches removed (a CI job's cold start)
+    from pathlib import Path
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.cache import cache_dir
+    from ansible_collections.gpufleet.core.plugins.module_utils.review.change import render_markdown, review_change
+    repo, inv, base = args
+    shutil.rmtree(cache_dir(Path(repo) / "gitops"), ignore_errors=True)
+    os.chdir(repo)
+    c0, t0 = time.process_time(), time.perf_counter()
+    md = render_markdown(review_change(".", base, [inv]))
+    t1, c1 = time.perf_counter(), time.process_time()
+    detail = md.splitlines()[0]
+    digest = hashlib.sha256(md.encode()).hexdigest()
 else:  # render: inventory, out, mode (uncached | cached | noop)
     from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as rt
     try:  # render/cache.py since the stage split; render/tree.py before it
@@ -71,7 +85,9 @@ else:  # render: inventory, out, mode (uncached | cached | noop)
     _, _, result, report = rt.render_and_write(inv, out)
     t1, c1 = time.perf_counter(), time.process_time()
     detail = "fast path" if result is None else f"full, {len(result.files)} files"
-print(json.dumps({"seconds": t1 - t0, "cpu": c1 - c0, "detail": detail}))
+    if result is not None:
+        digest = hashlib.sha256(json.dumps({k: v.hex() for k, v in result.files.items()}).encode()).hexdigest()
+print(json.dumps({"seconds": t1 - t0, "cpu": c1 - c0, "detail": detail, "digest": digest}))
 """
 
 
@@ -135,19 +151,27 @@ def _med(fig: Figure, side: str, key: str) -> float:
     return statistics.median(s[key] for s in fig.samples[side])
 
 
+def _same_output(f: Figure) -> str:
+    """Whether base and head produced the same bytes (every run of both sides)."""
+    digests = {s.get("digest", "") for side in ("base", "head") for s in f.samples[side]}
+    if digests == {""}:
+        return "-"
+    return "same" if len(digests) == 1 else "DIFFERENT"
+
+
 def report(figs: list[Figure], header: str, threshold: float = THRESHOLD) -> int:
     print(header)
     print()
     print(
         "| figure | base s | head s | ratio (median, range) | cpu ratio | base peak MiB | head peak MiB "
-        "| mem ratio | verdict |"
+        "| mem ratio | output | verdict |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
     bad = 0
     for f in figs:
         if f.errors or not f.samples["head"] or not f.samples["base"]:
             why = "; ".join(f"{k}: {v}" for k, v in f.errors.items()) or "no runs"
-            print(f"| {f.name} | | | | | | | | not measured ({why}) |")
+            print(f"| {f.name} | | | | | | | | | not measured ({why}) |")
             continue
         r = _ratios(f, "seconds")
         rc = _ratios(f, "cpu")
@@ -157,24 +181,51 @@ def report(figs: list[Figure], header: str, threshold: float = THRESHOLD) -> int
             verdict.append("REGRESSION (time)")
         if f.headline and mem > threshold:
             verdict.append("REGRESSION (memory)")
+        same = _same_output(f)
+        if same == "DIFFERENT":
+            verdict.append("OUTPUT DIFFERS")
         bad += bool(verdict)
         verdict_s = ", ".join(verdict) or ("ok" if f.headline else "ok (not a headline)")
         print(
             f"| {f.name} | {_med(f, 'base', 'seconds'):.2f} | {_med(f, 'head', 'seconds'):.2f} "
             f"| {statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f}) | {statistics.median(rc):.2f} "
-            f"| {_med(f, 'base', 'rss'):.0f} | {_med(f, 'head', 'rss'):.0f} | {mem:.2f} | {verdict_s} |"
+            f"| {_med(f, 'base', 'rss'):.0f} | {_med(f, 'head', 'rss'):.0f} | {mem:.2f} | {same} | {verdict_s} |"
         )
     print()
     print(
         f"ratio = head / base, pair by pair (n = runs per side); > {threshold} on a headline figure is a "
-        "regression. Seconds: wall time of the measured step inside the child (medians); peak: ru_maxrss."
+        "regression. Seconds: wall time of the measured step inside the child (medians); peak: ru_maxrss. "
+        "output: the sha256 of what the step produced (topology.conf + blocks, the rendered tree, the "
+        "review's Markdown), the same on both sides and in every run."
     )
+    _against_render(figs)
     return 1 if bad else 0
+
+
+def _against_render(figs: list[Figure]) -> None:
+    """Figures measured against the uncached render of the same run (pair by pair: the same minute of
+    the machine), per side: the median of figure / render over the pairs, wall and CPU."""
+    ref = next((f for f in figs if f.kind == "render" and f.args["head"][-1] == "uncached"), None)
+    rel = [f for f in figs if f.kind == "review"]
+    if ref is None or not rel:
+        return
+    print()
+    print("| figure | base x uncached render | head x uncached render | head cpu x uncached render cpu |")
+    print("| --- | ---: | ---: | ---: |")
+    for f in rel:
+        cells = []
+        for side, key in (("base", "seconds"), ("head", "seconds"), ("head", "cpu")):
+            pairs = [a[key] / b[key] for a, b in zip(f.samples[side], ref.samples[side], strict=False) if b[key] > 0]
+            cells.append(f"{statistics.median(pairs):.2f} ({min(pairs):.2f}-{max(pairs):.2f})" if pairs else "-")
+        print(f"| {f.name} | {' | '.join(cells)} |")
+    print()
+    print("x uncached render: the figure's time over the uncached render's in the same pair (medians, range).")
 
 
 SIZES = {  # tag -> (label, hosts, tiers, headline)
     "2k": ("topology 2,048 x 8, 2 tiers (dump -> topology.conf + blocks)", 2048, 2, False),
     "16k": ("topology 16,384 x 8, 3 tiers, 10,240 switches (90 MB dump)", 16384, 3, True),
+    "16k-ports": ("topology 16,384 x 8, 3 tiers, `ibnetdiscover -p` (ports) format", 16384, 3, True),
     "38k": ("topology 38,912 x 8, 3 tiers (208 MB dump)", 38912, 3, True),
 }
 
@@ -201,7 +252,8 @@ def make_dump(work: Path, tag: str) -> Path:
 
     _, hosts, tiers, _ = SIZES[tag]
     path = work / f"fabric-{tag}.ibnetdiscover"
-    args = [str(REPO / "tests" / "lib"), str(hosts), "8", str(tiers), "0", str(path)]
+    ports = "1" if tag.endswith("-ports") else "0"
+    args = [str(REPO / "tests" / "lib"), str(hosts), "8", str(tiers), ports, str(path)]
     subprocess.run([sys.executable, "-c", DUMP, *args], check=True)
     return path
 
@@ -209,6 +261,25 @@ def make_dump(work: Path, tag: str) -> Path:
 def make_inventories(work: Path, nodes: int, tenants: int) -> dict[str, Path]:
     subprocess.run([sys.executable, "-c", GEN, str(REPO / "scripts"), str(work), str(nodes), str(tenants)], check=True)
     return {side: work / f"inv-{side}" for side in ("base", "head")}
+
+
+# Git repositories for the review figures, made from the generated fleet (render_fixtures.make_review_repos)
+REVIEW_GEN = r"""
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from checkout_path import use_checkout
+use_checkout()
+from render_fixtures import make_review_repos
+make_review_repos(Path(sys.argv[2]), Path(sys.argv[3]), tuple(sys.argv[4:]))
+"""
+
+
+def make_review_repos(work: Path, inv: Path, changes: list[str]) -> dict[str, Path]:
+    """One repository per change (``main`` and a branch ``pr`` on it); the review does not write to it,
+    so both sides review the same one."""
+    subprocess.run([sys.executable, "-c", REVIEW_GEN, str(REPO / "scripts"), str(work), str(inv), *changes], check=True)
+    return {c: work / f"review-{c}" for c in changes}
 
 
 def main() -> int:
@@ -222,8 +293,8 @@ def main() -> int:
     ap.add_argument(
         "--only",
         default="",
-        help="figures to run, comma-separated substrings of: topology-2k, topology-16k, topology-38k, "
-        "render-uncached, render-cached, render-noop",
+        help="figures to run, comma-separated substrings of: topology-2k, topology-16k, topology-16k-ports, "
+        "topology-38k, render-uncached, render-cached, render-noop, review-tenant, review-fabric",
     )
     ap.add_argument("--threshold", type=float, default=THRESHOLD, help="regression ratio (default 1.2)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
@@ -245,7 +316,7 @@ def main() -> int:
         figs: list[Figure] = []
         for tag, (label, _hosts, _tiers, headline) in SIZES.items():
             if (tag != "38k" or a.big) and wanted(f"topology-{tag}"):
-                args = [str(make_dump(work, tag))]
+                args = [str(make_dump(work, tag)), "ibnetdiscover-ports" if tag.endswith("-ports") else "ibnetdiscover"]
                 figs.append(
                     Figure(
                         label,
@@ -261,11 +332,20 @@ def main() -> int:
             ("noop", "render, no change (fast path)"),
         ]
         renders = [(m, label) for m, label in renders if a.nodes and wanted(f"render-{m}")]
-        if renders:
+        reviews = [
+            ("tenant", "review --base, one tenant's change (cold parse caches)"),
+            ("fabric", "review --base, a fabric snapshot change (cold parse caches)"),
+        ]
+        reviews = [(c, label) for c, label in reviews if a.nodes and wanted(f"review-{c}")]
+        if renders or reviews:
             invs = make_inventories(work, a.nodes, a.tenants)
             for mode, label in renders:
                 args = {s: [str(invs[s]), str(tmp / f"out-{s}"), mode] for s in ("base", "head")}
                 figs.append(Figure(label, "render", args, True, a.runs))
+            repos = make_review_repos(work, work / "fleet" / "inv", [c for c, _ in reviews]) if reviews else {}
+            for change, label in reviews:
+                args = {s: [str(repos[change]), "inv", "main"] for s in ("base", "head")}
+                figs.append(Figure(label, "review", args, True, a.runs))
         envs = {
             s: {**os.environ, "GPUFLEET_CACHE_DIR": str(tmp / f"cache-{s}"), "PYTHONDONTWRITEBYTECODE": "1"}
             for s in ("base", "head")

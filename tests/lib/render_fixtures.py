@@ -163,3 +163,74 @@ def make_big_inventory(root: Path, nodes: int = 10_000, tenants: int = 100, fabr
     snapshot["items"] += [cpu_node(f"sys{i:02d}") for i in range(1, 17)]
     (snap / "nodes.json").write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return inv
+
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "gpufleet",
+    "GIT_AUTHOR_EMAIL": "gpufleet@example.org",
+    "GIT_COMMITTER_NAME": "gpufleet",
+    "GIT_COMMITTER_EMAIL": "gpufleet@example.org",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+}
+
+
+def split_tenants(inv: Path) -> None:
+    """The shared ``gpufleet_tenants`` list as one file per tenant (``group_vars/all/tenants/<t>.yml``),
+    as a fleet repository keeps them (each its owner's)."""
+    gv = inv / "group_vars" / "all"
+    tenants = yaml.safe_load((gv / "tenants.yml").read_text(encoding="utf-8"))["gpufleet_tenants"]
+    (gv / "tenants.yml").unlink()
+    (gv / "tenants").mkdir()
+    for t in tenants:
+        var = "gpufleet_tenant_" + t["name"].replace("-", "_")
+        (gv / "tenants" / f"{t['name']}.yml").write_text(yaml.safe_dump({var: t}, sort_keys=False), encoding="utf-8")
+
+
+def cut_last_cable(dump: Path) -> None:
+    """Cut the cable of the dump's last HCA: its port line and the switch's line for it go."""
+    lines = dump.read_text(encoding="utf-8").splitlines(keepends=True)
+    ca = max(i for i, line in enumerate(lines) if line.startswith("Ca"))
+    hca = lines[ca].split('"')[1]
+    port = next(i for i in range(ca + 1, len(lines)) if lines[i].startswith("["))
+    gone = {port} | {i for i, line in enumerate(lines) if f'"{hca}"[' in line}
+    dump.write_text("".join(line for i, line in enumerate(lines) if i not in gone), encoding="utf-8")
+
+
+def make_review_repos(root: Path, inv: Path, changes: tuple[str, ...] = ("tenant", "fabric")) -> dict[str, Path]:
+    """Git repositories for ``gpufleet.py review --base main``, one per change: inventory ``inv`` copied
+    to ``<repo>/inv`` (one file per tenant), rendered into ``<repo>/gitops`` and committed on ``main``;
+    then on branch ``pr`` one change, re-rendered and committed: ``tenant`` (the first tenant with
+    namespaces gains one: a one-tenant pull request) or ``fabric`` (one cable of the fabric snapshot cut)."""
+    import subprocess
+
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
+
+    def git(repo: Path, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=repo, check=True, env={**os.environ, **GIT_ENV})
+
+    main = root / "main"
+    shutil.copytree(inv, main / "inv", symlinks=True)
+    split_tenants(main / "inv")
+    git(main, "init", "-q", "-b", "main")
+    render_and_write(main / "inv", main / "gitops")
+    git(main, "add", "-A")
+    git(main, "commit", "-qm", "fleet")
+    repos = {}
+    for change in changes:
+        repo = repos[change] = root / f"review-{change}"
+        shutil.copytree(main, repo, symlinks=True)
+        git(repo, "checkout", "-qb", "pr")
+        if change == "tenant":
+            tenants = sorted((repo / "inv" / "group_vars" / "all" / "tenants").glob("*.yml"))
+            f = next(p for p in tenants if "namespaces:" in p.read_text(encoding="utf-8"))
+            data = yaml.safe_load(f.read_text(encoding="utf-8"))
+            t = next(iter(data.values()))
+            t["namespaces"] = [*t.get("namespaces", []), "review"]
+            f.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        else:
+            cut_last_cable(repo / "inv" / "snapshots" / "gpu-east" / "fabric.ibnetdiscover")
+        render_and_write(repo / "inv", repo / "gitops")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", change)
+    shutil.rmtree(main)
+    return repos

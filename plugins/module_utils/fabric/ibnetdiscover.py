@@ -136,27 +136,6 @@ class _Ids:
         return known.id if known is not None else gid
 
 
-class _Seen:
-    """Ports already linked (a cable is printed from both ends): an int bit mask per node."""
-
-    __slots__ = ("big", "mask")
-
-    def __init__(self) -> None:
-        self.mask: dict[str, int] = {}
-        self.big: set[tuple[str, int]] = set()  # ports >= 256 (not valid IB, but parsed as before)
-
-    def has(self, gid: str, port: int) -> bool:
-        if port < _MASK_PORTS:
-            return (self.mask.get(gid, 0) >> port) & 1 == 1
-        return (gid, port) in self.big
-
-    def add(self, gid: str, port: int) -> None:
-        if port < _MASK_PORTS:
-            self.mask[gid] = self.mask.get(gid, 0) | (1 << port)
-        else:
-            self.big.add((gid, port))
-
-
 def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -> None:
     if kind == "S":
         fab.switch(gid, desc, lineno)
@@ -356,26 +335,81 @@ _PLINE = re.compile(
 _PDOWN = re.compile(r"^(SW|CA|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]{1,16})\s+(.*?)\s*'(.*)'$")
 _PKIND = {"SW": "S", "CA": "H", "RT": "R"}
 
+# The ports report's one regex pass per block (plain ASCII without odd separators, as ``_ROWS``): a
+# row per line that is not blank or a comment (those fold into the next row's ``pre``). A line that
+# starts as a port line does (type, LID, port of at most 6 digits, 0x GUID, then more) comes with its
+# local type, port and GUID, enough to skip a cable seen from its other end without splitting the
+# line; any other line comes whole, for the plain checks. Both give the stripped line.
+_PROWS = re.compile(
+    r"\n((?:[ \t]*(?:#[^\n]*)?\n)*+)[ \t]*(?:"
+    r"((SW|CA|RT)[ \t]+[0-9]+[ \t]+([0-9]{1,6})[ \t]+0x([0-9a-fA-F]{1,16})[ \t]+[^\n]*[^ \t\n])"
+    r"|([^\n]*[^ \t\n])"
+    r"|\Z)"
+)
+# pre, port line (fast), its type, port and GUID; any other line
+_PRow = tuple[str, str, str, str, str, str]
+
+
+def _port_rows(chunk: str) -> tuple[list[_PRow], int]:
+    """A block of the ports report as rows, and the number of lines after the last row: one regex
+    pass, or line by line for text the regex pass does not take (``_rows``' rule)."""
+    if chunk.isascii() and not any(c in chunk for c in _ODD):
+        rows = _PROWS.findall("\n" + chunk if chunk.endswith("\n") else "\n" + chunk + "\n")
+        return rows, rows.pop()[0].count("\n")
+    out: list[_PRow] = []
+    gap = 0
+    for raw in chunk.splitlines():
+        line = raw.strip()
+        if not line or line[0] == "#":
+            gap += 1
+            continue
+        out.append(("\n" * gap, "", "", "", "", line))
+        gap = 0
+    return out, gap
+
+
+def _second_sighting(line: str, sighted: dict[str, str], mask: dict[str, int], big: set[tuple[str, int]]) -> bool:
+    """A line the regex pass did not split: is it a cable already seen from its other end?"""
+    head = line.split(None, 4)
+    if len(head) == 5 and head[2].isdigit() and head[2].isascii() and len(head[2]) <= _MAX_PORT_DIGITS:
+        known = sighted.get(head[0][:1] + head[3][2:])
+        if known is not None:
+            p = int(head[2])
+            return (mask.get(known, 0) >> p) & 1 == 1 if p < _MASK_PORTS else (known, p) in big
+    return False
+
 
 def parse_ports(text: Text, source: str = "<text>") -> Fabric:
     """Parse ``ibnetdiscover -p`` (one line per port: local end, ``-``, remote end, both descriptions)."""
+    with bulk_build():
+        return _parse_ports(text, source)
+
+
+def _parse_ports(text: Text, source: str) -> Fabric:
     fab = Fabric(source=source, kind="ibnetdiscover-ports")
     ids = _Ids(fab)
-    seen = _Seen()
+    mask: dict[str, int] = {}  # node id -> bit mask of its ports already linked (cables print twice)
+    mask_get = mask.get
+    big: set[tuple[str, int]] = set()  # the same for ports >= 256 (not valid IB, parsed as before)
     sighted: dict[str, str] = {}  # "S" + hex as printed -> id, for the cheap second-sighting skip
+    sighted_get = sighted.get
     match = _PLINE.match
-    switches, cas = fab.switches, fab.cas
+    switches_get, cas_get = fab.switches.get, fab.cas.get
     lineno = 0
     for chunk in chunks(text):
-        for lineno, raw in enumerate(chunk.splitlines(), lineno + 1):  # noqa: B020 (line count runs on)
-            line = raw.strip()
-            if not line or line[0] == "#":
-                continue
-            head = line.split(None, 4)
-            if len(head) == 5 and head[2].isdigit() and head[2].isascii() and len(head[2]) <= _MAX_PORT_DIGITS:
-                known = sighted.get(head[0][:1] + head[3][2:])
-                if known is not None and seen.has(known, int(head[2])):
-                    continue  # the cable printed from its other end
+        rows, rest = _port_rows(chunk)
+        for pre, line, t0, ps, hexid, other in rows:
+            lineno += pre.count("\n") + 1 if pre else 1
+            if line:  # split by the regex pass: the same cable printed from its other end?
+                known = sighted_get(t0[0] + hexid)
+                if known is not None:
+                    p = int(ps)
+                    if (mask_get(known, 0) >> p) & 1 if p < _MASK_PORTS else (known, p) in big:
+                        continue
+            else:
+                line = other
+                if _second_sighting(line, sighted, mask, big):
+                    continue
             m = match(line)
             if m is None:
                 d = _PDOWN.match(line)
@@ -388,28 +422,46 @@ def parse_ports(text: Text, source: str = "<text>") -> Fabric:
             if len(p1) > _MAX_PORT_DIGITS or len(p2) > _MAX_PORT_DIGITS:
                 raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
             ka, kb = _PKIND[t1], _PKIND[t2]
-            a = ids.get(ka, g1)
-            b = ids.get(kb, g2)
+            a = ka + "-" + g1 if len(g1) == 16 and g1.lower() == g1 else ids.odd_id(ka, g1)
+            b = kb + "-" + g2 if len(g2) == 16 and g2.lower() == g2 else ids.odd_id(kb, g2)
+            na = switches_get(a) if ka == "S" else cas_get(a) if ka == "H" else None
+            nb = switches_get(b) if kb == "S" else cas_get(b) if kb == "H" else None
+            if na is not None:
+                a = na.id  # one string object per device
+            if nb is not None:
+                b = nb.id
             sighted[t1[:1] + g1] = a
             sighted[t2[:1] + g2] = b
-            for k, gid, desc in ((ka, a, d1), (kb, b, d2)):
-                node = switches.get(gid) if k == "S" else cas.get(gid) if k == "H" else None
-                if node is None or not node.desc:
-                    _add_node(fab, k, gid, desc, lineno)
+            if na is None or not na.desc:
+                _add_node(fab, ka, a, d1, lineno)
+                if b == a:
+                    nb = switches_get(b) if kb == "S" else cas_get(b) if kb == "H" else None
+            if nb is None or not nb.desc:
+                _add_node(fab, kb, b, d2, lineno)
             if ka == "R" or kb == "R":
                 continue
-            pa = int(p1)
-            if seen.has(a, pa):
+            pa, pb = int(p1), int(p2)
+            if pa < _MASK_PORTS:  # the local port linked already (a second sighting in other words)
+                ma = mask_get(a, 0)
+                if (ma >> pa) & 1:
+                    continue
+                mask[a] = ma | (1 << pa)
+            elif (a, pa) in big:
                 continue
-            seen.add(a, pa)
-            seen.add(b, int(p2))
-            if ka == "S":
+            else:
+                big.add((a, pa))
+            if pb < _MASK_PORTS:
+                mask[b] = mask_get(b, 0) | (1 << pb)
+            else:
+                big.add((b, pb))
+            if ka != "S":
                 if kb == "S":
-                    fab.link_switches(a, b)
-                else:
-                    fab.link_ca(b, a)
+                    fab.link_ca(a, b)
             elif kb == "S":
-                fab.link_ca(a, b)
+                fab.link_switches(a, b)
+            else:
+                fab.link_ca(b, a)
+        lineno += rest
     return fab.finish()
 
 

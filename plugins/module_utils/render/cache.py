@@ -81,15 +81,28 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+class Memo:
+    """Parsed snapshots kept in memory for the renders of one call that reads two revisions of an
+    inventory (a review renders its base and its head): a snapshot both hold with the same bytes is
+    parsed once. Keyed like the parse cache (the content's sha256, the settings, the code), so a
+    changed snapshot is parsed on its own side; the code is read and hashed once too."""
+
+    def __init__(self) -> None:
+        self.parsed: dict[str, Any] = {}
+        self.code: tuple[dict[str, bytes] | None, str | None] | None = None
+
+
 class InputDigests:
     """The digests one render needs, each input read and hashed once: the no-change digest
     (:func:`input_digest`) and the parse-cache keys (:func:`cached_nodes`, :func:`cached_topology`)
     share them. One instance per render (files may change between renders), None for a render
-    that was not handed one (then each call makes its own)."""
+    that was not handed one (then each call makes its own). ``memo``: shared with the other
+    renders of the same call (see :class:`Memo`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, memo: Memo | None = None) -> None:
         self._files: dict[Path, str | None] = {}
         self._code: tuple[dict[str, bytes] | None, str | None] | None = None
+        self.memo = memo
 
     def file(self, path: Path | None) -> str | None:
         """sha256 of the regular file at ``path``; None when there is none (or it cannot be read)."""
@@ -103,9 +116,13 @@ class InputDigests:
         return self._files[path]
 
     def _code_pair(self) -> tuple[dict[str, bytes] | None, str | None]:
+        if self._code is None and self.memo is not None:
+            self._code = self.memo.code
         if self._code is None:
             files = code_files()
             self._code = (files, _key(*(_key(name, data) for name, data in sorted(files.items()))) if files else None)
+            if self.memo is not None:
+                self.memo.code = self._code
         return self._code
 
     def code_files(self) -> dict[str, bytes] | None:
@@ -196,24 +213,62 @@ def _topo_from_json(d: dict) -> Any:
     )
 
 
+def _through(
+    cache: Path | None,
+    memo: Memo | None,
+    name: str,
+    parse: Callable[[], Any],
+    to_json: Callable[[Any], Any],
+    from_json: Callable[[Any], Any],
+) -> Any:
+    """The parse named ``name``: from the memo, else the cache directory, else ``parse()`` (then
+    kept in both; a None result is not written)."""
+    if memo is not None and name in memo.parsed:
+        return memo.parsed[name]
+    value = None
+    hit = _cache_get(cache, name)
+    if hit is not None:
+        try:
+            value = from_json(hit)
+        except (KeyError, TypeError, ValueError, IndexError):
+            value = None
+    if value is None:
+        value = parse()
+        if value is not None:
+            _cache_put(cache, name, to_json(value), name.partition("-")[0])
+    if memo is not None:
+        memo.parsed[name] = value
+    return value
+
+
+def _nodes_from_cached(data: Any) -> tuple[NodeInfo, ...]:
+    if not isinstance(data, list):
+        raise TypeError("not a list")
+    return _nodes_from_json(data)
+
+
+def _topo_from_cached(data: Any) -> Any:
+    if not isinstance(data, dict):
+        raise TypeError("not a mapping")
+    return _topo_from_json(data)
+
+
 def cached_nodes(cluster: Cluster, cache: Path | None, digests: InputDigests | None = None) -> tuple[NodeInfo, ...]:
     """The cluster's nodes snapshot, parsed once per snapshot bytes."""
-    if cache is None:  # no cache: nothing to key
-        return load_nodes(cluster.nodes_snapshot)
     digests = digests or InputDigests()
+    if cache is None and digests.memo is None:  # no cache: nothing to key
+        return load_nodes(cluster.nodes_snapshot)
     code, snapshot = digests.code(), digests.file(cluster.nodes_snapshot)
     if code is None or snapshot is None:
         return load_nodes(cluster.nodes_snapshot)
-    name = f"nodes-{_key(snapshot, code)}.json"
-    hit = _cache_get(cache, name)
-    if isinstance(hit, list):
-        try:
-            return _nodes_from_json(hit)
-        except (TypeError, ValueError):
-            pass
-    nodes = load_nodes(cluster.nodes_snapshot)
-    _cache_put(cache, name, _nodes_to_json(nodes), "nodes")
-    return nodes
+    return _through(
+        cache,
+        digests.memo,
+        f"nodes-{_key(snapshot, code)}.json",
+        lambda: load_nodes(cluster.nodes_snapshot),
+        _nodes_to_json,
+        _nodes_from_cached,
+    )
 
 
 def cached_topology(
@@ -227,9 +282,9 @@ def cached_topology(
     fab = cluster.fabric
     if fab.source == "none":
         return None
-    if cache is None:  # no cache: nothing to key
-        return load_topology(cluster, nodes)
     digests = digests or InputDigests()
+    if cache is None and digests.memo is None:  # no cache: nothing to key
+        return load_topology(cluster, nodes)
     src = cluster.nodes_snapshot if fab.source == "labels" else fab.path
     source, code = digests.file(src), digests.code()
     if source is None or code is None:
@@ -239,17 +294,14 @@ def cached_topology(
         sort_keys=True,
     )
     snapshot = (digests.file(cluster.nodes_snapshot) or "") if src != cluster.nodes_snapshot else ""  # NVLink domains
-    name = f"topology-{_key(source, snapshot, settings, code)}.json"
-    hit = _cache_get(cache, name)
-    if isinstance(hit, dict):
-        try:
-            return _topo_from_json(hit)
-        except (KeyError, TypeError, ValueError):
-            pass
-    topo = load_topology(cluster, nodes)
-    if topo is not None:
-        _cache_put(cache, name, _topo_to_json(topo), "topology")
-    return topo
+    return _through(
+        cache,
+        digests.memo,
+        f"topology-{_key(source, snapshot, settings, code)}.json",
+        lambda: load_topology(cluster, nodes),
+        _topo_to_json,
+        _topo_from_cached,
+    )
 
 
 # ------------------------------------------------------------------ no-change fast path

@@ -74,6 +74,7 @@ class RenderResult:
     files: dict[str, bytes]
     locks: dict[Path, bytes] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, ClusterInputs] = field(default_factory=dict)  # cluster -> what it was rendered from
 
 
 @dataclass
@@ -190,8 +191,9 @@ def render_fleet(
     files: dict[str, bytes] = {}
     locks: dict[Path, bytes] = {}
     summary: dict[str, Any] = {}
+    used: dict[str, ClusterInputs] = {}
     for name in sorted(fleet.clusters):
-        inputs = cluster_inputs(fleet, fleet.clusters[name], cache, base, digests)
+        inputs = used[name] = cluster_inputs(fleet, fleet.clusters[name], cache, base, digests)
         files.update(_cluster_files(fleet, name, inputs))
         if inputs.extra.get("refused_moves") is not None:
             raise inputs.extra["refused_moves"]
@@ -207,11 +209,13 @@ def render_fleet(
             summary[name]["moves"] = list(inputs.extra["moves"])
     files["README.md"] = _index(fleet, summary)
     files["IMAGES.md"] = images.table(fleet.image_mirror).encode()
-    return RenderResult(fleet=fleet, files=dict(sorted(files.items())), locks=locks, summary=summary)
+    return RenderResult(fleet=fleet, files=dict(sorted(files.items())), locks=locks, summary=summary, inputs=used)
 
 
-def render_inventory(inventory: str | os.PathLike[str]) -> RenderResult:
-    return render_fleet(load_fleet(inventory))
+def render_inventory(
+    inventory: str | os.PathLike[str], cache: Path | None = None, digests: render_cache.InputDigests | None = None
+) -> RenderResult:
+    return render_fleet(load_fleet(inventory), cache, digests=digests)
 
 
 def _write_lock(path: Path, data: bytes) -> bool:

@@ -30,9 +30,10 @@ from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import versio
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, parse_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
-from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import PLATFORM_OWNER, Owner
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import (
@@ -177,15 +178,18 @@ def _stale_problem(head: render_tree.RenderResult, out: Path, rel: str, gitops_r
     )
 
 
-def _render_base(rv: Review, root: Path, rel: str, head: render_tree.RenderResult) -> render_tree.RenderResult | None:
+def _render_base(
+    rv: Review, root: Path, rel: str, head: render_tree.RenderResult, memo: render_cache.Memo
+) -> render_tree.RenderResult | None:
     """Render the inventory as it is at the base (notes when it is new or does not render), with its
-    pool locks read in, and check that no more nodes move than the pool size changes need."""
+    pool locks read in, and check that no more nodes move than the pool size changes need. ``memo``:
+    the head's parses, so a snapshot the base shares is not parsed again."""
     with tempfile.TemporaryDirectory(prefix="gpufleet-review-") as tmp:
         if not _extract(root, rv.base_commit, rel, Path(tmp)):
             rv.notes.append(f"`{rel}` does not exist at the base: a new inventory")
             return None
         try:
-            base_result = render_tree.render_inventory(Path(tmp) / rel)
+            base_result = render_tree.render_inventory(Path(tmp) / rel, digests=render_cache.InputDigests(memo))
         except GpufleetError as exc:
             rv.notes.append(f"`{rel}` at the base does not render ({exc}); every rendered file counts as new")
             return None
@@ -195,13 +199,18 @@ def _render_base(rv: Review, root: Path, rel: str, head: render_tree.RenderResul
                 base_result.locks[lp] = lp.read_bytes()
         # no more nodes move than the pool size changes need (scale.check's rule: no reshuffle)
         for c in sorted(set(head.fleet.clusters) & set(base_result.fleet.clusters)):
-            check = _cluster_check(rel, c, base_result.fleet, head.fleet)
+            names = (_node_names(base_result, c), _node_names(head, c))
+            check = _cluster_check(rel, c, base_result.fleet, head.fleet, names)
             if not check.ok:
                 rv.problems.append(
                     f"cluster `{c}`: {check.moved} node(s) change pool but the pool size changes need"
                     f" only {check.required}: a reshuffle ({'; '.join(check.moves[:10])})"
                 )
         return base_result
+
+
+def _node_names(result: render_tree.RenderResult, cluster: str) -> set[str]:
+    return {n.name for n in result.inputs[cluster].nodes}
 
 
 def _render_inventory(rv: Review, repo: str | Path, root: Path, inv: str | Path) -> _Inventory:
@@ -212,13 +221,15 @@ def _render_inventory(rv: Review, repo: str | Path, root: Path, inv: str | Path)
         rel = inv_path.relative_to(root).as_posix()
     except ValueError:
         raise GpufleetError(f"{inv}: the inventory is not inside the Git work tree {root}") from None
-    head = render_tree.render_inventory(inv_path)
-    out = render_tree.default_out(head.fleet)
+    fleet = load_fleet(inv_path)
+    out = render_tree.default_out(fleet)
+    memo = render_cache.Memo()  # what the head parses, the base reuses
+    head = render_tree.render_fleet(fleet, render_cache.cache_dir(out), digests=render_cache.InputDigests(memo))
     gitops_rel = out.relative_to(root).as_posix() if out.is_relative_to(root) else str(out)
     stale = _stale_problem(head, out, rel, gitops_rel)
     if stale:
         rv.problems.append(stale)
-    return _Inventory(rel, gitops_rel, head, _render_base(rv, root, rel, head))
+    return _Inventory(rel, gitops_rel, head, _render_base(rv, root, rel, head, memo))
 
 
 def _input_changes(rv: Review, changed: dict[str, str], invs: list[_Inventory]) -> None:
@@ -323,7 +334,7 @@ def _node_moves(rv: Review, inv: _Inventory, cluster: str) -> None:
     moves = node_moves(old, new)
     rv.moves += [(cluster, m) for m in moves]
     if moves:
-        topo = cluster_inputs(fleet, fleet.clusters[cluster]).topology
+        topo = inv.head.inputs[cluster].topology
         if topo is not None:
             rv.pictures[cluster] = mermaid(
                 topo,

@@ -118,13 +118,19 @@ def _extract(repo: Path, base: str, rel: str, dest: Path) -> bool:
     return True
 
 
-def _cluster_check(inv_rel: str, name: str, old: Fleet, new: Fleet) -> ClusterCheck:
+def _cluster_check(
+    inv_rel: str, name: str, old: Fleet, new: Fleet, names: tuple[set[str], set[str]] | None = None
+) -> ClusterCheck:
+    """``names``: the node names of both snapshots when the caller has parsed them (else read here)."""
     c = ClusterCheck(inventory=inv_rel, cluster=name)
     old_lock = read_lock(lock_path(old, name), name) if name in old.clusters else None
     new_lock = read_lock(lock_path(new, name), name) or {}
     old_lock = old_lock or {}
-    old_nodes = _snapshot_nodes(old.clusters[name].nodes_snapshot) if name in old.clusters else None
-    new_nodes = _snapshot_nodes(new.clusters[name].nodes_snapshot)
+    if names is not None:
+        old_nodes, new_nodes = names
+    else:
+        old_nodes = _snapshot_nodes(old.clusters[name].nodes_snapshot) if name in old.clusters else None
+        new_nodes = _snapshot_nodes(new.clusters[name].nodes_snapshot)
     both = (old_nodes or set()) & (new_nodes or set()) if old_nodes is not None and new_nodes is not None else None
     moves = [m for m in node_moves(old_lock, new_lock) if both is None or m.node in both]
     counts = pool_counts(old_lock, new_lock)

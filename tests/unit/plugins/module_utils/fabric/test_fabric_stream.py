@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric import ibnetdiscover, load
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default, parse_ports
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError
 
@@ -140,3 +140,80 @@ def test_fuzz_regex_pass_is_the_plain_loop(data: st.DataObject) -> None:
             lines[i], lines[j] = lines[j], lines[i]
     text = "\n".join(lines) + "\n"
     assert _outcome(text) == _outcome(text.replace("\n", "\r\n"))
+
+
+PORTS = fabric_gen.render_ports(fabric_gen.generate(SPEC))
+_SMALL_PORTS = fabric_gen.render_ports(
+    fabric_gen.generate(fabric_gen.GenSpec(hosts=8, rails=2, su_size=4, sharp=1, unnamed=1, cut_cables=1))
+)
+
+
+def test_ports_regex_pass_and_plain_loop_agree() -> None:
+    fast = parse_ports(PORTS, "f")
+    rows, _ = ibnetdiscover._port_rows(PORTS)
+    assert rows and all(r[1] for r in rows)  # every line of the generated report takes the regex pass
+    crlf = PORTS.replace("\n", "\r\n")  # carriage returns: the plain loop, same lines
+    assert not any(r[1] for r in ibnetdiscover._port_rows(crlf)[0])
+    assert _dump(parse_ports(crlf, "f")) == _dump(fast)
+    assert fast.summary()["hosts"] == SPEC.hosts
+    # the same fabric as the default format of the same generated fabric
+    default = _dump(parse_default(TEXT, "f"))
+    assert {k: v[4] for k, v in _dump(fast)[0].items()} == {k: v[4] for k, v in default[0].items()}
+    assert {k: v[6] for k, v in _dump(fast)[1].items()} == {k: v[6] for k, v in default[1].items()}
+
+
+def test_ports_small_blocks_and_late_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = _dump(parse_ports(PORTS, "f"))
+    lines = PORTS.splitlines()
+    p = tmp_path / "f.out"
+    p.write_text(PORTS, encoding="utf-8")
+    monkeypatch.setattr(load, "_BLOCK", 97)  # lines cross block ends; some blocks hold no line break
+    monkeypatch.setattr(ibnetdiscover, "_STEP", 61)
+    assert _dump(load_fabric(p, kind="ibnetdiscover-ports")) == whole
+    assert _dump(parse_ports(PORTS, "f")) == whole
+    lines.insert(700, "  # a comment")
+    lines.insert(701, "")
+    lines.insert(702, "garbage here")
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setattr(load, "_BLOCK", 4096)
+    with pytest.raises(FabricError, match="cannot parse ports line: garbage here") as e:
+        load_fabric(p)
+    assert (e.value.file, e.value.line) == (str(p), 703)
+
+
+def _ports_outcome(text: str) -> tuple:
+    try:
+        return ("ok", _dump(parse_ports(text, "f")))
+    except FabricError as e:
+        return ("error", str(e), e.line)
+
+
+_PORTS_JUNK = st.sampled_from(
+    ["'", "#", " ", "\t", "9", "SW", "CA", "RT", "x", "-", "(", ")", "é", "\x0b", "0x", "1234567"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_fuzz_ports_regex_pass_is_the_plain_loop(data: st.DataObject) -> None:
+    """Mutated ports reports: the regex pass (LF) and the plain loop (CRLF) agree on the fabric or the error."""
+    lines = _SMALL_PORTS.splitlines()
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(lines) - 1))
+        op = data.draw(st.sampled_from(["cut", "dup", "junk", "del", "swap", "upper"]))
+        if op == "cut":
+            lines[i] = lines[i][: data.draw(st.integers(0, max(0, len(lines[i]) - 1)))]
+        elif op == "dup":
+            lines.insert(i, lines[i])
+        elif op == "junk":
+            j = data.draw(st.integers(0, len(lines[i])))
+            lines[i] = lines[i][:j] + "".join(data.draw(st.lists(_PORTS_JUNK, min_size=1, max_size=3))) + lines[i][j:]
+        elif op == "del":
+            del lines[i]
+        elif op == "upper":
+            lines[i] = lines[i].upper()
+        else:
+            j = data.draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+    text = "\n".join(lines) + "\n"
+    assert _ports_outcome(text) == _ports_outcome(text.replace("\n", "\r\n"))
