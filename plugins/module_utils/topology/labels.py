@@ -9,8 +9,9 @@ Slurm leaf switch, its ancestors and its block are the values of its labels:
   deepest one repeat their root at the missing top tiers, so every node carries every tier (Kueue
   leaves a node missing a level label out of the topology).
 - the accelerator key = the NVLink domain of the node's block (the id in ``block_domains``), when the
-  fabric has NVLink cliques. It is a Kueue level (below the leaf) only when every domain lies inside
-  one leaf group; otherwise it is a label only.
+  fabric has NVLink cliques. It is a Kueue level (below the leaf) only when every node has a domain,
+  every domain lies inside one leaf group and some domain spans several nodes (``accelerator_level``);
+  otherwise a label only.
 
 Label schemes (``SCHEMES``): ``gpufleet`` (``topology.gpufleet.io/tier-N``,
 ``topology.gpufleet.io/accelerator``) and ``topograph`` (``fabric.topograph.run/tier-N``,
@@ -119,9 +120,13 @@ def _group_paths(topo: Topology) -> dict[str, list[str]]:
     return out
 
 
-def nested_domains(topo: Topology) -> bool:
-    """True when the fabric has NVLink domains and each lies inside one leaf group."""
-    if topo.block_source != "nvlink" or not topo.blocks:
+def accelerator_level(topo: Topology) -> bool:
+    """True when the NVLink domains make a Kueue level below the leaf: every node has one, each lies
+    inside one leaf group, and one at least spans several nodes (a domain per node would repeat the
+    hostname level). Kueue leaves out a node that misses a level's label."""
+    if topo.block_source != "nvlink" or not any(len(ns) > 1 for _b, ns in topo.blocks):
+        return False
+    if sum(len(ns) for _b, ns in topo.blocks) < len(topo.node_group):
         return False
     return all(len({topo.node_group.get(n) for n in ns}) == 1 for _b, ns in topo.blocks)
 
@@ -157,7 +162,7 @@ def levels(topo: Topology, labels: str | LabelScheme = DEFAULT_SCHEME, hostname:
     sch = scheme(labels)
     depth = max((len(p) for p in _group_paths(topo).values()), default=0)
     out = [sch.tier(i) for i in range(depth - 1, -1, -1)]
-    if nested_domains(topo):
+    if accelerator_level(topo):
         out.append(sch.accelerator)
     if hostname:
         out.append(HOSTNAME_LABEL)
