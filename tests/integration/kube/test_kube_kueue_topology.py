@@ -1,0 +1,261 @@
+"""Kueue Topology Aware Scheduling over the fabric labels, on a real kube-apiserver + kube-scheduler
+with the sample fleet's 64 KWOK GPU nodes and the real Kueue controller (``kueue_controller``).
+
+The sample inventory is rendered; the apply step (``gpufleet.core.node_pools`` through
+ansible-playbook) labels the Nodes from the rendered ``node-labels.yaml``; the Kubernetes-native
+tenant ``inference`` (12 nodes of 8 GPUs: 8 under leaf su07, 4 under su08) gets the Kueue objects
+rendered for its vCluster. The host API stands in for the vCluster API here: vCluster 0.36.1 copies
+every label of the host Nodes it syncs (``translate.ApplyMetadata`` in its node syncer) and syncs only
+the Nodes matching the pool selector, which the render tests check.
+
+- without the fabric labels (and so without a Topology), 8 pods of 8 GPUs scatter over both leaves;
+- the apply step's plan shows the labels, applies them, and a second run changes nothing;
+- with them, a Job of 8 such pods that requires one leaf (``kueue.x-k8s.io/podset-required-topology``)
+  is admitted and all its pods land under su07;
+- a Job of 9 that requires one leaf stays suspended with Kueue's reason (no leaf has 9 free nodes,
+  although the pool's quota of 96 GPUs would allow 72).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from controlplane import REPO_ROOT, LocalControlPlane, shared_test_helpers
+from kueue_controller import KueueController
+
+COLLECTIONS = REPO_ROOT / ".build" / "collections"
+if str(COLLECTIONS) not in sys.path:
+    sys.path.insert(0, str(COLLECTIONS))
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.labels import SCHEMES, read_label_sets
+
+pytestmark = pytest.mark.kube
+
+SAMPLE = REPO_ROOT / "inventories" / "sample"
+CLUSTER, TENANT, NS, QUEUE = "gpu-east", "inference", "inference", "inference"
+LABELS_FILE = f"clusters/{CLUSTER}/node-labels.yaml"
+OBJECTS_FILE = f"clusters/{CLUSTER}/tenants/{TENANT}/objects/objects.yaml"
+LEAF = SCHEMES["gpufleet"].tier(0)
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+
+
+def _write_tree(files: dict[str, bytes], root: Path, skip: tuple[str, ...] = ()) -> Path:
+    for rel, data in files.items():
+        if rel not in skip:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+    return root
+
+
+@pytest.fixture(scope="module")
+def bed(kube_cluster: LocalControlPlane, kueue_crd_files, tmp_path_factory):
+    state = tmp_path_factory.mktemp("kueue-tas")
+    files = render_fleet(load_fleet(SAMPLE)).files
+    labels_doc = yaml.safe_load(files[LABELS_FILE])
+    objects = [o for o in yaml.safe_load_all(files[OBJECTS_FILE]) if o]
+    kube_cluster.create_nodes_from_snapshot(SAMPLE / "snapshots" / CLUSTER / "nodes.yaml", timeout=180)
+    kube_cluster.apply_crds(kueue_crd_files, timeout=240)
+    kueue = KueueController()
+    kueue.start(kube_cluster.kubeconfig, state / "kueue")
+    try:
+        yield {
+            "kube": kube_cluster,
+            "kueue": kueue,
+            "state": state,
+            "gitops": _write_tree(files, state / "gitops"),
+            "gitops_no_labels": _write_tree(files, state / "gitops-no-labels", skip=(LABELS_FILE,)),
+            "labels": read_label_sets(labels_doc["sets"], labels_doc["scheme"]),
+            "objects": objects,
+        }
+    finally:
+        kueue.stop()
+
+
+def node_pools(bed: dict, gitops: Path, *flags: str) -> dict:
+    """Run gpufleet.core.node_pools (the apply step) through ansible-playbook; return the task result."""
+    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
+    if not playbook_bin.exists():
+        playbook_bin = Path(shared_test_helpers().require_tool("ansible-playbook", "runs the node_pools module"))
+    hosts = bed["state"] / "hosts.yml"
+    hosts.write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
+    task = {
+        "inventory": str(SAMPLE),
+        "cluster": CLUSTER,
+        "kubeconfig": str(bed["kube"].kubeconfig),
+        "gitops_dir": str(gitops),
+    }
+    play = bed["state"] / "apply.yml"
+    play.write_text(
+        yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [{"gpufleet.core.node_pools": task}]}])
+    )
+    env = {
+        **os.environ,
+        "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
+        "ANSIBLE_LOCALHOST_WARNING": "False",
+        "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+    }
+    proc = subprocess.run(
+        [str(playbook_bin), "-i", str(hosts), str(play), *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def apply_objects(kube: LocalControlPlane, objects: list[dict]) -> None:
+    doc = {"apiVersion": "v1", "kind": "List", "items": objects}
+    kube.kubectl("apply", "--server-side", "--field-manager=gpufleet-tests", "-f", "-", input=json.dumps(doc))
+
+
+def without_topology(objects: list[dict]) -> list[dict]:
+    """The tenant's Kueue objects as rendered for a cluster without fabric labels."""
+    out = []
+    for o in objects:
+        if o["kind"] == "Topology":
+            continue
+        o = json.loads(json.dumps(o))
+        o.get("spec", {}).pop("topologyName", None)
+        out.append(o)
+    return out
+
+
+def job(name: str, pods: int, require: str | None) -> dict:
+    annotations = {REQUIRED: require} if require else {}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": NS, "labels": {"kueue.x-k8s.io/queue-name": QUEUE}},
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "completionMode": "Indexed",
+            "suspend": True,  # what Kueue's Job webhook sets (webhooks are not registered here)
+            "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "worker",
+                            "image": "registry.example/allreduce:1",
+                            "resources": {
+                                "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "8"},
+                                "limits": {"nvidia.com/gpu": "8"},
+                            },
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def wait_for(what: str, probe, timeout: float = 180, bed: dict | None = None):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(1)
+    tail = bed["kueue"].tail() if bed else ""
+    raise AssertionError(f"{what} not reached after {timeout}s (last: {last!r})\nkueue log:\n{tail}")
+
+
+def placed(kube: LocalControlPlane, name: str, count: int):
+    pods = kube.get_json("pods", "-n", NS, "-l", f"batch.kubernetes.io/job-name={name}")["items"]
+    nodes = [p["spec"].get("nodeName") for p in pods]
+    return nodes if len(nodes) == count and all(nodes) else None
+
+
+def workload(kube: LocalControlPlane, name: str) -> dict | None:
+    for w in kube.get_json("workloads.kueue.x-k8s.io", "-n", NS)["items"]:
+        if any(r.get("name") == name for r in w["metadata"].get("ownerReferences", [])):
+            return w
+    return None
+
+
+def condition(w: dict | None, kind: str) -> dict | None:
+    return next((c for c in ((w or {}).get("status") or {}).get("conditions", []) if c["type"] == kind), None)
+
+
+def delete_job(kube: LocalControlPlane, name: str) -> None:
+    kube.kubectl("delete", "job", name, "-n", NS, "--cascade=foreground", "--wait=true", "--timeout=120s")
+    wait_for(f"pods of {name} gone", lambda: not kube.get_json("pods", "-n", NS)["items"] or None)
+
+
+def leaves(bed: dict, nodes: list[str]) -> set[str]:
+    return {bed["labels"][n][LEAF] for n in nodes}
+
+
+def test_without_fabric_labels_eight_pods_scatter_over_both_leaves(bed):
+    kube = bed["kube"]
+    result = node_pools(bed, bed["gitops_no_labels"])
+    assert result["fabric_labels"]["managed"] is False, result["fabric_labels"]
+    apply_objects(kube, without_topology(bed["objects"]))
+    kube.kubectl("apply", "-f", "-", input=json.dumps(job("scatter", 8, None)))
+    nodes = wait_for("8 pods placed", lambda: placed(kube, "scatter", 8), bed=bed)
+    pools = {n: kube.get_json("node", n)["metadata"]["labels"].get(fence.POOL_KEY) for n in nodes}
+    assert set(pools.values()) == {"inference"}, pools  # Kueue's flavor keeps the pods on the pool's nodes
+    # 12 equal nodes, 8 of them under su07: all 8 pods there by chance is 1 in C(12, 8) = 495
+    assert leaves(bed, nodes) == {"su07-leaf", "su08-leaf"}, sorted(nodes)
+    delete_job(kube, "scatter")
+
+
+def test_apply_step_plans_sets_and_keeps_the_labels(bed):
+    kube = bed["kube"]
+    plan = node_pools(bed, bed["gitops"], "--check", "--diff")
+    assert plan["changed"] and plan["fabric_labels"]["managed"], plan["fabric_labels"]
+    shown = {c["node"]: c["after"]["labels"] for c in plan["changes"]}
+    assert shown["gpu049"][LEAF] == "su07-leaf" and LEAF not in kube.get_json("node", "gpu049")["metadata"]["labels"]
+    first = node_pools(bed, bed["gitops"])
+    assert first["changed"] and len(first["changes"]) == 64
+    for node in kube.get_json("nodes")["items"]:
+        name = node["metadata"]["name"]
+        if name in bed["labels"]:
+            got = {k: v for k, v in node["metadata"]["labels"].items() if SCHEMES["gpufleet"].owns(k)}
+            assert got == bed["labels"][name], name
+    second = node_pools(bed, bed["gitops"])
+    assert second["changed"] is False and second["changes"] == []
+
+
+def test_job_requiring_one_leaf_lands_under_one_leaf(bed):
+    kube = bed["kube"]
+    apply_objects(kube, bed["objects"])  # the Topology, and the flavor pointing at it
+    kube.kubectl("apply", "-f", "-", input=json.dumps(job("one-leaf", 8, LEAF)))
+    nodes = wait_for("8 pods placed", lambda: placed(kube, "one-leaf", 8), bed=bed)
+    assert leaves(bed, nodes) == {"su07-leaf"}, sorted(nodes)
+    assignment = workload(kube, "one-leaf")["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    assert LEAF in assignment["levels"]
+    delete_job(kube, "one-leaf")
+
+
+def test_job_that_fits_no_leaf_stays_suspended_with_kueues_reason(bed):
+    kube = bed["kube"]
+    kube.kubectl("apply", "-f", "-", input=json.dumps(job("too-big", 9, LEAF)))
+    reserved = wait_for(
+        "a QuotaReserved=False condition", lambda: condition(workload(kube, "too-big"), "QuotaReserved"), bed=bed
+    )
+    assert reserved["status"] == "False" and "topology" in reserved["message"].lower(), reserved
+    time.sleep(10)  # Kueue keeps retrying; it still does not admit
+    assert kube.get_json("job", "too-big", "-n", NS)["spec"]["suspend"] is True
+    admitted = condition(workload(kube, "too-big"), "Admitted")
+    assert admitted is None or admitted["status"] == "False", admitted
+    assert not kube.get_json("pods", "-n", NS, "-l", "batch.kubernetes.io/job-name=too-big")["items"]
+    print(f"Kueue's reason: {reserved['reason']}: {reserved['message']}")
+    kube.kubectl("delete", "job", "too-big", "-n", NS)
