@@ -12,6 +12,8 @@ How it differs from the chart's Deployment (same release, v0.19.2):
   off, Kueue 0.19.2 reads its metrics certificate from the fixed path /etc/kueue/metrics/certs, so the
   process runs in a private mount namespace (``unshare -m``, root) with a directory of the test's
   bind-mounted over /etc. Metrics are not served (``bindAddress: "0"``).
+- the on-demand visibility API (feature gate ``VisibilityOnDemand``) is off: it is an aggregated API
+  server needing its own certificate and APIService; TAS does not use it.
 - one replica, no leader election, the ``batch/job`` integration only, admin kubeconfig (no RBAC).
 """
 
@@ -72,6 +74,8 @@ class KueueController:
             "internalCertManagement": {"enable": False},
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": ["batch/job"]},
+            # the on-demand visibility API server wants its certificate at /visibility (an APIService)
+            "featureGates": {"VisibilityOnDemand": False},
         }
 
     def start(self, kubeconfig: Path, state: Path, timeout: float = 120) -> None:

@@ -3,17 +3,19 @@ with the sample fleet's 64 KWOK GPU nodes and the real Kueue controller (``kueue
 
 The sample inventory is rendered; the apply step (``gpufleet.core.node_pools`` through
 ansible-playbook) labels the Nodes from the rendered ``node-labels.yaml``; the Kubernetes-native
-tenant ``inference`` (12 nodes of 8 GPUs: 8 under leaf su07, 4 under su08) gets the Kueue objects
-rendered for its vCluster. The host API stands in for the vCluster API here: vCluster 0.36.1 copies
-every label of the host Nodes it syncs (``translate.ApplyMetadata`` in its node syncer) and syncs only
-the Nodes matching the pool selector, which the render tests check.
+tenant ``inference`` (12 nodes of 8 GPUs: gpu049-056 under leaf su07, gpu057-060 under su08) gets the
+Kueue objects rendered for its vCluster. The host API stands in for the vCluster API here: vCluster
+0.36.1 copies every label of the host Nodes it syncs (``translate.ApplyMetadata`` in its node syncer)
+and syncs only the Nodes matching the pool selector, which the render tests check.
 
-- without the fabric labels (and so without a Topology), 8 pods of 8 GPUs scatter over both leaves;
+Five pods outside Kueue hold gpu049-053, so su07 has 3 free nodes and su08 4. Jobs of pods of 8 GPUs:
+
+- without the fabric labels (and so without a Topology), a Job of 4 spreads over both leaves;
 - the apply step's plan shows the labels, applies them, and a second run changes nothing;
-- with them, a Job of 8 such pods that requires one leaf (``kueue.x-k8s.io/podset-required-topology``)
-  is admitted and all its pods land under su07;
-- a Job of 9 that requires one leaf stays suspended with Kueue's reason (no leaf has 9 free nodes,
-  although the pool's quota of 96 GPUs would allow 72).
+- with them, the same Job requiring one leaf (``kueue.x-k8s.io/podset-required-topology``) is
+  admitted and all its pods land under su08, the one leaf with room for 4;
+- a Job of 5 requiring one leaf stays suspended with Kueue's reason (no leaf has 5 free nodes,
+  although the pool's quota of 96 GPUs would allow 12 such pods).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import REPO_ROOT, LocalControlPlane, shared_test_helpers
+from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_tools, shared_test_helpers
 from kueue_controller import KueueController
 
 COLLECTIONS = REPO_ROOT / ".build" / "collections"
@@ -42,11 +44,15 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.labels impo
 pytestmark = pytest.mark.kube
 
 SAMPLE = REPO_ROOT / "inventories" / "sample"
-CLUSTER, TENANT, NS, QUEUE = "gpu-east", "inference", "inference", "inference"
+CLUSTER, TENANT, NS, QUEUE = "gpu-east", "inference", "serving", "inference"
 LABELS_FILE = f"clusters/{CLUSTER}/node-labels.yaml"
 OBJECTS_FILE = f"clusters/{CLUSTER}/tenants/{TENANT}/objects/objects.yaml"
 LEAF = SCHEMES["gpufleet"].tier(0)
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+STAGES = REPO_ROOT / ".build" / "share" / "kwok" / "stages.yaml"
+BLOCKERS = "kueue-tas-held"
+HELD = ["gpu049", "gpu050", "gpu051", "gpu052", "gpu053"]  # su07 keeps gpu054-056 free, su08 all 4
 
 
 def _write_tree(files: dict[str, bytes], root: Path, skip: tuple[str, ...] = ()) -> Path:
@@ -57,14 +63,67 @@ def _write_tree(files: dict[str, bytes], root: Path, skip: tuple[str, ...] = ())
     return root
 
 
+def blocker(node: str) -> dict:
+    """A pod outside Kueue holding all 8 GPUs of ``node`` (bound directly, stays Running)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"hold-{node}", "namespace": BLOCKERS},
+        "spec": {
+            "nodeName": node,
+            "tolerations": [{"key": fence.POOL_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [
+                {"name": "hold", "image": "registry.example/hold:1", "resources": {"limits": {"nvidia.com/gpu": "8"}}}
+            ],
+        },
+    }
+
+
+def running_stages(state: Path) -> Path:
+    """KWOK's stages without ``pod-complete``: Job pods stay Running, as training workers do, so a
+    Job's pods hold their nodes at once (with it, each pod ends at once and frees its node)."""
+    docs = [d for d in yaml.safe_load_all(STAGES.read_text()) if d and d["metadata"]["name"] != "pod-complete"]
+    out = state / "stages.yaml"
+    out.write_text(yaml.safe_dump_all(docs))
+    return out
+
+
 @pytest.fixture(scope="module")
-def bed(kube_cluster: LocalControlPlane, kueue_crd_files, tmp_path_factory):
+def plane(tmp_path_factory):
+    """A control plane of this module's own: KWOK keeps Job pods Running, and Kueue's controller
+    (cluster-wide) sees no other module's Nodes and Jobs."""
+    require_control_plane_tools()
+    state = tmp_path_factory.mktemp("kueue-plane")
+    stages = running_stages(state)
+    plane = LocalControlPlane()
+    before = os.environ.get("GPUFLEET_KWOK_STAGES")
+    os.environ["GPUFLEET_KWOK_STAGES"] = str(stages)
+    try:
+        plane.start(state / "cluster")
+    finally:
+        if before is None:
+            os.environ.pop("GPUFLEET_KWOK_STAGES")
+        else:
+            os.environ["GPUFLEET_KWOK_STAGES"] = before
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="module")
+def bed(plane: LocalControlPlane, kueue_crd_files, tmp_path_factory):
+    kube_cluster = plane
     state = tmp_path_factory.mktemp("kueue-tas")
     files = render_fleet(load_fleet(SAMPLE)).files
     labels_doc = yaml.safe_load(files[LABELS_FILE])
     objects = [o for o in yaml.safe_load_all(files[OBJECTS_FILE]) if o]
     kube_cluster.create_nodes_from_snapshot(SAMPLE / "snapshots" / CLUSTER / "nodes.yaml", timeout=180)
+    kube_cluster.create_namespace(BLOCKERS)
+    for node in HELD:
+        kube_cluster.kubectl("apply", "-f", "-", input=json.dumps(blocker(node)))
     kube_cluster.apply_crds(kueue_crd_files, timeout=240)
+    kube_cluster.create_namespace("kueue-system")
     kueue = KueueController()
     kueue.start(kube_cluster.kubeconfig, state / "kueue")
     try:
@@ -119,7 +178,16 @@ def node_pools(bed: dict, gitops: Path, *flags: str) -> dict:
 
 def apply_objects(kube: LocalControlPlane, objects: list[dict]) -> None:
     doc = {"apiVersion": "v1", "kind": "List", "items": objects}
-    kube.kubectl("apply", "--server-side", "--field-manager=gpufleet-tests", "-f", "-", input=json.dumps(doc))
+    # --force-conflicts as Argo CD's server-side apply: Kueue's controller also writes the ClusterQueue spec
+    kube.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=gpufleet-tests",
+        "-f",
+        "-",
+        input=json.dumps(doc),
+    )
 
 
 def without_topology(objects: list[dict]) -> list[dict]:
@@ -134,8 +202,8 @@ def without_topology(objects: list[dict]) -> list[dict]:
     return out
 
 
-def job(name: str, pods: int, require: str | None) -> dict:
-    annotations = {REQUIRED: require} if require else {}
+def job(name: str, pods: int, level: str | None, preferred: bool = False) -> dict:
+    annotations = {(PREFERRED if preferred else REQUIRED): level} if level else {}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -203,18 +271,19 @@ def leaves(bed: dict, nodes: list[str]) -> set[str]:
     return {bed["labels"][n][LEAF] for n in nodes}
 
 
-def test_without_fabric_labels_eight_pods_scatter_over_both_leaves(bed):
+def test_without_fabric_labels_the_job_spreads_over_both_leaves(bed):
     kube = bed["kube"]
     result = node_pools(bed, bed["gitops_no_labels"])
     assert result["fabric_labels"]["managed"] is False, result["fabric_labels"]
     apply_objects(kube, without_topology(bed["objects"]))
-    kube.kubectl("apply", "-f", "-", input=json.dumps(job("scatter", 8, None)))
-    nodes = wait_for("8 pods placed", lambda: placed(kube, "scatter", 8), bed=bed)
+    kube.kubectl("apply", "-f", "-", input=json.dumps(job("spread", 4, None)))
+    nodes = wait_for("4 pods placed", lambda: placed(kube, "spread", 4), bed=bed)
     pools = {n: kube.get_json("node", n)["metadata"]["labels"].get(fence.POOL_KEY) for n in nodes}
     assert set(pools.values()) == {"inference"}, pools  # Kueue's flavor keeps the pods on the pool's nodes
-    # 12 equal nodes, 8 of them under su07: all 8 pods there by chance is 1 in C(12, 8) = 495
+    # kube-scheduler breaks equal scores by its heap order, here the node names (gpu054-057); were it
+    # random, 4 of the 7 free nodes would all be su08's once in C(7, 4) = 35
     assert leaves(bed, nodes) == {"su07-leaf", "su08-leaf"}, sorted(nodes)
-    delete_job(kube, "scatter")
+    delete_job(kube, "spread")
 
 
 def test_apply_step_plans_sets_and_keeps_the_labels(bed):
@@ -237,17 +306,18 @@ def test_apply_step_plans_sets_and_keeps_the_labels(bed):
 def test_job_requiring_one_leaf_lands_under_one_leaf(bed):
     kube = bed["kube"]
     apply_objects(kube, bed["objects"])  # the Topology, and the flavor pointing at it
-    kube.kubectl("apply", "-f", "-", input=json.dumps(job("one-leaf", 8, LEAF)))
-    nodes = wait_for("8 pods placed", lambda: placed(kube, "one-leaf", 8), bed=bed)
-    assert leaves(bed, nodes) == {"su07-leaf"}, sorted(nodes)
+    kube.kubectl("apply", "-f", "-", input=json.dumps(job("one-leaf", 4, LEAF)))
+    nodes = wait_for("4 pods placed", lambda: placed(kube, "one-leaf", 4), bed=bed)
+    assert leaves(bed, nodes) == {"su08-leaf"}, sorted(nodes)
     assignment = workload(kube, "one-leaf")["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
-    assert LEAF in assignment["levels"]
+    # Kueue chose the nodes (down to the hostname level) at admission, and ungated the pods onto them
+    assert assignment["levels"][-1] == "kubernetes.io/hostname", assignment
     delete_job(kube, "one-leaf")
 
 
 def test_job_that_fits_no_leaf_stays_suspended_with_kueues_reason(bed):
     kube = bed["kube"]
-    kube.kubectl("apply", "-f", "-", input=json.dumps(job("too-big", 9, LEAF)))
+    kube.kubectl("apply", "-f", "-", input=json.dumps(job("too-big", 5, LEAF)))
     reserved = wait_for(
         "a QuotaReserved=False condition", lambda: condition(workload(kube, "too-big"), "QuotaReserved"), bed=bed
     )
@@ -258,4 +328,9 @@ def test_job_that_fits_no_leaf_stays_suspended_with_kueues_reason(bed):
     assert admitted is None or admitted["status"] == "False", admitted
     assert not kube.get_json("pods", "-n", NS, "-l", "batch.kubernetes.io/job-name=too-big")["items"]
     print(f"Kueue's reason: {reserved['reason']}: {reserved['message']}")
+    # the same 5 pods only preferring one leaf are admitted, over both leaves of the spine
     kube.kubectl("delete", "job", "too-big", "-n", NS)
+    kube.kubectl("apply", "-f", "-", input=json.dumps(job("prefer", 5, LEAF, preferred=True)))
+    nodes = wait_for("5 pods placed", lambda: placed(kube, "prefer", 5), bed=bed)
+    assert leaves(bed, nodes) == {"su07-leaf", "su08-leaf"}, sorted(nodes)
+    delete_job(kube, "prefer")
