@@ -15,8 +15,8 @@ import jsonschema
 import pytest
 from render_checks import (
     CHART_OF_DIR,
-    NO_UPSTREAM_ALLOWED,
     KUEUE_CRDS,
+    NO_UPSTREAM_ALLOWED,
     PROMETHEUS_CRDS,
     crd_index,
     crd_validator,
