@@ -131,9 +131,8 @@ def accelerator_level(topo: Topology) -> bool:
     return all(len({topo.node_group.get(n) for n in ns}) == 1 for _b, ns in topo.blocks)
 
 
-def node_labels(topo: Topology, labels: str | LabelScheme = DEFAULT_SCHEME) -> dict[str, dict[str, str]]:
-    """Node -> its fabric labels, nodes in network-adjacency order (``topo.order``)."""
-    sch = scheme(labels)
+def _parts(topo: Topology, sch: LabelScheme) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """(leaf group -> its tier labels, node -> its accelerator label value)."""
     paths = _group_paths(topo)
     depth = max((len(p) for p in paths.values()), default=0)
     per_group: dict[str, dict[str, str]] = {}
@@ -145,6 +144,13 @@ def node_labels(topo: Topology, labels: str | LabelScheme = DEFAULT_SCHEME) -> d
         for block, ns in topo.blocks:
             value = label_value(topo.block_domains.get(block, block))
             domain_of.update(dict.fromkeys(ns, value))
+    return per_group, domain_of
+
+
+def node_labels(topo: Topology, labels: str | LabelScheme = DEFAULT_SCHEME) -> dict[str, dict[str, str]]:
+    """Node -> its fabric labels, nodes in network-adjacency order (``topo.order``)."""
+    sch = scheme(labels)
+    per_group, domain_of = _parts(topo, sch)
     out: dict[str, dict[str, str]] = {}
     for node in topo.order:
         group = topo.node_group.get(node)
@@ -172,16 +178,26 @@ def levels(topo: Topology, labels: str | LabelScheme = DEFAULT_SCHEME, hostname:
 
 
 def label_sets(topo: Topology, labels: str | LabelScheme = DEFAULT_SCHEME) -> list[dict[str, Any]]:
-    """``[{labels, nodes}]``: one entry per distinct label set, in network order, nodes as a hostlist."""
-    groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
-    for node, mine in node_labels(topo, labels).items():
-        groups.setdefault(tuple(sorted(mine.items())), []).append(node)
-    return [{"labels": dict(key), "nodes": hostlist_compress(ns)} for key, ns in groups.items()]
+    """``[{labels, nodes}]``: one entry per leaf group and NVLink domain in it, in network order,
+    nodes as a hostlist (the same labels as :func:`node_labels`, grouped without a dict per node)."""
+    sch = scheme(labels)
+    per_group, domain_of = _parts(topo, sch)
+    groups: dict[tuple[str, str | None], list[str]] = {}
+    for node in topo.order:
+        group = topo.node_group.get(node)
+        if group is not None:
+            groups.setdefault((group, domain_of.get(node)), []).append(node)
+    out = []
+    for (group, domain), ns in groups.items():
+        mine = per_group[group] if domain is None else {**per_group[group], sch.accelerator: domain}
+        out.append({"labels": dict(sorted(mine.items())), "nodes": hostlist_compress(ns)})
+    return out
 
 
 def read_label_sets(sets: Any, labels: str | LabelScheme, where: str = "sets") -> dict[str, dict[str, str]]:
     """Node -> labels from ``label_sets`` output; every key owned by the scheme, every value a valid
-    label value, every node in one set at most. Raises ``FabricError`` naming the entry."""
+    label value, every node in one set at most. Raises ``FabricError`` naming the entry. The nodes of
+    one set share one (read-only) dict."""
     sch = scheme(labels)
     if not isinstance(sets, list):
         raise FabricError(f"{where}: expected a list of {{labels, nodes}}, got {type(sets).__name__}")
@@ -204,10 +220,11 @@ def read_label_sets(sets: Any, labels: str | LabelScheme, where: str = "sets") -
             names = hostlist_expand(entry["nodes"])
         except ValueError as exc:
             raise FabricError(f"{at}.nodes: {exc}") from None
+        shared = dict(mine)
         for n in names:
             if n in out:
                 raise FabricError(f"{at}.nodes: {n} is in an earlier set too")
-            out[n] = dict(mine)
+            out[n] = shared
     return out
 
 
