@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 import urllib.request
@@ -28,14 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from controlplane import BIN_DIR, REPO_ROOT
-
-SHARE = REPO_ROOT / ".build" / "share" / "kueue"
+from controlplane import BIN_DIR
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -122,7 +119,3 @@ class KueueController:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
         self.proc = None
-
-
-def version() -> str:
-    return (SHARE / ".version").read_text().strip()

@@ -96,15 +96,9 @@ def plane(tmp_path_factory):
     state = tmp_path_factory.mktemp("kueue-plane")
     stages = running_stages(state)
     plane = LocalControlPlane()
-    before = os.environ.get("GPUFLEET_KWOK_STAGES")
-    os.environ["GPUFLEET_KWOK_STAGES"] = str(stages)
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPUFLEET_KWOK_STAGES", str(stages))  # read by tools/cluster.sh at start
         plane.start(state / "cluster")
-    finally:
-        if before is None:
-            os.environ.pop("GPUFLEET_KWOK_STAGES")
-        else:
-            os.environ["GPUFLEET_KWOK_STAGES"] = before
     try:
         yield plane
     finally:
@@ -113,22 +107,21 @@ def plane(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bed(plane: LocalControlPlane, kueue_crd_files, tmp_path_factory):
-    kube_cluster = plane
     state = tmp_path_factory.mktemp("kueue-tas")
     files = render_fleet(load_fleet(SAMPLE)).files
     labels_doc = yaml.safe_load(files[LABELS_FILE])
     objects = [o for o in yaml.safe_load_all(files[OBJECTS_FILE]) if o]
-    kube_cluster.create_nodes_from_snapshot(SAMPLE / "snapshots" / CLUSTER / "nodes.yaml", timeout=180)
-    kube_cluster.create_namespace(BLOCKERS)
+    plane.create_nodes_from_snapshot(SAMPLE / "snapshots" / CLUSTER / "nodes.yaml", timeout=180)
+    plane.create_namespace(BLOCKERS)
     for node in HELD:
-        kube_cluster.kubectl("apply", "-f", "-", input=json.dumps(blocker(node)))
-    kube_cluster.apply_crds(kueue_crd_files, timeout=240)
-    kube_cluster.create_namespace("kueue-system")
+        plane.kubectl("apply", "-f", "-", input=json.dumps(blocker(node)))
+    plane.apply_crds(kueue_crd_files, timeout=240)
+    plane.create_namespace("kueue-system")
     kueue = KueueController()
-    kueue.start(kube_cluster.kubeconfig, state / "kueue")
+    kueue.start(plane.kubeconfig, state / "kueue")
     try:
         yield {
-            "kube": kube_cluster,
+            "kube": plane,
             "kueue": kueue,
             "state": state,
             "gitops": _write_tree(files, state / "gitops"),
