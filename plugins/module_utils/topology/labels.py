@@ -18,8 +18,8 @@ Label schemes (``SCHEMES``): ``gpufleet`` (``topology.gpufleet.io/tier-N``,
 ``accelerator.topograph.run/domain``, the keys topograph >= 1.0 writes). Values that are not valid
 Kubernetes label values become ``x`` + the FNV-64a hex of the name, as topograph does.
 
-``label_sets`` is the grouped form the renderer writes (one entry per distinct label set, the nodes
-as a hostlist); ``read_label_sets`` reads it back, checking keys, values and node names.
+``label_sets`` is the grouped form the renderer writes (one entry per leaf group and NVLink domain,
+the nodes as a hostlist); ``read_label_sets`` reads it back, checking keys, values and node names.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.names impor
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 MAX_LEVELS = 16  # Kueue Topology.spec.levels maxItems
-_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+_VALUE = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")  # fullmatch: "$" allows a final "\n"
 # a DNS subdomain prefix (<= 253) and a name part (<= 63), as the API server checks label keys
 _KEY = re.compile(
-    r"^(?:(?=.{1,253}/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+    r"(?:(?=.{1,253}/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 )
 
 
@@ -68,7 +68,7 @@ class LabelScheme:
         """``<prefix>/tier-N`` and ``<prefix>/accelerator`` (the filters' ``prefix`` option)."""
         scheme = cls("custom", f"{prefix}/tier-", f"{prefix}/accelerator")
         for key in (scheme.tier(0), scheme.accelerator):
-            if not _KEY.match(key):
+            if not _KEY.fullmatch(key):
                 raise FabricError(f"label prefix {prefix!r} does not give valid label keys ({key!r})", key="prefix")
         return scheme
 
@@ -94,7 +94,7 @@ def label_value(value: str) -> str:
     Any other name becomes ``x`` + FNV-64a hex (17 chars), as topograph does: deterministic, and
     distinct names collide only with FNV-64's odds.
     """
-    if _VALUE.match(value) and value.isascii():
+    if _VALUE.fullmatch(value) and value.isascii():
         return value
     h = 0xCBF29CE484222325
     for b in value.encode():
@@ -104,7 +104,7 @@ def label_value(value: str) -> str:
 
 
 def is_label_value(value: Any) -> bool:
-    return isinstance(value, str) and (value == "" or (bool(_VALUE.match(value)) and value.isascii()))
+    return isinstance(value, str) and (value == "" or (bool(_VALUE.fullmatch(value)) and value.isascii()))
 
 
 def _group_paths(topo: Topology) -> dict[str, list[str]]:

@@ -117,6 +117,7 @@ def test_missing_tree_or_file_means_not_managed(tmp_path):
         ({"scheme": "gpufleet", "sets": [{"labels": {K: "x"}, "nodes": "a"}]}, "not a gpufleet fabric label key"),
         ({"scheme": "gpufleet", "sets": [{"labels": {T0: "-bad"}, "nodes": "a"}]}, "not a valid label value"),
         ({"scheme": "gpufleet", "sets": [{"labels": {T0: "x" * 64}, "nodes": "a"}]}, "not a valid label value"),
+        ({"scheme": "gpufleet", "sets": [{"labels": {T0: "leaf\n"}, "nodes": "a"}]}, "not a valid label value"),
         ({"scheme": "gpufleet", "sets": [{"labels": {T0: "l"}, "nodes": "a[1-"}]}, r"sets\[0\]\.nodes"),
         ({"scheme": "gpufleet", "sets": [{"labels": {T0: "l"}, "nodes": ["a"]}]}, "hostlist string"),
         (
