@@ -3,7 +3,7 @@
 # kustomize) from pinned Go modules into the git-ignored .build/bin/.
 #
 # Usage: tools/build.sh [GROUP...]     GROUP: k8s etcd kwok helm kustomize promcrds argocd
-#                                     (default: all)
+#                                     kueue (default: all)
 #
 # Idempotent: each binary has a stamp file (.build/bin/.stamps/<name>) holding
 # the pinned version and build recipe; a binary whose stamp matches is not
@@ -32,9 +32,10 @@ HELM_VERSION=v4.2.4         # helm.sh/helm/v4
 KUSTOMIZE_VERSION=v5.8.1    # sigs.k8s.io/kustomize/kustomize/v5
 PROM_OPERATOR_VERSION=v0.85.0  # github.com/prometheus-operator/prometheus-operator (CRD YAMLs only)
 ARGOCD_VERSION=v3.2.11      # github.com/argoproj/argo-cd/v3; wrapper: tools/argocd/go.mod
+KUEUE_VERSION=v0.19.2       # sigs.k8s.io/kueue (= the pinned kueue chart 0.19.2, appVersion v0.19.2)
 RECIPE=1                    # bump when build flags change, forces a rebuild
 
-ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd)
+ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd kueue)
 
 die() { echo "tools/build.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/build.sh: $*" >&2; }
@@ -183,6 +184,25 @@ build_argocd() {
     -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.gitTag=$ARGOCD_VERSION -X $p.gitTreeState=clean -X $p.buildDate=2000-01-01T00:00:00Z" \
     -o "$TMPB/argocd" github.com/argoproj/argo-cd/v3/cmd)
   install_bins "$v" argocd
+}
+
+build_kueue() {
+  # The Kueue controller manager plus, from the same module zip, its CRDs (config/components/crd/bases)
+  # and webhook configurations (config/components/webhook), for the controller run as a process.
+  local dest="$SHARE/kueue" dir p=sigs.k8s.io/kueue/pkg/version
+  if is_fresh kueue "$KUEUE_VERSION" && [[ "$(cat "$dest/.version" 2>/dev/null)" == "$KUEUE_VERSION" ]]; then
+    return 10
+  fi
+  GOBIN="$TMPB" go install -ldflags "-s -w -X $p.GitVersion=$KUEUE_VERSION -X $p.BuildDate=2000-01-01" \
+    "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION"
+  dir="$(go mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [[ -d "$dir/config/components/crd/bases" ]] || die "Kueue CRDs not found in module cache ($dir)"
+  rm -rf "$dest.tmp" && mkdir -p "$dest.tmp/crds"
+  cp "$dir"/config/components/crd/bases/*.yaml "$dest.tmp/crds/"
+  cp "$dir/config/components/webhook/manifests.yaml" "$dest.tmp/webhooks.yaml"
+  echo "$KUEUE_VERSION" >"$dest.tmp/.version"
+  rm -rf "$dest" && mv "$dest.tmp" "$dest"
+  install_bins "$KUEUE_VERSION" kueue
 }
 
 # Everything runs from main so that editing this file during a build is safe.

@@ -15,14 +15,9 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import domains_from_nodes, fabric_from_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import labels as fabric_labels
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
-    kueue_node_labels,
-    render,
-)
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
-    kueue_topology as _kueue_topology,
-)
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import render
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     slinky_topology_spec as _slinky,
 )
@@ -82,7 +77,7 @@ def kueue_topology_labels(
 ):
     """Node -> the topology labels a Kueue ``Topology`` with the same prefix needs."""
     topo = _topo("kueue_topology_labels", src, kind, nodes, node_map, exclude, domains)
-    return kueue_node_labels(topo, prefix=prefix)
+    return fabric_labels.node_labels(topo, fabric_labels.LabelScheme.from_prefix(prefix))
 
 
 @core_errors("kueue_topology")
@@ -99,7 +94,7 @@ def kueue_topology(
 ):
     """The Kueue ``Topology`` object (levels coarse to fine, hostname last) for the same labels."""
     topo = _topo("kueue_topology", src, kind, nodes, node_map, exclude, domains)
-    return _kueue_topology(topo, name=name, prefix=prefix, api_version=api_version)
+    return fabric_labels.kueue_topology(topo, name, fabric_labels.LabelScheme.from_prefix(prefix), api_version)
 
 
 class FilterModule:

@@ -25,6 +25,13 @@ description:
     C(<gitops_dir>/clusters/<cluster>/tenants/<tenant>/slurm/node-topology.yaml); a Node without a
     value there loses the annotation. Other annotations are never touched. When O(gitops_dir) or
     those files are missing, no annotation is managed (see RV(annotations)).
+  - It also owns the fabric labels, the switch tiers and NVLink domain of each Node
+    (C(topology.gpufleet.io/tier-N) and C(topology.gpufleet.io/accelerator), or topograph's
+    C(fabric.topograph.run/tier-N) and C(accelerator.topograph.run/domain), as the cluster's
+    C(topology.node_labels) says). They are read from the rendered
+    C(<gitops_dir>/clusters/<cluster>/node-labels.yaml), built from the same fabric as the Slurm
+    topology; a Node without an entry there loses them, labels under other keys are never touched.
+    Without that file (no fabric), no fabric label is managed (see RV(fabric_labels)).
   - It cordons the Nodes in maintenance (C(gpufleet_maintenance), rendered to
     C(<gitops_dir>/clusters/<cluster>/maintenance.yaml)) whose window has begun, with the annotations
     C(gpufleet.io/maintenance) (the maintenance) and C(nodeset.slinky.slurm.net/node-cordon-reason) (the
@@ -75,13 +82,14 @@ attributes:
     description: Plans the changes and reports them without patching any Node.
   diff_mode:
     support: full
-    description: One diff per changed Node with its pool labels, taints and owned annotations before and after.
+    description: One diff per changed Node with its pool and fabric labels, taints and owned annotations, before and
+      after.
   platform:
     support: full
     platforms: posix
     description: Runs where the inventory and the kubeconfig are, normally the controller (C(localhost)).
 notes:
-  - C(changed) is true only when at least one Node's pool labels, taints, owned annotations or
+  - C(changed) is true only when at least one Node's pool or fabric labels, taints, owned annotations or
     maintenance cordon differ.
 """
 
@@ -123,6 +131,28 @@ changes:
         labels: {node-restriction.kubernetes.io/gpufleet-pool: pretrain}
         taints: [{key: node-restriction.kubernetes.io/gpufleet-pool, value: pretrain, effect: NoSchedule}]
         annotations: {topology.slinky.slurm.net/spec: "topo-default:block-leaf-0"}
+fabric_labels:
+  description: Whether the fabric labels were managed, from which file, in which scheme, and why (not).
+  returned: always
+  type: dict
+  contains:
+    managed:
+      description: True when the fabric labels were planned from the rendered file.
+      type: bool
+    file:
+      description: The C(node-labels.yaml) file read (null when not managed).
+      type: str
+    scheme:
+      description: The label scheme, C(gpufleet) or C(topograph) (null when not managed).
+      type: str
+    msg:
+      description: What was read, or why the fabric labels were not managed.
+      type: str
+  sample:
+    managed: true
+    file: /repo/gitops/clusters/gpu-east/node-labels.yaml
+    scheme: gpufleet
+    msg: "fabric labels (gpufleet) of 64 node(s) from /repo/gitops/clusters/gpu-east/node-labels.yaml"
 missing:
   description: Nodes in the mapping that are not in the cluster (not fenced).
   returned: always
@@ -230,15 +260,25 @@ def fence(module: GpufleetModule) -> dict:
         gitops_dir = gitops_dir or str(pool_apply.default_gitops_dir(fleet))
     if params["cluster"]:
         annotations, files, msg = pool_apply.annotations_from_gitops(gitops_dir, params["cluster"])
+        fabric, labels_file, labels_msg = pool_apply.fabric_labels_from_gitops(gitops_dir, params["cluster"])
     else:
         annotations, files, msg = None, [], "node annotations not managed: no cluster given"
+        fabric, labels_file, labels_msg = None, None, "fabric labels not managed: no cluster given"
     result["annotations"] = {"managed": annotations is not None, "files": [str(f) for f in files], "msg": msg}
     maintenance, result["maintenance"] = _maintenance(params, gitops_dir)
+    result["fabric_labels"] = {
+        "managed": fabric is not None,
+        "file": str(labels_file) if labels_file else None,
+        "scheme": fabric[0].name if fabric else None,
+        "msg": labels_msg,
+    }
     api = pool_apply.core_api(params["kubeconfig"], params["context"])
     nodes = pool_apply.list_nodes(api)
-    changes, result["missing"] = pool_apply.plan(nodes, mapping, annotations, maintenance)
+    changes, result["missing"] = pool_apply.plan(nodes, mapping, annotations, fabric=fabric, maintenance=maintenance)
     if changes and not module.check_mode:
-        changes = pool_apply.apply_changes(api, changes, mapping, annotations=annotations, maintenance=maintenance)
+        changes = pool_apply.apply_changes(
+            api, changes, mapping, annotations=annotations, fabric=fabric, maintenance=maintenance
+        )
     result["nodes"] = len(nodes)
     result["changed"] = bool(changes)
     result["changes"] = [{"node": c.node, "pool": c.pool, "before": c.before, "after": c.after} for c in changes]

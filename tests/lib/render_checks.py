@@ -211,13 +211,17 @@ def crd_validator(crd_file: Path, version: str) -> jsonschema.protocols.Validato
 
 # monitoring.coreos.com CRDs of the pinned prometheus-operator release (tools/build.sh promcrds)
 PROMETHEUS_CRDS = Path(__file__).resolve().parents[2] / ".build" / "share" / "prometheus-operator-crds"
+# kueue.x-k8s.io CRDs from the Kueue Go module at the pinned chart's version (tools/build.sh kueue)
+KUEUE_CRDS = Path(__file__).resolve().parents[2] / ".build" / "share" / "kueue" / "crds"
 
 
 def crd_index(shared: Path) -> dict[tuple[str, str], tuple[Path, str]]:
     """(apiVersion, kind) -> (CRD file, version) for every upstream CRD (and the fetched
-    prometheus-operator CRDs when tools/build.sh has fetched them)."""
+    prometheus-operator and Kueue CRDs when tools/build.sh has fetched them)."""
     out = {}
     files = sorted((shared / "upstream" / "crds").glob("*/*.yaml")) + sorted(PROMETHEUS_CRDS.glob("*.yaml"))
+    # the Workload CRD (1.4 MB) is not rendered by gpufleet: skip parsing it
+    files += sorted(f for f in KUEUE_CRDS.glob("*.yaml") if not f.name.endswith("_workloads.yaml"))
     for f in files:
         for doc in _crd_docs(f):
             if doc.get("kind") != "CustomResourceDefinition":

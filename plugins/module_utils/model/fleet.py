@@ -58,6 +58,7 @@ class FabricSource:
 class TopologyConfig:
     plugin: str = "tree"  # tree | block | yaml | flat
     block_sizes: tuple[int, ...] = ()
+    node_labels: str = "gpufleet"  # fabric label scheme on Nodes (topology.labels.SCHEMES)
 
 
 @dataclass(frozen=True)

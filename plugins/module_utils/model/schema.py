@@ -279,6 +279,13 @@ SCHEMA: dict[str, Any] = {
                         "properties": {
                             "plugin": {"enum": ["tree", "block", "yaml", "flat"], "default": "tree"},
                             "block_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}},
+                            "node_labels": {
+                                "enum": ["gpufleet", "topograph"],
+                                "default": "gpufleet",
+                                "description": "keys of the fabric labels on Nodes and of the Kueue Topology levels:"
+                                " gpufleet (topology.gpufleet.io/tier-N, /accelerator) or topograph"
+                                " (fabric.topograph.run/tier-N, accelerator.topograph.run/domain)",
+                            },
                         },
                     },
                     "monitoring": _CLUSTER_MONITORING,

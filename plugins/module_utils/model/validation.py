@@ -611,7 +611,11 @@ def _cluster(inv: Path, c: dict[str, Any]) -> Cluster:
             allow_unmatched_hosts=fab.get("allow_unmatched_hosts", False),
             allow_topology_problems=fab.get("allow_topology_problems", False),
         ),
-        topology=TopologyConfig(plugin=topo.get("plugin", "tree"), block_sizes=tuple(topo.get("block_sizes", ()))),
+        topology=TopologyConfig(
+            plugin=topo.get("plugin", "tree"),
+            block_sizes=tuple(topo.get("block_sizes", ())),
+            node_labels=topo.get("node_labels", "gpufleet"),
+        ),
         components={name: _component(name, comps.get(name)) for name in COMPONENTS},
         kubeconfig=c.get("kubeconfig"),
         context=c.get("context"),

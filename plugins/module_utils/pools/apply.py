@@ -14,6 +14,10 @@ Applying uses the ``kubernetes`` Python client: ``core_api(kubeconfig, context)`
 ``apply_changes`` (JSON merge patch carrying the ``resourceVersion`` read, so a concurrent writer
 makes the patch fail with 409 instead of being overwritten; retried after a fresh read).
 
+The fabric labels (``topology.labels``: switch tiers and NVLink domain) are owned too when the
+caller passes them (``fabric``: scheme, node -> labels): every label under the scheme's keys is
+planned like the fence labels. ``fabric_labels_from_gitops(gitops_dir, cluster)`` reads them from
+the rendered ``clusters/<cluster>/node-labels.yaml``.
 Maintenance cordons (``cordon``) are owned too when the caller passes the due maintenance entries
 (``maintenance``: node -> {maintenance, reason}); they travel in the same patch.
 
@@ -24,7 +28,7 @@ Maintenance cordons (``cordon``) are owned too when the caller passes the due ma
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import d
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import cordon, fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, read_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import labels as fabric_labels
 
 try:
     import yaml
@@ -44,6 +49,7 @@ except ImportError:  # importing works without it; the first use raises a clear 
     yaml = missing("yaml", "PyYAML")
 
 TOPOLOGY_FILE = "node-topology.yaml"
+LABELS_FILE = "node-labels.yaml"  # clusters/<cluster>/, rendered by render.fabric_labels
 
 
 class ApplyError(GpufleetError):
@@ -69,12 +75,27 @@ class NodeChange:
     patch: dict[str, Any] = field(default_factory=dict)
 
 
+# the fabric labels a Node should carry: their scheme (whose keys gpufleet owns) and node -> labels
+FabricLabels = tuple[fabric_labels.LabelScheme, Mapping[str, Mapping[str, str]]]
+
+
+def _label_owner(fabric: FabricLabels | None) -> Callable[[str], bool]:
+    """Whether a label key is gpufleet's: the fence keys, and the fabric scheme's keys when managed."""
+    if fabric is None:
+        return lambda k: k in fence.OWNED_LABEL_KEYS
+    owns = fabric[0].owns
+    return lambda k: k in fence.OWNED_LABEL_KEYS or owns(k)
+
+
 def _owned_view(
-    labels: Mapping[str, str], taints: list[dict[str, Any]], annotations: Mapping[str, str] | None = None
+    labels: Mapping[str, str],
+    taints: list[dict[str, Any]],
+    annotations: Mapping[str, str] | None = None,
+    owned: Callable[[str], bool] = fence.OWNED_LABEL_KEYS.__contains__,
 ) -> dict[str, Any]:
     """The owned part of a Node; ``annotations`` only when they are managed (not None)."""
     view: dict[str, Any] = {
-        "labels": {k: labels[k] for k in sorted(labels) if k in fence.OWNED_LABEL_KEYS},
+        "labels": {k: labels[k] for k in sorted(labels) if owned(k)},
         "taints": sorted(
             (t for t in taints if t.get("key") in fence.OWNED_TAINT_KEYS),
             key=lambda t: (t.get("key", ""), t.get("value", ""), t.get("effect", "")),
@@ -115,29 +136,39 @@ def plan_node(
     node: Mapping[str, Any],
     pool: fence.PoolLike | str | None,
     annotations: Mapping[str, str] | None = None,
+    *,
+    fabric: FabricLabels | None = None,
     maintenance: Mapping[str, Mapping[str, str]] | None = None,
 ) -> NodeChange | None:
     """``_plan_fence`` plus the maintenance cordon: ``maintenance`` maps node -> its due maintenance
     entry (``cordon.due``); None leaves cordons alone."""
-    return _with_cordon(node, _plan_fence(node, pool, annotations), maintenance)
+    return _with_cordon(node, _plan_fence(node, pool, annotations, fabric), maintenance)
 
 
 def _plan_fence(
-    node: Mapping[str, Any], pool: fence.PoolLike | str | None, annotations: Mapping[str, str] | None = None
+    node: Mapping[str, Any],
+    pool: fence.PoolLike | str | None,
+    annotations: Mapping[str, str] | None = None,
+    fabric: FabricLabels | None = None,
 ) -> NodeChange | None:
     """The change that gives ``node`` (a v1 Node dict) the fence of ``pool`` (None: no pool).
 
     ``annotations``: the owned annotations the Node should carry (``{key: value}``, keys outside
     ``fence.OWNED_ANNOTATION_KEYS`` are ignored; an owned key left out is removed). None leaves
     every annotation alone and keeps them out of ``before``/``after``.
+    ``fabric``: (scheme, node -> labels): the Node gets its fabric labels and loses any other label
+    under the scheme's keys; None leaves fabric labels alone.
     """
     meta = node.get("metadata") or {}
     name = meta.get("name")
     labels = dict(meta.get("labels") or {})
     taints = [_clean_taint(t) for t in (node.get("spec") or {}).get("taints") or []]
+    owned = _label_owner(fabric)
     want_labels = fence.node_labels(pool) if pool is not None else {}
+    if fabric is not None:
+        want_labels = {k: v for k, v in (fabric[1].get(name) or {}).items() if owned(k)} | want_labels
     want_taints = fence.node_taints(pool) if pool is not None else []
-    new_labels = {k: v for k, v in labels.items() if k not in fence.OWNED_LABEL_KEYS} | want_labels
+    new_labels = {k: v for k, v in labels.items() if not owned(k)} | want_labels
     others = [t for t in taints if t.get("key") not in fence.OWNED_TAINT_KEYS]
     new_taints = others + [dict(t) for t in want_taints]
     current_ann: dict[str, str] | None = None
@@ -145,12 +176,12 @@ def _plan_fence(
     if annotations is not None:
         current_ann = dict(meta.get("annotations") or {})
         want_ann = {k: str(annotations[k]) for k in fence.OWNED_ANNOTATION_KEYS if annotations.get(k) is not None}
-    before = _owned_view(labels, taints, current_ann)
-    after = _owned_view(new_labels, new_taints, want_ann)
+    before = _owned_view(labels, taints, current_ann, owned)
+    after = _owned_view(new_labels, new_taints, want_ann, owned)
     if before == after:
         return None
     patch: dict[str, Any] = {"metadata": {"labels": {}}}
-    for k in fence.OWNED_LABEL_KEYS:
+    for k in sorted(set(before["labels"]) | set(after["labels"])):
         if labels.get(k) != new_labels.get(k):
             patch["metadata"]["labels"][k] = new_labels.get(k)  # None removes the label
     if current_ann is not None and want_ann is not None and before["annotations"] != after["annotations"]:
@@ -175,17 +206,21 @@ def plan(
     nodes: list[Mapping[str, Any]],
     mapping: Mapping[str, fence.PoolLike | str],
     annotations: Mapping[str, Mapping[str, str]] | None = None,
+    *,
+    fabric: FabricLabels | None = None,
     maintenance: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[list[NodeChange], list[str]]:
     """Changes for every Node (sorted by name) and the mapped node names absent from the cluster.
 
     ``annotations``: node -> owned annotations (``plan_node``); None: annotations not managed.
+    ``fabric``: the fabric labels (``plan_node``); None: not managed.
     ``maintenance``: node -> due maintenance entry (``plan_node``); None: cordons not managed.
     """
     present = {(n.get("metadata") or {}).get("name"): n for n in nodes}
     changes = []
     for name in sorted(present):
-        change = plan_node(present[name], mapping.get(name), _node_annotations(annotations, name), maintenance)
+        wanted = _node_annotations(annotations, name)
+        change = plan_node(present[name], mapping.get(name), wanted, fabric=fabric, maintenance=maintenance)
         if change is not None:
             changes.append(change)
     missing = sorted(set(mapping) - set(present))
@@ -290,6 +325,30 @@ def annotations_from_gitops(
     return dict(sorted(out.items())), files, msg
 
 
+def fabric_labels_from_gitops(
+    gitops_dir: str | Path | None, cluster: str
+) -> tuple[FabricLabels | None, Path | None, str]:
+    """(scheme, node -> fabric labels) from the rendered ``clusters/<cluster>/node-labels.yaml``, the
+    file read and a message; None (fabric labels not managed) when the directory or file is missing."""
+    if not gitops_dir or not Path(gitops_dir).is_dir():
+        return None, None, f"fabric labels not managed: gitops_dir {gitops_dir or '(none)'} does not exist"
+    path = Path(gitops_dir, "clusters", cluster, LABELS_FILE)
+    if not path.is_file():
+        return None, None, f"fabric labels not managed: no {path} in the rendered tree (no fabric)"
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ApplyError(f"{path}: cannot read the node labels: {exc}") from None
+    if not isinstance(doc, Mapping) or set(doc) != {"scheme", "sets"}:
+        raise ApplyError(f"{path}: expected a mapping with exactly scheme and sets")
+    try:
+        scheme = fabric_labels.scheme(doc["scheme"])
+        per_node = fabric_labels.read_label_sets(doc["sets"], scheme)
+    except GpufleetError as exc:
+        raise ApplyError(f"{path}: {exc}") from None
+    return (scheme, per_node), path, f"fabric labels ({scheme.name}) of {len(per_node)} node(s) from {path}"
+
+
 # ------------------------------------------------------------------------------------------- API
 
 
@@ -317,6 +376,8 @@ def apply_changes(
     mapping: Mapping[str, Any],
     retries: int = 3,
     annotations: Mapping[str, Mapping[str, str]] | None = None,
+    *,
+    fabric: FabricLabels | None = None,
     maintenance: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[NodeChange]:
     """Patch every changed Node; on a 409 conflict re-read the Node and re-plan. Returns what was done."""
@@ -336,7 +397,11 @@ def apply_changes(
                 except Exception as exc2:
                     raise ApplyError(f"cannot read Node {current.node}: {_api_reason(exc2)}") from None
                 replanned = plan_node(
-                    node, mapping.get(current.node), _node_annotations(annotations, current.node), maintenance
+                    node,
+                    mapping.get(current.node),
+                    _node_annotations(annotations, current.node),
+                    fabric=fabric,
+                    maintenance=maintenance,
                 )
                 if replanned is None:
                     break

@@ -24,7 +24,7 @@ name, a name being treated as a tainted pool with no tenant):
   and ``sync.toHost.pods.enforceTolerations`` (strings ``key=value:NoSchedule``) for one tenant's pools.
 - ``slinky_nodeset_fragment(pool) -> dict``: ``{"podSpec": {"nodeSelector", "tolerations"}}`` for a
   Slinky ``slurm`` chart ``nodesets.<name>`` entry.
-- ``kueue_resource_flavor(pool) -> dict`` and ``kueue_cluster_queue(pool, tenant, gpus=...) -> dict``:
+- ``kueue_resource_flavor(pool, topology=None) -> dict`` and ``kueue_cluster_queue(pool, tenant, gpus=...) -> dict``:
   Kueue objects, only for ``kubernetes`` pools (Slurm pools are in no flavor and no cohort).
 - ``daemonset_tolerations(pools=None) -> list[dict]``: tolerations for DaemonSets that must run on
   every pool (GPU Operator ``daemonsets.tolerations``, NFD worker, Cilium, CSI node plugins).
@@ -160,19 +160,18 @@ def _require_kubernetes(pool: PoolLike | str, what: str) -> tuple[str, str | Non
     return ref
 
 
-def kueue_resource_flavor(pool: PoolLike) -> dict[str, Any]:
-    """Kueue ResourceFlavor named after a kubernetes pool: nodeLabels + tolerations of the fence."""
+def kueue_resource_flavor(pool: PoolLike, topology: str | None = None) -> dict[str, Any]:
+    """Kueue ResourceFlavor named after a kubernetes pool: nodeLabels + tolerations of the fence;
+    ``topology``: the Kueue Topology its nodes are placed by (``spec.topologyName``)."""
     name = _require_kubernetes(pool, "kueue_resource_flavor")[0]
     labels = dict(node_selector(pool))
     product = getattr(pool, "gpu_product", None)
     if product:
         labels["nvidia.com/gpu.product"] = product
-    return {
-        "apiVersion": KUEUE_API,
-        "kind": "ResourceFlavor",
-        "metadata": {"name": name},
-        "spec": {"nodeLabels": dict(sorted(labels.items())), "tolerations": tolerations([pool])},
-    }
+    spec: dict[str, Any] = {"nodeLabels": dict(sorted(labels.items())), "tolerations": tolerations([pool])}
+    if topology:
+        spec["topologyName"] = topology
+    return {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
 
 
 def kueue_cluster_queue(

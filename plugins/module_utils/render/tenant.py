@@ -46,6 +46,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import (
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
+from ansible_collections.gpufleet.core.plugins.module_utils.render.fabric_labels import kueue_topology as tas_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
     DCGM_JOB_MAPPING_DIR,
@@ -503,12 +504,14 @@ def slurm_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
 # ------------------------------------------------------------------ Kueue inside the vCluster
 
 
-def kueue_objects(fleet: Fleet, tenant: Tenant, inputs: ClusterInputs) -> list[dict[str, Any]]:
+def kueue_objects(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs) -> list[dict[str, Any]]:
     pools = sorted(fleet.tenant_pools(tenant.name, "kubernetes"), key=lambda p: p.name)
     namespaces = list(tenant.namespaces) or [tenant.name]
-    objs: list[dict[str, Any]] = []
+    # Topology Aware Scheduling over the fabric labels the apply step puts on the Nodes
+    topology = tas_topology(cluster, inputs)
+    objs: list[dict[str, Any]] = [topology] if topology else []
     for p in pools:
-        objs.append(fence.kueue_resource_flavor(p))
+        objs.append(fence.kueue_resource_flavor(p, topology=topology["metadata"]["name"] if topology else None))
         # Kueue admits a workload only if every resource it requests is covered, so cpu and memory
         # are quotas too (the pool's allocatable totals), not only GPUs.
         r = inputs.pool_resources(p.name)
@@ -590,7 +593,7 @@ def vcluster_objects(
     if slurm and tenant.identity is not None and tenant.identity.tls_ca_pem:
         objects.append(sssd.ca_configmap(tenant.identity))
     if kueue:
-        objects += kueue_objects(fleet, tenant, inputs)
+        objects += kueue_objects(fleet, cluster, tenant, inputs)
     return objects
 
 

@@ -13,6 +13,7 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
       POOLS.md                                   the pool summary; the nodes of no tenant, one per line
       maintenance.yaml, MAINTENANCE.md           nodes in maintenance (apply step cordons) and the plan
       vclusters.yaml                             vClusters the apply step registers in Argo CD
+      node-labels.yaml                           fabric labels the apply step puts on the Nodes
       apps/*.yaml                                platform Applications, AppProjects and one root
                                                  Application per tenant (the cluster root syncs these)
       platform/<component>/values.yaml           Helm values ($values source of each platform app)
@@ -44,7 +45,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
-from ansible_collections.gpufleet.core.plugins.module_utils.render import identity, images
+from ansible_collections.gpufleet.core.plugins.module_utils.render import fabric_labels, identity, images
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import Rendered
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
@@ -147,6 +148,11 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
         },
         head + "\nvClusters the apply step registers in Argo CD (cluster Secrets are never in Git).",
     )
+    labels_doc = fabric_labels.node_labels_doc(cluster, inputs)
+    if labels_doc is not None:
+        files[f"{base}/{fabric_labels.LABELS_FILE}"] = dump_file(
+            labels_doc, head + "\nNode labels from the fabric; the apply step (node_pools) sets them."
+        )
     files[f"{base}/REPORT.md"] = render_report(fleet, cluster, inputs).encode("utf-8")
     files[f"{base}/POOLS.md"] = inputs.pool_tables[None].encode("utf-8")
     for t in tenants:  # each tenant's reports in its own tree (its CODEOWNERS entry approves them)

@@ -1,4 +1,5 @@
-"""Render a :class:`Topology`: topology.conf (tree, block), topology.yaml, Slinky and Kueue views.
+"""Render a :class:`Topology`: topology.conf (tree, block), topology.yaml and the Slinky view (the
+Kubernetes node labels and Kueue's Topology are in ``topology.labels``).
 
 Every renderer validates what it produced against the rules Slurm enforces (listed in
 docs/adr/topology.md, Validation before writing) and raises :class:`FabricError` instead of returning a file slurmctld
@@ -18,7 +19,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.names impor
     hostlist_compress,
     hostlist_expand,
     name_problems,
-    natural_key,
     natural_sorted,
     node_list,
     safe_name,
@@ -316,7 +316,7 @@ def render(
     raise FabricError(f"unknown format {fmt!r}: tree, block or yaml", key="format")
 
 
-# ---------------------------------------------------------------- Slinky and Kueue
+# ---------------------------------------------------------------- Slinky
 
 
 def slinky_topology_spec(topo: Topology, tree: str | None = "default", block: str | None = None) -> dict[str, str]:
@@ -364,76 +364,6 @@ def slinky_spec_for(
     return slinky_topology_spec(topo, **slinky_names(topo, fmt, topologies, tree_name))
 
 
-def label_value(value: str) -> str:
-    """A Kubernetes label value: <= 63 chars of [A-Za-z0-9_.-], alphanumeric at both ends.
-
-    Longer or unsafe values become ``x`` + FNV-64a hex, as topograph does.
-    """
-    ok = (
-        len(value) <= 63
-        and value
-        and value[0].isalnum()
-        and value[-1].isalnum()
-        and not any(not (c.isalnum() or c in "-_.") for c in value)
-    )
-    if ok and value.isascii():
-        return value
-    h = 0xCBF29CE484222325
-    for b in value.encode():
-        h ^= b
-        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"x{h:016x}"
-
-
-def kueue_levels(topo: Topology, prefix: str = "topology.gpufleet.io", hostname: bool = True) -> list[str]:
-    """Kueue ``Topology.spec.levels`` node labels, coarse to fine."""
-    depth = max((len(topo.path(n)) for n in topo.node_group), default=0)
-    levels = [f"{prefix}/tier-{i}" for i in range(depth - 1, -1, -1)]
-    if topo.block_source == "nvlink" and _blocks_nest(topo):
-        levels.append(f"{prefix}/accelerator")
-    if hostname:
-        levels.append("kubernetes.io/hostname")
-    return levels[-16:]
-
-
-def _blocks_nest(topo: Topology) -> bool:
-    for _block, ns in topo.blocks:
-        if len({topo.node_group.get(n) for n in ns}) > 1:
-            return False
-    return True
-
-
-def kueue_node_labels(topo: Topology, prefix: str = "topology.gpufleet.io") -> dict[str, dict[str, str]]:
-    """Labels each node needs for :func:`kueue_topology` (tier-0 = leaf group, upward)."""
-    depth = max((len(topo.path(n)) for n in topo.node_group), default=0)
-    nest = topo.block_source == "nvlink" and _blocks_nest(topo)
-    block_of = {n: b for b, ns in topo.blocks for n in ns}
-    out: dict[str, dict[str, str]] = {}
-    for node in sorted(topo.node_group, key=natural_key):
-        path = topo.path(node)
-        # pad short paths at the top so every node has every level (Kueue skips nodes missing one)
-        path = [path[0]] * (depth - len(path)) + path
-        labels = {f"{prefix}/tier-{i}": label_value(sw) for i, sw in enumerate(reversed(path))}
-        if nest and node in block_of:
-            labels[f"{prefix}/accelerator"] = label_value(topo.block_domains.get(block_of[node], block_of[node]))
-        out[node] = labels
-    return out
-
-
-def kueue_topology(
-    topo: Topology,
-    name: str = "gpufleet-fabric",
-    prefix: str = "topology.gpufleet.io",
-    api_version: str = "kueue.x-k8s.io/v1beta1",
-) -> dict:
-    return {
-        "apiVersion": api_version,
-        "kind": "Topology",
-        "metadata": {"name": name},
-        "spec": {"levels": [{"nodeLabel": lv} for lv in kueue_levels(topo, prefix)]},
-    }
-
-
 def parse_tree_conf(text: str) -> list[tuple[str, str, list[str]]]:
     """Read back a topology/tree topology.conf (used by tests to compare with golden files)."""
     out = []
@@ -473,8 +403,6 @@ def digest(text: str) -> str:
 __all__ = [
     "digest",
     "infer_block_sizes",
-    "kueue_node_labels",
-    "kueue_topology",
     "render",
     "render_block",
     "render_tree",

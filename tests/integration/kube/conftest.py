@@ -27,6 +27,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 UPSTREAM_CRDS = REPO_ROOT.parent / "shared" / "upstream" / "crds"
 # monitoring.coreos.com CRDs from the prometheus-operator Go module (tools/build.sh promcrds)
 PROMETHEUS_CRDS = REPO_ROOT / ".build" / "share" / "prometheus-operator-crds"
+# kueue.x-k8s.io CRDs from the Kueue Go module at the pinned chart's version (tools/build.sh kueue)
+KUEUE_SHARE = REPO_ROOT / ".build" / "share" / "kueue"
 
 
 @pytest.fixture(scope="session")
@@ -58,4 +60,13 @@ def prometheus_crd_files() -> list[Path]:
     shared_test_helpers().require_path(PROMETHEUS_CRDS / ".version", "tools/build.sh promcrds")
     files = sorted(PROMETHEUS_CRDS.glob("monitoring.coreos.com_*.yaml"))
     assert files, f"no CRDs in {PROMETHEUS_CRDS}"
+    return files
+
+
+@pytest.fixture(scope="session")
+def kueue_crd_files() -> list[Path]:
+    """Every kueue.x-k8s.io CRD of the Kueue release the pinned chart ships (config/components/crd/bases)."""
+    shared_test_helpers().require_path(KUEUE_SHARE / ".version", "tools/build.sh kueue")
+    files = sorted((KUEUE_SHARE / "crds").glob("kueue.x-k8s.io_*.yaml"))
+    assert files, f"no CRDs in {KUEUE_SHARE / 'crds'}"
     return files

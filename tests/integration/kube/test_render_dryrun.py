@@ -1,9 +1,10 @@
 """Every rendered manifest passes server-side dry-run (``--validate=strict``) on a real kube-apiserver
-with the upstream CRDs installed (Argo CD Application/AppProject, Slinky, GPU Operator, and the
-prometheus-operator's PodMonitor/ServiceMonitor from its Go module, fetched by tools/build.sh).
+with the upstream CRDs installed (Argo CD Application/AppProject, Slinky, GPU Operator, and, from their
+Go modules fetched by tools/build.sh, the prometheus-operator's PodMonitor/ServiceMonitor and Kueue's CRDs
+at the pinned chart's version: flavors, queues, the fabric Topology).
 
 Objects meant for a tenant's vCluster API (namespaces, the Slurm-home PVC, Kueue queues) are
-dry-run against the same apiserver: a vCluster serves the same Kubernetes API. Cilium, Kueue and
+dry-run against the same apiserver: a vCluster serves the same Kubernetes API. Cilium and
 mariadb-operator CRDs are not in ../shared/upstream: stand-in CRDs (right group, kind and scope, schema left open)
 let the apiserver check apiVersion, kind, scope and metadata of those objects; their fields are
 checked only by the unit tests (a known gap).
@@ -29,14 +30,11 @@ pytestmark = pytest.mark.kube
 
 STAND_INS = {
     ("cilium.io", "CiliumClusterwideNetworkPolicy", "ciliumclusterwidenetworkpolicies", "Cluster", "v2"),
-    ("kueue.x-k8s.io", "ResourceFlavor", "resourceflavors", "Cluster", "v1beta2"),
-    ("kueue.x-k8s.io", "ClusterQueue", "clusterqueues", "Cluster", "v1beta2"),
-    ("kueue.x-k8s.io", "LocalQueue", "localqueues", "Namespaced", "v1beta2"),
     ("k8s.mariadb.com", "MariaDB", "mariadbs", "Namespaced", "v1alpha1"),
     ("cilium.io", "CiliumLoadBalancerIPPool", "ciliumloadbalancerippools", "Cluster", "v2"),
     ("cilium.io", "CiliumBGPAdvertisement", "ciliumbgpadvertisements", "Cluster", "v2"),
 }
-NOT_MANIFESTS = ("values.yaml", "node-topology.yaml", "vclusters.yaml")
+NOT_MANIFESTS = ("values.yaml", "node-topology.yaml", "node-labels.yaml", "vclusters.yaml")
 
 
 def stand_in_crd(group: str, kind: str, plural: str, scope: str, version: str) -> dict:
@@ -82,9 +80,10 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, by
 
 
 @pytest.fixture(scope="module")
-def api(kube_cluster, upstream_crd_files, prometheus_crd_files, tmp_path_factory):
+def api(kube_cluster, upstream_crd_files, prometheus_crd_files, kueue_crd_files, tmp_path_factory):
     kube_cluster.apply_crds(upstream_crd_files, timeout=180)
     kube_cluster.apply_crds(prometheus_crd_files, timeout=180)
+    kube_cluster.apply_crds(kueue_crd_files, timeout=180)
     d = tmp_path_factory.mktemp("standin")
     files = []
     for spec in sorted(STAND_INS):

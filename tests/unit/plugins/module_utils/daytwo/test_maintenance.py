@@ -125,7 +125,7 @@ ENTRY = {"maintenance": "psu-swap", "reason": "PSU swap RMA-4411"}
 
 
 def test_cordon_patch_carries_the_reason_with_the_cordon() -> None:
-    change = pool_apply.plan_node(_node("gpu041"), None, None, {"gpu041": ENTRY})
+    change = pool_apply.plan_node(_node("gpu041"), None, None, maintenance={"gpu041": ENTRY})
     assert change is not None
     assert change.patch == {
         "metadata": {
@@ -139,15 +139,15 @@ def test_cordon_patch_carries_the_reason_with_the_cordon() -> None:
 
 def test_return_uncordons_only_gpufleet_cordons() -> None:
     ours = _node("gpu041", True, {cordon.OWNER_ANNOTATION: "psu-swap", cordon.REASON_ANNOTATION: "x", "a/b": "c"})
-    change = pool_apply.plan_node(ours, None, None, {})
+    change = pool_apply.plan_node(ours, None, None, maintenance={})
     assert change is not None
     assert change.patch["spec"] == {"unschedulable": False}
     assert change.patch["metadata"]["annotations"] == {cordon.OWNER_ANNOTATION: None, cordon.REASON_ANNOTATION: None}
     theirs = _node("gpu042", True, {cordon.REASON_ANNOTATION: "someone else"})
-    assert pool_apply.plan_node(theirs, None, None, {}) is None
-    assert pool_apply.plan_node(ours, None, None, None) is None  # not managed: left alone
+    assert pool_apply.plan_node(theirs, None, None, maintenance={}) is None
+    assert pool_apply.plan_node(ours, None, None, maintenance=None) is None  # not managed: left alone
     done = _node("gpu041", True, {cordon.OWNER_ANNOTATION: "psu-swap", cordon.REASON_ANNOTATION: ENTRY["reason"]})
-    assert pool_apply.plan_node(done, None, None, {"gpu041": ENTRY}) is None  # idempotent
+    assert pool_apply.plan_node(done, None, None, maintenance={"gpu041": ENTRY}) is None  # idempotent
 
 
 def test_window_is_due_from_its_start() -> None:

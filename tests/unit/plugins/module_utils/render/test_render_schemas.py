@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 from render_checks import (
     CHART_OF_DIR,
+    KUEUE_CRDS,
     NO_UPSTREAM_ALLOWED,
     PROMETHEUS_CRDS,
     crd_index,
@@ -29,9 +30,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import r
 
 # kinds whose CRDs are not in ../shared/upstream (validated only by their builders' unit tests and
 # by server-side dry-run with stand-in CRDs): reported, not silently passed
-NO_UPSTREAM_CRD = {("cilium.io/v2", "CiliumClusterwideNetworkPolicy")} | {
-    ("kueue.x-k8s.io/v1beta2", k) for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue")
-} | {("k8s.mariadb.com/v1alpha1", "MariaDB")}
+NO_UPSTREAM_CRD = {("cilium.io/v2", "CiliumClusterwideNetworkPolicy")} | {("k8s.mariadb.com/v1alpha1", "MariaDB")}
 # Cilium LB IPAM / announcement kinds (render/loadbalancer.py): no Cilium CRDs in ../shared/upstream
 NO_UPSTREAM_CRD |= {
     ("cilium.io/v2", "CiliumLoadBalancerIPPool"),
@@ -93,6 +92,8 @@ def test_custom_resources_validate_against_upstream_crds(rendered, sample_render
                 continue
             if key[0].startswith("monitoring.coreos.com/") and key not in index:
                 require_path(PROMETHEUS_CRDS / ".version", "prometheus-operator CRDs: tools/build.sh promcrds")
+            if key[0].startswith("kueue.x-k8s.io/") and key not in index:
+                require_path(KUEUE_CRDS.parent / ".version", "Kueue CRDs: tools/build.sh kueue")
             assert key in index, f"{rel}: {key} has no upstream CRD and is not listed in NO_UPSTREAM_CRD"
             seen.add(key)
             validator = crd_validator(*index[key])

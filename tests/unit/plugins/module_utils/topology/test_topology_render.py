@@ -11,12 +11,14 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.labels import (
+    kueue_topology,
+    label_value,
+    node_labels,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import hostlist_expand
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     infer_block_sizes,
-    kueue_node_labels,
-    kueue_topology,
-    label_value,
     parse_block_conf,
     parse_tree_conf,
     render,
@@ -191,7 +193,7 @@ def test_kueue(sample):
     levels = [lv["nodeLabel"] for lv in topo["spec"]["levels"]]
     assert levels[-1] == "kubernetes.io/hostname"
     assert levels[:2] == ["topology.gpufleet.io/tier-1", "topology.gpufleet.io/tier-0"]
-    labels = kueue_node_labels(sample)
+    labels = node_labels(sample)
     assert labels["gpu001"]["topology.gpufleet.io/tier-0"] == "su01-leaf"
     assert set(labels["gpu001"]) | {"kubernetes.io/hostname"} == set(levels)
     assert label_value("x" * 70).startswith("x") and len(label_value("x" * 70)) == 17
