@@ -38,6 +38,7 @@ from gpufleet_testlib.slurm_conf import (
     render_slurm_conf,
 )
 from harness import SlurmCluster as Harness
+from gpufleet_testlib.slurm_build import check_version
 from harness import leaf_of, parse_show_topology
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
@@ -144,7 +145,7 @@ def check_tenant(slurm_dir: Path, lock: dict[str, str], tenant: str) -> dict:
                 h.scancel(job, blocker)
             if not jobs:
                 fail(f"{tenant}: no partition spans two leaves; the placement check proves nothing")
-    return {"tenant": tenant, "nodes": len(all_nodes), "leaves": len(leaves), "jobs": jobs}
+    return {"tenant": tenant, "slurm": check_version(), "nodes": len(all_nodes), "leaves": len(leaves), "jobs": jobs}
 
 
 def main() -> None:

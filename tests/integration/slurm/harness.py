@@ -1,5 +1,10 @@
 """A real Slurm cluster on this machine: munged + slurmctld + one ``slurmd -N <name>`` per emulated node.
 
+The Slurm is the project's own build of the version the fleet deploys (tools/build-slurm.sh,
+``.build/slurm``; gpufleet_testlib/slurm_build.py): its daemons are started by absolute path and
+``env`` puts its bin/ and sbin/ first on ``PATH`` for every command run with it. ``require_slurm``
+fails when that build says another version than the pinned one. munged is Debian's.
+
 Given a work directory, the slurm.conf body (NodeName/PartitionName lines and any other keys, for
 example the output of tests/lib/gpufleet_testlib/slurm_conf.py), topology.conf and gres.conf text, the
 harness writes a complete slurm.conf around it:
@@ -12,9 +17,9 @@ harness writes a complete slurm.conf around it:
   before slurmctld, stopped after it) switches ``AccountingStorageType`` to slurmdbd;
 * ``SlurmdParameters=config_overrides`` so the emulated nodes may claim more CPUs/memory/GPUs
   than this host has;
-* ``AuthType=auth/munge`` with a private munged (own key made with dd, own socket). 22.05 still
-  ships auth/none (``auth_none.so``) but munge is what production uses, so it is the default;
-  ``auth="none"`` switches.
+* ``AuthType=auth/munge`` with a private munged (own key made with dd, own socket), the default;
+  ``auth="slurm"`` switches to what the Slinky chart runs: ``auth/slurm``/``cred/slurm`` with a
+  random ``slurm.key`` next to slurm.conf (no munged then).
 
 Keys the harness must own (ports, paths, auth, plugins that need root-only host features) are
 dropped from the given body and replaced; everything else (TopologyPlugin, TopologyParam,
@@ -32,6 +37,7 @@ import contextlib
 import importlib.util
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -43,9 +49,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpufleet_testlib.slurm_build import (
+    SlurmBuildError,
+    check_version,
+    require_slurm_build,
+    slurm_env,
+    slurm_prefix,
+    slurm_tool,
+)
+
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 
-TOOLS = ("slurmctld", "slurmd", "scontrol", "sbatch", "squeue", "sinfo", "scancel", "munged")
+__all__ = ["SlurmCluster", "SlurmHarnessError", "require_slurm", "slurm_prefix"]
+
+TOOLS = ("slurmctld", "slurmd", "scontrol", "sbatch", "squeue", "sinfo", "scancel")
+AUTHS = ("munge", "slurm")
 
 # Keys the harness writes itself; the same keys in the given body are dropped (case-insensitive).
 OWNED_KEYS = {
@@ -69,15 +87,6 @@ FRESH_STATE_NOISE = (
 )
 # this sandbox (gVisor) has a slow clock call; slurmctld reports it at start-up
 ENV_NOISE: tuple[re.Pattern, ...] = (re.compile(r"error: High latency for \d+ calls to gettimeofday\(\)"),)
-# Debian's mpi/pmix plugin dlopens pmix2/lib/libpmix.so, which only libpmix-dev ships
-# (scripts/debian-packages.txt installs it). Without it every daemon logs three MPI load errors
-# that say nothing about the configuration under test, so they count as noise only then.
-if not Path("/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so").exists():
-    ENV_NOISE += (
-        re.compile(r"error: +mpi/pmix_v\d: init: .*can not load PMIx library"),
-        re.compile(r"error: Couldn't load specified plugin name for mpi/pmix"),
-        re.compile(r"error: MPI: Cannot create context for mpi/pmix"),
-    )
 PROBLEM = re.compile(r"\b(error|fatal|warning|WARNING)\b|\bfatal:|\berror:")
 
 
@@ -94,12 +103,13 @@ def _lead_conftest():
 
 
 def require_slurm() -> None:
-    """Skip (outside CI) or fail (CI=true) unless the Slurm tools are installed and we are root."""
+    """Skip (outside CI) or fail (CI=true) unless the Slurm build, munged and root are there; fail
+    (always) when the build is another Slurm version than the pinned one."""
     import pytest
 
     lead = _lead_conftest()
-    for tool in TOOLS:
-        lead.require_tool(tool, "Debian packages slurmctld slurmd slurm-client munge")
+    lead.require_tool("munged", "Debian package munge")
+    require_slurm_build(*TOOLS)
     if os.geteuid() != 0:
         msg = "slurmd must run as root to emulate nodes"
         if lead.IN_CI:
@@ -182,8 +192,8 @@ class SlurmCluster:
             raise SlurmHarnessError(f"nodes not in any NodeName line: {compress(unknown)}")
         # GPUFLEET_SLURM_HARNESS marks every process of this cluster (daemons, slurmstepd, job
         # tasks, whatever their SLURM_CONF) so stop() can find leftovers by their environment
-        self.env = dict(
-            os.environ, SLURM_CONF=str(self.conf_path), TERM="dumb", GPUFLEET_SLURM_HARNESS=str(self.workdir)
+        self.env = slurm_env(os.environ) | dict(
+            SLURM_CONF=str(self.conf_path), TERM="dumb", GPUFLEET_SLURM_HARNESS=str(self.workdir)
         )
         self.env.pop("SLURM_JOB_ID", None)
         self.timings: dict[str, float] = {}
@@ -235,10 +245,11 @@ class SlurmCluster:
                 f"AuthInfo=socket={self._munge_socket()}",
                 "CredType=cred/munge",
             ]
-        elif self.auth == "none":
-            auth = ["AuthType=auth/none", "CredType=cred/none"]
+        elif self.auth == "slurm":
+            auth = ["AuthType=auth/slurm", "CredType=cred/slurm"]
+            self._write_slurm_key()
         else:
-            raise SlurmHarnessError(f"unknown auth {self.auth!r}")
+            raise SlurmHarnessError(f"unknown auth {self.auth!r} (known: {', '.join(AUTHS)})")
         head = [
             f"ClusterName={name or 'harness'}",
             "SlurmctldHost=localhost",
@@ -303,6 +314,19 @@ class SlurmCluster:
             # the munge socket for slurmdbd connections (AuthInfo covers only slurmctld/slurmd)
             *([f"AccountingStoragePass={self._munge_socket()}"] if self.auth == "munge" else []),
         ]
+
+    def _write_slurm_key(self) -> None:
+        """auth/slurm reads ``slurm.key`` next to slurm.conf (slurmdbd: next to slurmdbd.conf, the same dir)."""
+        key = self.workdir / "slurm.key"
+        if not key.exists():
+            key.touch(0o600)
+            key.write_bytes(secrets.token_bytes(1024))
+
+    def dbd_auth_lines(self) -> list[str]:
+        """The auth keys of slurmdbd.conf that match this cluster's slurm.conf."""
+        if self.auth == "munge":
+            return ["AuthType=auth/munge", f"AuthInfo=socket={self._munge_socket()}"]
+        return ["AuthType=auth/slurm"]
 
     @property
     def device_path(self) -> str:
@@ -378,22 +402,23 @@ class SlurmCluster:
 
     def start(self, timeout: float = 60) -> SlurmCluster:
         t0 = time.monotonic()
-        for tool in TOOLS:
-            if shutil.which(tool) is None:
-                raise SlurmHarnessError(f"{tool} not found")
+        try:
+            check_version()
+        except SlurmBuildError as e:
+            raise SlurmHarnessError(str(e)) from None
         self.write_config()
         if self.auth == "munge":
             self._start_munge()
         if self.accounting is not None:
-            self.accounting.start(self, self._munge_socket() if self.auth == "munge" else None, timeout)
+            self.accounting.start(self, timeout)
             self.timings["slurmdbd"] = time.monotonic() - t0
-        self._spawn("slurmctld", ["slurmctld", "-D", "-i"])
+        self._spawn("slurmctld", [slurm_tool("slurmctld"), "-D", "-i"])
         self._wait(
             lambda: self._run(["scontrol", "ping"], check=False).returncode == 0, timeout, "slurmctld", "slurmctld"
         )
         self.timings["slurmctld"] = time.monotonic() - t0
         for node in self.nodes:
-            self._spawn(f"slurmd-{node}", ["slurmd", "-D", "-N", node])
+            self._spawn(f"slurmd-{node}", [slurm_tool("slurmd"), "-D", "-N", node])
         self.wait_idle(self.nodes, timeout)
         self.timings["start"] = time.monotonic() - t0
         return self
