@@ -2,8 +2,8 @@
 
 These scontrol commands (of the Slurm build, gpufleet_testlib/slurm_build.py) need a slurm.conf
 but no running slurmctld. Every batch runs in one scontrol process fed on stdin (one command per
-line, a marker command between cases), so thousands of comparisons take a few seconds. Cases are generated from fixed seeds: a failure is
-reproducible and names the case.
+line, a marker command between cases), so thousands of comparisons take a few seconds. Cases are
+generated from fixed seeds: a failure is reproducible and names the case.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import (
     expand,
     sort_like_scontrol,
 )
-
 
 pytestmark = pytest.mark.slurm
 

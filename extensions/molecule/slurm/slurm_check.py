@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / ".build" / "collections"))
 sys.path.insert(0, str(REPO / "tests" / "integration" / "slurm"))
 sys.path.insert(0, str(REPO / "tests" / "lib"))
+from gpufleet_testlib.slurm_build import check_version
 from gpufleet_testlib.slurm_conf import (
     SlurmCluster,
     SlurmNode,
@@ -38,7 +39,6 @@ from gpufleet_testlib.slurm_conf import (
     render_slurm_conf,
 )
 from harness import SlurmCluster as Harness
-from gpufleet_testlib.slurm_build import check_version
 from harness import leaf_of, parse_show_topology
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand

@@ -10,7 +10,8 @@ which starts it after munged and before slurmctld and stops it after slurmctld:
   server (``bind-address``, buffer pool size: this machine is shared, 64M is enough).
 * The slurmdbd database user gets a random password, written only into slurmdbd.conf (0600).
 * slurmdbd (of the Slurm build, gpufleet_testlib/slurm_build.py): ``-D`` with its own slurmdbd.conf
-  (DbdHost=localhost, free DbdPort, the cluster's auth: its munge socket or its slurm.key); ``dbd_conf`` lines (e.g. the chart's ``accounting.extraConfMap`` rendering) are added.
+  (DbdHost=localhost, free DbdPort, the cluster's auth: its munge socket or its slurm.key);
+  ``dbd_conf`` lines (e.g. the chart's ``accounting.extraConfMap`` rendering) are added.
 
 Everything runs in its own session and is stopped by ``stop()`` (TERM, then KILL by pid).
 """
