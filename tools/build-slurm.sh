@@ -77,9 +77,10 @@ build() { # scratch -> installs into $scratch/root$PREFIX
     cd "$src"
     ./configure -q --prefix="$PREFIX" --sysconfdir="$PREFIX/etc" "${CONFIGURE_ARGS[@]}"
     nice -n 10 make -s -j"$jobs"
-    nice -n 10 make -s -j"$jobs" -C contribs/pam_slurm_adopt
+    # pam_slurm_adopt goes into the prefix, not the host's /lib/security (configure's --with-pam_dir
+    # wants the directory to exist already): the same PAM_DIR for the link and the install
+    nice -n 10 make -s -j"$jobs" -C contribs/pam_slurm_adopt PAM_DIR="$PREFIX/lib/security"
     make -s install DESTDIR="$scratch/root"
-    # into the prefix, not the host's /lib/security (configure wants that directory to exist already)
     make -s -C contribs/pam_slurm_adopt install DESTDIR="$scratch/root" PAM_DIR="$PREFIX/lib/security"
   )
   local f
@@ -100,7 +101,7 @@ main() {
   fi
   local scratch t0=$SECONDS
   scratch="$(mktemp -d "$CACHE/tmp.XXXXXX")"
-  trap 'rm -rf "$scratch"' EXIT
+  trap "rm -rf '$scratch'" EXIT
   log "building Slurm $SLURM_VERSION into $PREFIX (log: $OUT/logs/build-slurm.log)"
   # in the background and waited for: errexit stays on inside (it is off in a tested command)
   ( build "$scratch" ) >"$OUT/logs/build-slurm.log" 2>&1 &

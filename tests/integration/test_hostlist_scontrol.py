@@ -164,13 +164,24 @@ def test_expand_matches_scontrol(scontrol, seed):
 
 
 # Slurm rejects these (prints nothing but an error); so must we.
-REJECTED_BY_BOTH = ["n[2-1]", "n[a]", "n[]", "n[1,,2]", "n[1x]", "n[0-65536]", "n[1-2]x", "a[1-2]b", "n[-1]", "n[1]]"]
+REJECTED_BY_BOTH = ["n[2-1]", "n[a]", "n[]", "n[1,,2]", "n[1x]", "n[0-65536]", "n[-1]"]
+# Text after the last ']': 22.05 refused it, 26.05 reads it as a suffix ("n[1-2]x" is n1x n2x, "n[1]]"
+# is "n1]"). We keep refusing it: a name one Slurm release reads differently from another is an error.
+STRICTER_THAN_SLURM = {"n[1-2]x": ["n1x", "n2x"], "a[1-2]b": ["a1b", "a2b"], "n[1]]": ["n1]"]}
 
 
 def test_invalid_expressions_rejected_like_slurm(scontrol):
     out = scontrol.batch([f"show hostnames {e}" for e in REJECTED_BY_BOTH])
     for e, slurm in zip(REJECTED_BY_BOTH, out, strict=True):
         assert slurm == [], f"scontrol accepted {e!r}: {slurm}"
+        with pytest.raises(HostlistError):
+            expand(e)
+
+
+def test_suffix_after_bracket_is_refused_though_slurm_reads_it(scontrol):
+    out = scontrol.batch([f"show hostnames {e}" for e in STRICTER_THAN_SLURM])
+    assert dict(zip(STRICTER_THAN_SLURM, out, strict=True)) == STRICTER_THAN_SLURM
+    for e in STRICTER_THAN_SLURM:
         with pytest.raises(HostlistError):
             expand(e)
 

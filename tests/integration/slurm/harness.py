@@ -10,7 +10,8 @@ example the output of tests/lib/gpufleet_testlib/slurm_conf.py), topology.conf a
 harness writes a complete slurm.conf around it:
 
 * ``SlurmctldHost=localhost``, free TCP ports, ``Port=`` per node (each NodeName line is split into
-  one line per node with ``NodeHostname=localhost NodeAddr=127.0.0.1 Port=<free>``);
+  one line per node with ``NodeHostname=localhost NodeAddr=127.0.0.1 Port=<free>``; over 256 nodes
+  only the nodes given a slurmd get a port of their own);
 * ``%n`` in SlurmdSpoolDir/SlurmdPidFile/SlurmdLogFile, StateSaveLocation in the work dir;
 * ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``, no cgroups; no accounting unless
   ``accounting=AccountingDb(...)`` (accounting_db.py: mariadbd + slurmdbd, started after munged and
@@ -64,6 +65,7 @@ __all__ = ["SlurmCluster", "SlurmHarnessError", "require_slurm", "slurm_prefix"]
 
 TOOLS = ("slurmctld", "slurmd", "scontrol", "sbatch", "squeue", "sinfo", "scancel")
 AUTHS = ("munge", "slurm")
+MANY_NODES = 256
 
 # Keys the harness writes itself; the same keys in the given body are dropped (case-insensitive).
 OWNED_KEYS = {
@@ -170,6 +172,7 @@ class SlurmCluster:
         debug: str = "info",
         gpu_devices: int = 0,
         accounting=None,
+        files: dict[str, str] | None = None,
     ):
         self.workdir = Path(workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -177,6 +180,9 @@ class SlurmCluster:
         self.debug = debug
         self.gpu_devices = gpu_devices
         self.accounting = accounting  # accounting_db.AccountingDb or None
+        # further config files next to slurm.conf, where slurmctld/slurmd look for them
+        # (topology.yaml, cgroup.conf, ...): name -> text
+        self.files = dict(files or {})
         self._procs: dict[str, subprocess.Popen] = {}
         self._sockdir: Path | None = None
         self.body = conf
@@ -212,9 +218,12 @@ class SlurmCluster:
         wd = self.workdir
         for d in ("state", "spool", "log", "jobs"):
             (wd / d).mkdir(exist_ok=True)
-        ports = free_ports(2 + len(self.all_nodes))
+        # fleet-sized configs: only the nodes that get a slurmd need a port of their own (the rest
+        # keep SlurmdPort, where nothing listens: they stay down)
+        with_port = self.all_nodes if len(self.all_nodes) <= MANY_NODES else self.nodes
+        ports = free_ports(2 + len(with_port))
         self.ctld_port, self.slurmd_port = ports[0], ports[1]
-        self.node_ports = dict(zip(self.all_nodes, ports[2:], strict=True))
+        self.node_ports = dict(zip(with_port, ports[2:], strict=True))
         kept: list[str] = []
         node_lines: list[str] = []
         name = self.cluster_name
@@ -235,7 +244,8 @@ class SlurmCluster:
                     continue
                 rest = " ".join(f"{k}={v}" for k, v in fields[1:] if k.lower() not in NODE_OWNED)
                 for node in expand(fields[0][1]):
-                    where = f"NodeHostname=localhost NodeAddr=127.0.0.1 Port={self.node_ports[node]}"
+                    port = self.node_ports.get(node, self.slurmd_port)
+                    where = f"NodeHostname=localhost NodeAddr=127.0.0.1 Port={port}"
                     node_lines.append(f"NodeName={node} {where} {rest}".rstrip())
                 continue
             kept.append(line)
@@ -286,6 +296,10 @@ class SlurmCluster:
             topo.write_text(self.topology)
         elif topo.exists():
             topo.unlink()
+        for name, text in self.files.items():
+            if "/" in name or name in ("slurm.conf", "topology.conf", "gres.conf", "slurm.key"):
+                raise SlurmHarnessError(f"files: {name!r} is not a plain extra config file name")
+            (wd / name).write_text(text)
         gres = wd / "gres.conf"
         if self.gres is not None:
             gres.write_text(self.gres)

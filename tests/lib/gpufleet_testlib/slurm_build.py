@@ -11,10 +11,13 @@ to change it; :func:`check_version` compares it with what ``scontrol --version``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 import subprocess
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -29,6 +32,8 @@ __all__ = [
     "slurm_env",
     "slurm_prefix",
     "slurm_tool",
+    "usable_by_every_user",
+    "version_of",
     "wanted_version",
 ]
 
@@ -71,15 +76,49 @@ def slurm_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+@contextlib.contextmanager
+def usable_by_every_user() -> Iterator[None]:
+    """Let other users (a test's directory users running sbatch) reach the build: the per-user
+    cache lives under the home of whoever built it (``/root`` is 0700). Adds only the search bit
+    (``o+x``, no listing) to the directories above the prefix that lack it, restores them after."""
+    changed = []
+    for d in [slurm_prefix(), *slurm_prefix().parents]:
+        mode = d.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            changed.append((d, mode))
+            d.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
+    try:
+        yield
+    finally:
+        for d, mode in changed:
+            d.chmod(stat.S_IMODE(mode))
+
+
+@cache
+def minimal_conf() -> Path:
+    """A slurm.conf (and slurmdbd.conf beside it) just complete enough for ``--version``/``-V``: the
+    26.05 commands read their configuration before they print anything."""
+    d = Path(tempfile.mkdtemp(prefix="gf-slurm-version-"))
+    (d / "slurm.conf").write_text("ClusterName=version\nSlurmctldHost=localhost\n")
+    dbd = d / "slurmdbd.conf"
+    dbd.touch(0o600)
+    dbd.write_text("DbdHost=localhost\nStorageType=accounting_storage/mysql\n")
+    return d / "slurm.conf"
+
+
+def version_of(path: str, flag: str = "--version") -> str:
+    """What a command or daemon of the build says its version is (``slurm 26.05.3``)."""
+    env = dict(os.environ, SLURM_CONF=str(minimal_conf()))
+    r = subprocess.run([path, flag], capture_output=True, text=True, timeout=30, check=False, env=env)
+    return r.stdout.strip() if r.returncode == 0 else f"exit {r.returncode}: {r.stderr.strip()[-300:]}"
+
+
 @cache
 def check_version() -> str:
     """``scontrol --version`` of the build, e.g. ``slurm 26.05.3``; raises unless it is the pinned one."""
-    r = subprocess.run([slurm_tool("scontrol"), "--version"], capture_output=True, text=True, timeout=30, check=False)
-    said = r.stdout.strip()
-    if r.returncode != 0 or said != f"slurm {wanted_version()}":
-        raise SlurmBuildError(
-            f"{slurm_tool('scontrol')} --version said {said or r.stderr.strip()!r}, want 'slurm {wanted_version()}'"
-        )
+    said = version_of(slurm_tool("scontrol"))
+    if said != f"slurm {wanted_version()}":
+        raise SlurmBuildError(f"{slurm_tool('scontrol')} --version said {said!r}, want 'slurm {wanted_version()}'")
     return said
 
 
