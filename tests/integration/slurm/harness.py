@@ -13,7 +13,11 @@ harness writes a complete slurm.conf around it:
   one line per node with ``NodeHostname=localhost NodeAddr=127.0.0.1 Port=<free>``; over 256 nodes
   only the nodes given a slurmd get a port of their own);
 * ``%n`` in SlurmdSpoolDir/SlurmdPidFile/SlurmdLogFile, StateSaveLocation in the work dir;
-* ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``, no cgroups; no accounting unless
+* ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``, no cgroup.conf: this sandbox (gVisor)
+  has cgroup v1 and a hugetlb-only cgroup2, which 26.05's cgroup/v2 refuses ("Hybrid mode is not
+  supported"), so the rendered task/cgroup + cgroup/v2 cannot run here (slurmd falls back to
+  cgroup/v1 and logs that it is deprecated; test_slurm_rendered_files.py loads the rendered
+  cgroup.conf in slurmctld); no accounting unless
   ``accounting=AccountingDb(...)`` (accounting_db.py: mariadbd + slurmdbd, started after munged and
   before slurmctld, stopped after it) switches ``AccountingStorageType`` to slurmdbd;
 * ``SlurmdParameters=config_overrides`` so the emulated nodes may claim more CPUs/memory/GPUs
