@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_hostlist_slurm.py [--runs N] [--no-slurm]
 
-The Slurm part needs root and the Debian packages slurmctld slurmd slurm-client munge; without
+The Slurm part needs root, the Slurm build (tools/build-slurm.sh) and Debian's munge; without
 them it prints why and skips that table.
 """
 
@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / ".build" / "collections"))
 sys.path.insert(0, str(REPO / "tests" / "integration" / "slurm"))
+sys.path.insert(0, str(REPO / "tests" / "lib"))
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 
@@ -67,7 +68,13 @@ PartitionName=p Nodes=n[1-{n}] Default=YES MaxTime=INFINITE State=UP
 
 
 def slurm_table(runs: int) -> None:
-    missing = [t for t in ("slurmctld", "slurmd", "scontrol", "munged") if shutil.which(t) is None]
+    from gpufleet_testlib.slurm_build import SlurmBuildError, slurm_tool
+
+    missing = [t for t in ("munged",) if shutil.which(t) is None]
+    try:
+        slurm_tool("slurmctld")
+    except SlurmBuildError:
+        missing.append("the Slurm build (.build/slurm)")
     if missing or os.geteuid() != 0:
         print(f"\nSlurm harness: skipped ({'missing ' + ', '.join(missing) if missing else 'not root'})")
         return

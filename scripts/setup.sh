@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh Debian 12 machine, and skips what is already there:
-#   1. Debian packages listed in scripts/debian-packages.txt (slurmctld, slurmd, munge, ...)
+#   1. Debian packages listed in scripts/debian-packages.txt (munge, MariaDB, Slurm's build deps, ...)
 #   2. the Python 3.12 virtualenv .venv from requirements-test.txt, and .build/py39 (Python 3.9, the
 #      oldest managed-host Python) from requirements-target-py39.txt
 #   3. the Go-built control-plane binaries (tools/build.sh -> .build/bin)
 #   4. the collection link .build/collections/ansible_collections/gpufleet/core -> repo root
+#   5. Slurm built from ../shared/upstream/src (tools/build-slurm.sh -> .build/slurm, cached per user)
 # Usage: scripts/setup.sh [--python-only]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,5 +104,13 @@ if ! $python_only && [ -x tools/build.sh ]; then
   log "building control-plane binaries (tools/build.sh; skipped when already built)"
   tools/build.sh || die "tools/build.sh failed"
   cp -a .build/bin/. "$cache/" 2>/dev/null || log "warning: could not update the binary cache $cache"
+fi
+
+# --- 5. Slurm ------------------------------------------------------------------------------------
+# Built once per user into the same cache (its stamp names version and configure recipe); the
+# checkout gets a link. The Slurm tests run this build, never a Slurm on PATH.
+if ! $python_only && [ -x tools/build-slurm.sh ]; then
+  tools/build-slurm.sh || die "tools/build-slurm.sh failed"
+  log "Slurm under test: $(.build/slurm/bin/scontrol --version) ($(readlink .build/slurm))"
 fi
 log "setup complete"

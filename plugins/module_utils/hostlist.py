@@ -446,7 +446,7 @@ def _expand_token(token: str, expr: str, out: list[str]) -> None:
         out.append(token)
         return
     if not token.endswith("]"):
-        raise HostlistError(f"text after the last ']' in {token!r} (Slurm rejects this)", expr)
+        raise HostlistError(f"text after the last ']' in {token!r} (refused: Slurm releases disagree on it)", expr)
     # "a[1-2]b[3-4]" -> literals ["a", "b"], bracket bodies ["1-2", "3-4"]
     literals: list[str] = []
     values: list[list[str]] = []

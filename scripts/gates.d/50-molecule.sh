@@ -2,14 +2,15 @@
 # Gate: the molecule scenarios under extensions/molecule/ (collection-level layout of molecule 26),
 # default driver with managed: false: the instance is this machine, nothing is created in Docker.
 #   render  - offline: site render of the sample fleet into the ephemeral dir, idempotence, verify
-#   slurm   - rendered slurm.conf + topology on real slurmctld/slurmd; jobs place by topology
+#   slurm   - rendered slurm.conf + topology on real slurmctld/slurmd (the Slurm build); jobs place by topology
 #   cluster - real kube-apiserver/etcd/KWOK (tools/cluster.sh): pools, bootstrap, dry-run, tenants
 # Scenarios whose real component is missing skip with a reason outside CI and fail with CI=true,
 # like require_tool in tests/conftest.py. Pick scenarios with MOLECULE_SCENARIOS="render slurm".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-export PATH="$ROOT/.venv/bin:$ROOT/.build/bin:$PATH"
+# .build/slurm: the Slurm build (tools/build-slurm.sh); the slurm scenario runs its daemons by path
+export PATH="$ROOT/.venv/bin:$ROOT/.build/bin:$ROOT/.build/slurm/sbin:$ROOT/.build/slurm/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="${ANSIBLE_COLLECTIONS_PATH:-$ROOT/.build/collections}"
 export ANSIBLE_HOME="${ANSIBLE_HOME:-$ROOT/.build/ansible-home}"
 export MOLECULE_GLOB="extensions/molecule/*/molecule.yml"

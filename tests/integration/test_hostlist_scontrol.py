@@ -1,22 +1,20 @@
 """hostlist.py against the real Slurm: ``scontrol show hostlist|hostlistsorted|hostnames``.
 
-These scontrol commands need a slurm.conf but no running slurmctld. Every batch runs in one
-scontrol process fed on stdin (one command per line, a marker command between cases), so
-thousands of comparisons take a few seconds. Cases are generated from fixed seeds: a failure is
-reproducible and names the case.
+These scontrol commands (of the Slurm build, gpufleet_testlib/slurm_build.py) need a slurm.conf
+but no running slurmctld. Every batch runs in one scontrol process fed on stdin (one command per
+line, a marker command between cases), so thousands of comparisons take a few seconds. Cases are
+generated from fixed seeds: a failure is reproducible and names the case.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from gpufleet_testlib.slurm_build import require_slurm_build
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import (
     HostlistError,
@@ -24,19 +22,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import (
     expand,
     sort_like_scontrol,
 )
-
-
-def require_tool(name: str, why: str = "") -> str:
-    """require_tool from the lead's tests/conftest.py, loaded by path under a fixed name."""
-    mod_name = "gpufleet_tests_conftest"
-    if mod_name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(mod_name, Path(__file__).resolve().parents[1] / "conftest.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[mod_name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[mod_name].require_tool(name, why)
-
 
 pytestmark = pytest.mark.slurm
 
@@ -122,7 +107,7 @@ class Scontrol:
 
 @pytest.fixture(scope="module")
 def scontrol(tmp_path_factory) -> Scontrol:
-    exe = require_tool("scontrol", "Debian package slurm-client")
+    exe = require_slurm_build("scontrol")["scontrol"]
     conf = tmp_path_factory.mktemp("hostlist") / "slurm.conf"
     conf.write_text("ClusterName=hostlist\nSlurmctldHost=localhost\nNodeName=n1\nPartitionName=p Nodes=n1\n")
     # TERM/COLUMNS: scontrol's readline must not redraw long input lines with escape codes
@@ -179,13 +164,24 @@ def test_expand_matches_scontrol(scontrol, seed):
 
 
 # Slurm rejects these (prints nothing but an error); so must we.
-REJECTED_BY_BOTH = ["n[2-1]", "n[a]", "n[]", "n[1,,2]", "n[1x]", "n[0-65536]", "n[1-2]x", "a[1-2]b", "n[-1]", "n[1]]"]
+REJECTED_BY_BOTH = ["n[2-1]", "n[a]", "n[]", "n[1,,2]", "n[1x]", "n[0-65536]", "n[-1]"]
+# Text after the last ']': 22.05 refused it, 26.05 reads it as a suffix ("n[1-2]x" is n1x n2x, "n[1]]"
+# is "n1]"). We keep refusing it: a name one Slurm release reads differently from another is an error.
+STRICTER_THAN_SLURM = {"n[1-2]x": ["n1x", "n2x"], "a[1-2]b": ["a1b", "a2b"], "n[1]]": ["n1]"]}
 
 
 def test_invalid_expressions_rejected_like_slurm(scontrol):
     out = scontrol.batch([f"show hostnames {e}" for e in REJECTED_BY_BOTH])
     for e, slurm in zip(REJECTED_BY_BOTH, out, strict=True):
         assert slurm == [], f"scontrol accepted {e!r}: {slurm}"
+        with pytest.raises(HostlistError):
+            expand(e)
+
+
+def test_suffix_after_bracket_is_refused_though_slurm_reads_it(scontrol):
+    out = scontrol.batch([f"show hostnames {e}" for e in STRICTER_THAN_SLURM])
+    assert dict(zip(STRICTER_THAN_SLURM, out, strict=True)) == STRICTER_THAN_SLURM
+    for e in STRICTER_THAN_SLURM:
         with pytest.raises(HostlistError):
             expand(e)
 

@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / ".build" / "collections"))
 sys.path.insert(0, str(REPO / "tests" / "integration" / "slurm"))
 sys.path.insert(0, str(REPO / "tests" / "lib"))
+from gpufleet_testlib.slurm_build import check_version
 from gpufleet_testlib.slurm_conf import (
     SlurmCluster,
     SlurmNode,
@@ -144,7 +145,7 @@ def check_tenant(slurm_dir: Path, lock: dict[str, str], tenant: str) -> dict:
                 h.scancel(job, blocker)
             if not jobs:
                 fail(f"{tenant}: no partition spans two leaves; the placement check proves nothing")
-    return {"tenant": tenant, "nodes": len(all_nodes), "leaves": len(leaves), "jobs": jobs}
+    return {"tenant": tenant, "slurm": check_version(), "nodes": len(all_nodes), "leaves": len(leaves), "jobs": jobs}
 
 
 def main() -> None:

@@ -197,8 +197,11 @@ def sacctmgr_commands(tenant: Tenant) -> list[list[str]]:
         cmds.append(
             ["add", "account", a.name, f"Cluster={cluster}", f"Parent={a.parent}", f"Organization={tenant.name}"]
         )
+        # the parent in a command of its own: 26.05 turns a modify that sets an unchanged Parent
+        # into "Nothing modified" for every other value of that command
+        where = ["modify", "account", "where", f"name={a.name}", f"cluster={cluster}", "set"]
+        cmds.append([*where, f"Parent={a.parent}"])
         settings = [
-            f"Parent={a.parent}",
             f"Fairshare={a.fairshare}",
             f"GrpTRES={_tres(a.grp_tres, universe)}",
             f"MaxTRESPerJob={_tres(a.max_tres_per_job, universe)}",
@@ -207,7 +210,7 @@ def sacctmgr_commands(tenant: Tenant) -> list[list[str]]:
         if a.qos:
             settings.append(f"QOS={','.join(a.qos)}")
         settings.append(f"DefaultQOS={a.default_qos or -1}")
-        cmds.append(["modify", "account", "where", f"name={a.name}", f"cluster={cluster}", "set", *settings])
+        cmds.append([*where, *settings])
     defaults: dict[str, str] = {}
     for a in acct.accounts:
         for u in a.users:
@@ -231,7 +234,10 @@ run() {{
     return 0
   fi
   case "$out" in
-    *"Nothing new added"*|*"Nothing modified"*|*"already exists"*) printf '%s\\n' "$out" ;;
+    # already there: 22.05 and 26.05 word it differently (26.05 exits 1 on an existing user
+    # association: "Request didn't affect anything"; the script adds accounts before users)
+    *"Nothing new added"*|*"Nothing modified"*|*"already exists"*|*"Already existing"*|*"didn't affect anything"*)
+      printf '%s\\n' "$out" ;;
     *) printf 'sacctmgr %s: %s\\n' "$*" "$out" >&2; return 1 ;;
   esac
 }}

@@ -1,4 +1,4 @@
-"""Slurm accounting for the test harness: Debian's ``mariadbd`` and ``slurmdbd`` as plain processes.
+"""Slurm accounting for the test harness: Debian's ``mariadbd`` and the Slurm build's ``slurmdbd`` as plain processes.
 
 ``AccountingDb(workdir, my_cnf=..., dbd_conf=...)`` is handed to ``harness.SlurmCluster(accounting=...)``,
 which starts it after munged and before slurmctld and stops it after slurmctld:
@@ -9,8 +9,9 @@ which starts it after munged and before slurmctld and stops it after slurmctld:
   into the MariaDB CR's ``myCnf`` are passed on, except the ones that only make sense on a database
   server (``bind-address``, buffer pool size: this machine is shared, 64M is enough).
 * The slurmdbd database user gets a random password, written only into slurmdbd.conf (0600).
-* slurmdbd: ``-D`` with its own slurmdbd.conf (DbdHost=localhost, free DbdPort, munge socket of the
-  cluster); ``dbd_conf`` lines (e.g. the chart's ``accounting.extraConfMap`` rendering) are added.
+* slurmdbd (of the Slurm build, gpufleet_testlib/slurm_build.py): ``-D`` with its own slurmdbd.conf
+  (DbdHost=localhost, free DbdPort, the cluster's auth: its munge socket or its slurm.key);
+  ``dbd_conf`` lines (e.g. the chart's ``accounting.extraConfMap`` rendering) are added.
 
 Everything runs in its own session and is stopped by ``stop()`` (TERM, then KILL by pid).
 """
@@ -31,17 +32,21 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from harness import SlurmCluster
 
-TOOLS = ("mariadbd", "mariadb-install-db", "mariadb", "slurmdbd", "sacctmgr", "sacct", "sshare")
+TOOLS = ("mariadbd", "mariadb-install-db", "mariadb")
+SLURM_TOOLS = ("slurmdbd", "sacctmgr", "sacct", "sshare")
 # options of the rendered myCnf that the harness replaces (its own bind address, small memory)
 HARNESS_MYCNF = {"bind-address", "bind_address", "innodb_buffer_pool_size", "innodb-buffer-pool-size"}
 
 
 def require_accounting() -> None:
-    from harness import _lead_conftest
+    from gpufleet_testlib.slurm_build import require_slurm_build
+    from harness import _lead_conftest, require_slurm
 
+    require_slurm()
     lead = _lead_conftest()
     for tool in TOOLS:
-        lead.require_tool(tool, "Debian packages slurmdbd mariadb-server slurm-client")
+        lead.require_tool(tool, "Debian package mariadb-server")
+    require_slurm_build(*SLURM_TOOLS)
 
 
 def mycnf_options(my_cnf: str) -> list[str]:
@@ -123,7 +128,8 @@ class AccountingDb:
 
     # ------------------------------------------------------------------ start / stop
 
-    def start(self, cluster: SlurmCluster, munge_socket: Path | None, timeout: float = 90) -> None:
+    def start(self, cluster: SlurmCluster, timeout: float = 90) -> None:
+        from gpufleet_testlib.slurm_build import slurm_tool
         from harness import free_ports
 
         wd = self.workdir
@@ -176,11 +182,10 @@ class AccountingDb:
             f"ALTER USER '{self.db_user}'@'127.0.0.1' IDENTIFIED BY '{password}'; "
             f"GRANT ALL ON `{self.database}`.* TO '{self.db_user}'@'127.0.0.1';"
         )
-        auth = ["AuthType=auth/munge", f"AuthInfo=socket={munge_socket}"] if munge_socket else ["AuthType=auth/none"]
         conf = cluster.workdir / "slurmdbd.conf"
         lines = [
             "# written by tests/integration/slurm/accounting_db.py",
-            *auth,
+            *cluster.dbd_auth_lines(),
             "DbdHost=localhost",
             "DbdAddr=127.0.0.1",
             f"DbdPort={self.dbd_port}",
@@ -199,7 +204,7 @@ class AccountingDb:
         conf.write_text("\n".join(lines) + "\n")
         conf.chmod(0o600)
         self.conf_path = conf
-        self._spawn(cluster, "slurmdbd", ["slurmdbd", "-D", "-n", "0"])
+        self._spawn(cluster, "slurmdbd", [slurm_tool("slurmdbd"), "-D", "-n", "0"])
         # slurmdbd reads slurmdbd.conf next to SLURM_CONF (the cluster's work dir)
         dbd_log = cluster.log_dir / "slurmdbd.log"
         self._wait(

@@ -6,9 +6,10 @@
         assert c.ctld_problems() == []
 
 The factory may be called several times in one test; every cluster started is stopped in the
-finalizer, also when the test fails. Needs root (slurmd) and the Debian packages slurmctld,
-slurmd, slurm-client, munge (scripts/debian-packages.txt); without them the tests skip outside CI
-and fail in CI (require_tool from tests/conftest.py).
+finalizer, also when the test fails. Needs root (slurmd), the Slurm build (tools/build-slurm.sh,
+run by scripts/setup.sh) and Debian's munge; without them the tests skip outside CI and fail in CI
+(require_tool from tests/conftest.py). A build of another Slurm version fails every test. The run's
+summary names the Slurm the tests ran (``scontrol --version`` and the build's prefix).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from gpufleet_testlib.slurm_build import SlurmBuildError, check_version, slurm_prefix
 from harness import SlurmCluster, require_slurm
 
 
@@ -44,3 +46,11 @@ def pytest_runtest_makereport(item, call):
     rep = yield
     setattr(item, f"rep_{rep.when}", rep)
     return rep
+
+
+def pytest_terminal_summary(terminalreporter):
+    try:
+        said = f"{check_version()} ({slurm_prefix()})"
+    except SlurmBuildError as e:
+        said = f"not usable: {e}"
+    terminalreporter.write_line(f"Slurm under test: scontrol --version -> {said}")

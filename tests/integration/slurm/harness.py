@@ -1,20 +1,30 @@
 """A real Slurm cluster on this machine: munged + slurmctld + one ``slurmd -N <name>`` per emulated node.
 
+The Slurm is the project's own build of the version the fleet deploys (tools/build-slurm.sh,
+``.build/slurm``; gpufleet_testlib/slurm_build.py): its daemons are started by absolute path and
+``env`` puts its bin/ and sbin/ first on ``PATH`` for every command run with it. ``require_slurm``
+fails when that build says another version than the pinned one. munged is Debian's.
+
 Given a work directory, the slurm.conf body (NodeName/PartitionName lines and any other keys, for
 example the output of tests/lib/gpufleet_testlib/slurm_conf.py), topology.conf and gres.conf text, the
 harness writes a complete slurm.conf around it:
 
 * ``SlurmctldHost=localhost``, free TCP ports, ``Port=`` per node (each NodeName line is split into
-  one line per node with ``NodeHostname=localhost NodeAddr=127.0.0.1 Port=<free>``);
+  one line per node with ``NodeHostname=localhost NodeAddr=127.0.0.1 Port=<free>``; over 256 nodes
+  only the nodes given a slurmd get a port of their own);
 * ``%n`` in SlurmdSpoolDir/SlurmdPidFile/SlurmdLogFile, StateSaveLocation in the work dir;
-* ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``, no cgroups; no accounting unless
+* ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``, no cgroup.conf: this sandbox (gVisor)
+  has cgroup v1 and a hugetlb-only cgroup2, which 26.05's cgroup/v2 refuses ("Hybrid mode is not
+  supported"), so the rendered task/cgroup + cgroup/v2 cannot run here (slurmd falls back to
+  cgroup/v1 and logs that it is deprecated; test_slurm_rendered_files.py loads the rendered
+  cgroup.conf in slurmctld); no accounting unless
   ``accounting=AccountingDb(...)`` (accounting_db.py: mariadbd + slurmdbd, started after munged and
   before slurmctld, stopped after it) switches ``AccountingStorageType`` to slurmdbd;
 * ``SlurmdParameters=config_overrides`` so the emulated nodes may claim more CPUs/memory/GPUs
   than this host has;
-* ``AuthType=auth/munge`` with a private munged (own key made with dd, own socket). 22.05 still
-  ships auth/none (``auth_none.so``) but munge is what production uses, so it is the default;
-  ``auth="none"`` switches.
+* ``AuthType=auth/munge`` with a private munged (own key made with dd, own socket), the default;
+  ``auth="slurm"`` switches to what the Slinky chart runs: ``auth/slurm``/``cred/slurm`` with a
+  random ``slurm.key`` next to slurm.conf (no munged then).
 
 Keys the harness must own (ports, paths, auth, plugins that need root-only host features) are
 dropped from the given body and replaced; everything else (TopologyPlugin, TopologyParam,
@@ -32,6 +42,7 @@ import contextlib
 import importlib.util
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -43,9 +54,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpufleet_testlib.slurm_build import (
+    SlurmBuildError,
+    check_version,
+    require_slurm_build,
+    slurm_env,
+    slurm_prefix,
+    slurm_tool,
+)
+
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 
-TOOLS = ("slurmctld", "slurmd", "scontrol", "sbatch", "squeue", "sinfo", "scancel", "munged")
+__all__ = ["SlurmCluster", "SlurmHarnessError", "require_slurm", "slurm_prefix"]
+
+TOOLS = ("slurmctld", "slurmd", "scontrol", "sbatch", "squeue", "sinfo", "scancel")
+AUTHS = ("munge", "slurm")
+MANY_NODES = 256
 
 # Keys the harness writes itself; the same keys in the given body are dropped (case-insensitive).
 OWNED_KEYS = {
@@ -69,15 +93,6 @@ FRESH_STATE_NOISE = (
 )
 # this sandbox (gVisor) has a slow clock call; slurmctld reports it at start-up
 ENV_NOISE: tuple[re.Pattern, ...] = (re.compile(r"error: High latency for \d+ calls to gettimeofday\(\)"),)
-# Debian's mpi/pmix plugin dlopens pmix2/lib/libpmix.so, which only libpmix-dev ships
-# (scripts/debian-packages.txt installs it). Without it every daemon logs three MPI load errors
-# that say nothing about the configuration under test, so they count as noise only then.
-if not Path("/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so").exists():
-    ENV_NOISE += (
-        re.compile(r"error: +mpi/pmix_v\d: init: .*can not load PMIx library"),
-        re.compile(r"error: Couldn't load specified plugin name for mpi/pmix"),
-        re.compile(r"error: MPI: Cannot create context for mpi/pmix"),
-    )
 PROBLEM = re.compile(r"\b(error|fatal|warning|WARNING)\b|\bfatal:|\berror:")
 
 
@@ -94,12 +109,13 @@ def _lead_conftest():
 
 
 def require_slurm() -> None:
-    """Skip (outside CI) or fail (CI=true) unless the Slurm tools are installed and we are root."""
+    """Skip (outside CI) or fail (CI=true) unless the Slurm build, munged and root are there; fail
+    (always) when the build is another Slurm version than the pinned one."""
     import pytest
 
     lead = _lead_conftest()
-    for tool in TOOLS:
-        lead.require_tool(tool, "Debian packages slurmctld slurmd slurm-client munge")
+    lead.require_tool("munged", "Debian package munge")
+    require_slurm_build(*TOOLS)
     if os.geteuid() != 0:
         msg = "slurmd must run as root to emulate nodes"
         if lead.IN_CI:
@@ -161,6 +177,7 @@ class SlurmCluster:
         gpu_devices: int = 0,
         accounting=None,
         keep: Iterable[str] = (),
+        files: dict[str, str] | None = None,
     ):
         """``keep``: owned keys to take from ``conf`` after all (e.g. PrologFlags, when the test
         brings what it needs)."""
@@ -171,6 +188,9 @@ class SlurmCluster:
         self.gpu_devices = gpu_devices
         self.accounting = accounting  # accounting_db.AccountingDb or None
         self.owned = OWNED_KEYS - {k.lower() for k in keep}
+        # further config files next to slurm.conf, where slurmctld/slurmd look for them
+        # (topology.yaml, cgroup.conf, ...): name -> text
+        self.files = dict(files or {})
         self._procs: dict[str, subprocess.Popen] = {}
         self._sockdir: Path | None = None
         self.body = conf
@@ -186,8 +206,8 @@ class SlurmCluster:
             raise SlurmHarnessError(f"nodes not in any NodeName line: {compress(unknown)}")
         # GPUFLEET_SLURM_HARNESS marks every process of this cluster (daemons, slurmstepd, job
         # tasks, whatever their SLURM_CONF) so stop() can find leftovers by their environment
-        self.env = dict(
-            os.environ, SLURM_CONF=str(self.conf_path), TERM="dumb", GPUFLEET_SLURM_HARNESS=str(self.workdir)
+        self.env = slurm_env(os.environ) | dict(
+            SLURM_CONF=str(self.conf_path), TERM="dumb", GPUFLEET_SLURM_HARNESS=str(self.workdir)
         )
         self.env.pop("SLURM_JOB_ID", None)
         self.timings: dict[str, float] = {}
@@ -206,9 +226,12 @@ class SlurmCluster:
         wd = self.workdir
         for d in ("state", "spool", "log", "jobs"):
             (wd / d).mkdir(exist_ok=True)
-        ports = free_ports(2 + len(self.all_nodes))
+        # fleet-sized configs: only the nodes that get a slurmd need a port of their own (the rest
+        # keep SlurmdPort, where nothing listens: they stay down)
+        with_port = self.all_nodes if len(self.all_nodes) <= MANY_NODES else self.nodes
+        ports = free_ports(2 + len(with_port))
         self.ctld_port, self.slurmd_port = ports[0], ports[1]
-        self.node_ports = dict(zip(self.all_nodes, ports[2:], strict=True))
+        self.node_ports = dict(zip(with_port, ports[2:], strict=True))
         kept: list[str] = []
         node_lines: list[str] = []
         name = self.cluster_name
@@ -229,7 +252,8 @@ class SlurmCluster:
                     continue
                 rest = " ".join(f"{k}={v}" for k, v in fields[1:] if k.lower() not in NODE_OWNED)
                 for node in expand(fields[0][1]):
-                    where = f"NodeHostname=localhost NodeAddr=127.0.0.1 Port={self.node_ports[node]}"
+                    port = self.node_ports.get(node, self.slurmd_port)
+                    where = f"NodeHostname=localhost NodeAddr=127.0.0.1 Port={port}"
                     node_lines.append(f"NodeName={node} {where} {rest}".rstrip())
                 continue
             kept.append(line)
@@ -239,10 +263,11 @@ class SlurmCluster:
                 f"AuthInfo=socket={self._munge_socket()}",
                 "CredType=cred/munge",
             ]
-        elif self.auth == "none":
-            auth = ["AuthType=auth/none", "CredType=cred/none"]
+        elif self.auth == "slurm":
+            auth = ["AuthType=auth/slurm", "CredType=cred/slurm"]
+            self._write_slurm_key()
         else:
-            raise SlurmHarnessError(f"unknown auth {self.auth!r}")
+            raise SlurmHarnessError(f"unknown auth {self.auth!r} (known: {', '.join(AUTHS)})")
         head = [
             f"ClusterName={name or 'harness'}",
             "SlurmctldHost=localhost",
@@ -279,6 +304,10 @@ class SlurmCluster:
             topo.write_text(self.topology)
         elif topo.exists():
             topo.unlink()
+        for name, text in self.files.items():
+            if "/" in name or name in ("slurm.conf", "topology.conf", "gres.conf", "slurm.key"):
+                raise SlurmHarnessError(f"files: {name!r} is not a plain extra config file name")
+            (wd / name).write_text(text)
         gres = wd / "gres.conf"
         if self.gres is not None:
             gres.write_text(self.gres)
@@ -307,6 +336,19 @@ class SlurmCluster:
             # the munge socket for slurmdbd connections (AuthInfo covers only slurmctld/slurmd)
             *([f"AccountingStoragePass={self._munge_socket()}"] if self.auth == "munge" else []),
         ]
+
+    def _write_slurm_key(self) -> None:
+        """auth/slurm reads ``slurm.key`` next to slurm.conf (slurmdbd: next to slurmdbd.conf, the same dir)."""
+        key = self.workdir / "slurm.key"
+        if not key.exists():
+            key.touch(0o600)
+            key.write_bytes(secrets.token_bytes(1024))
+
+    def dbd_auth_lines(self) -> list[str]:
+        """The auth keys of slurmdbd.conf that match this cluster's slurm.conf."""
+        if self.auth == "munge":
+            return ["AuthType=auth/munge", f"AuthInfo=socket={self._munge_socket()}"]
+        return ["AuthType=auth/slurm"]
 
     @property
     def device_path(self) -> str:
@@ -382,22 +424,23 @@ class SlurmCluster:
 
     def start(self, timeout: float = 60) -> SlurmCluster:
         t0 = time.monotonic()
-        for tool in TOOLS:
-            if shutil.which(tool) is None:
-                raise SlurmHarnessError(f"{tool} not found")
+        try:
+            check_version()
+        except SlurmBuildError as e:
+            raise SlurmHarnessError(str(e)) from None
         self.write_config()
         if self.auth == "munge":
             self._start_munge()
         if self.accounting is not None:
-            self.accounting.start(self, self._munge_socket() if self.auth == "munge" else None, timeout)
+            self.accounting.start(self, timeout)
             self.timings["slurmdbd"] = time.monotonic() - t0
-        self._spawn("slurmctld", ["slurmctld", "-D", "-i"])
+        self._spawn("slurmctld", [slurm_tool("slurmctld"), "-D", "-i"])
         self._wait(
             lambda: self._run(["scontrol", "ping"], check=False).returncode == 0, timeout, "slurmctld", "slurmctld"
         )
         self.timings["slurmctld"] = time.monotonic() - t0
         for node in self.nodes:
-            self._spawn(f"slurmd-{node}", ["slurmd", "-D", "-N", node])
+            self._spawn(f"slurmd-{node}", [slurm_tool("slurmd"), "-D", "-N", node])
         self.wait_idle(self.nodes, timeout)
         self.timings["start"] = time.monotonic() - t0
         return self

@@ -1,4 +1,4 @@
-"""Slurm accounting as the renderer produces it, enforced by the real slurmctld + slurmdbd 22.05.
+"""Slurm accounting as the renderer produces it, enforced by the real slurmctld + slurmdbd 26.05.
 
 The inventory (the sample fleet, tenant ``llm-pretrain`` with accounts and QOS written for this
 test) is rendered by the real render pipeline into a temp tree. From that tree, not from text

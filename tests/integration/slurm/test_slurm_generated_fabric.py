@@ -1,4 +1,4 @@
-"""A generated fabric through the whole chain into a real slurmctld 22.05.
+"""A generated fabric through the whole chain into a real slurmctld 26.05.
 
 fabric_gen (rail-optimized 2-tier fat tree with SHARP aggregation nodes on every switch, cut
 cables, an HCA with its firmware description) -> ibnetdiscover text -> load_fabric ->

@@ -5,7 +5,7 @@ slurm.conf (``max_time: "two hours"``, ``"02:00:00 AllowAccounts=ALL\\nPartition
 valid variants (every Slurm time form, partition names with ``_``/``-``, the sample itself) must
 still load: for each Slurm tenant the rendered chart values (partitions' configMap, NodeSet
 features, controller extraConfMap, configFiles/topology.conf) become a slurm.conf body that the
-harness runs in slurmctld 22.05. The test fails on any slurmctld error or warning, and checks that
+harness runs in slurmctld 26.05. The test fails on any slurmctld error or warning, and checks that
 each partition's MaxTime is what the inventory said.
 """
 

@@ -11,7 +11,8 @@ controller ``extraConfMap`` (slurm.conf lines), the ``pretrain`` partition's con
   inventory, not in the directory) instead of adding her: exit 3, carol has no association;
 * a job submitted as alice (her uid and groups, from the directory) runs under uid 20001 and
   ``sacct`` lists it under alice and account ``pretrain``;
-* bob resolves and has an association, but is not in ``pretrain-gpu``: the partition refuses him.
+* bob resolves and has an association, but is not in ``pretrain-gpu``: the partition never runs his
+  job (26.05 holds it with the reason that he is not in a permitted group).
 
 The harness owns TaskPlugin/ProctrackType (task/none, linuxproc: no cgroups in this sandbox), so the
 rendered ``TaskPlugin=task/cgroup,task/affinity`` and cgroup.conf are not exercised here.
@@ -30,6 +31,7 @@ from pathlib import Path
 import pytest
 from accounting_db import AccountingDb, require_accounting
 from directory import GROUPS, USERS, Slapd, SystemSssd, render_identity, require_identity_tools, sssd_files
+from gpufleet_testlib.slurm_build import usable_by_every_user
 from gpufleet_testlib.slurm_conf import SlurmCluster as ConfCluster
 from gpufleet_testlib.slurm_conf import SlurmNode, SlurmPartition, render_slurm_conf
 from harness import SlurmCluster, require_slurm
@@ -106,6 +108,9 @@ def test_directory_users_run_jobs_as_themselves(tmp_path):
     # slurm.conf, the munge socket and the job directory must be reachable by the users' uids
     work = Path(tempfile.mkdtemp(prefix="gf-slurm-id-", dir="/tmp"))
     work.chmod(0o755)
+    # ... and so must the Slurm build: without it their sbatch would be whatever else is on PATH
+    reachable = usable_by_every_user()
+    reachable.__enter__()
     try:
         slapd.start()
         tenant = render_identity(tmp_path / "render", slapd, edit_pools=_restrict)["llm-pretrain"]
@@ -151,9 +156,14 @@ def test_directory_users_run_jobs_as_themselves(tmp_path):
         assert os.stat(cluster.workdir / "jobs" / f"{job}.out").st_uid == 20001
 
         # bob resolves and is associated, but not in pretrain-gpu: the partition refuses him
+        # (26.05 takes the job and holds it with that reason; 22.05 refused it at submission)
         refused = _sbatch(cluster, "bob", "-A", "pretrain", "-p", "pretrain", wrap="true")
-        assert refused.returncode != 0, refused.stdout
-        assert "not permitted to use this partition" in refused.stderr, refused.stderr
+        assert refused.returncode == 0, refused.stderr
+        held = cluster.wait_evaluated(refused.stdout.strip())
+        assert held.state == "PENDING", held
+        assert "not_in_group_permitted_to_use_this_partition" in held.reason, held
+        time.sleep(3)  # a few scheduler passes later it still has not run
+        assert cluster.job(held.job_id).state == "PENDING"
         problems = cluster.ctld_problems(allow=[r"not permitted to use this partition", r"group"])
         assert not [p for p in problems if "error" in p.lower() and "bob" not in p and "20002" not in p], problems
     finally:
@@ -163,5 +173,6 @@ def test_directory_users_run_jobs_as_themselves(tmp_path):
             node.stop()
         slapd.stop()
         shutil.rmtree(work, ignore_errors=True)
+        reachable.__exit__(None, None, None)
     assert node is not None and node.restored()
     assert cluster is not None and cluster.leftover_pids() == []

@@ -9,10 +9,11 @@ Two honest doubles, because this machine has no GPU:
 * GPUs: the harness' fake device files (``/dev/null`` symlinks in gres.conf ``File=``), so Slurm
   allocates GPU indices and hands them to the prolog in ``SLURM_JOB_GPUS`` as it would on a GPU node;
 * GPU probes: per node a directory with a fake ``nvidia-smi`` and ``dmesg`` (reporting an ECC
-  error and XID 79 on the failing node, all clean on the healthy one), put first on ``PATH`` by a
-  two-line wrapper that only sets the environment and ``exec``s the rendered script unchanged
-  (slurmd runs these programs with a bare environment, so the wrapper is also what tells the
-  script's ``scontrol`` where this cluster's slurm.conf is and where its job-mapping directory is).
+  error and XID 79 on the failing node, all clean on the healthy one), put first on ``PATH`` (then
+  the Slurm build's commands, then the system's) by a two-line wrapper that only sets the
+  environment and ``exec``s the rendered script unchanged (slurmd runs these programs with a bare
+  environment, so the wrapper is also what tells the script's ``scontrol`` where this cluster's
+  slurm.conf is and where its job-mapping directory is).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from gpufleet_testlib.slurm_conf import (
     render_gres_conf,
     render_slurm_conf,
 )
+from harness import slurm_prefix
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import health, monitoring
@@ -101,9 +103,10 @@ def _setup(tmp_path: Path, rendered: dict, interval: int = 10) -> tuple[str, dic
     env = f'export DCGM_HPC_JOB_MAPPING_DIR="{mapping}/$SLURMD_NODENAME"\n'
     wrap_prolog = _exe(scripts / "prolog-wrapper.sh", f"#!/bin/bash\n{env}exec {prolog}\n")
     wrap_epilog = _exe(scripts / "epilog-wrapper.sh", f"#!/bin/bash\n{env}exec {epilog}\n")
+    slurm_bin = slurm_prefix() / "bin"
     wrap_hc = _exe(
         scripts / "healthcheck-wrapper.sh",
-        f'#!/bin/bash\nexport PATH="{fakebin}/$SLURMD_NODENAME:/usr/sbin:/usr/bin:/sbin:/bin"\n'
+        f'#!/bin/bash\nexport PATH="{fakebin}/$SLURMD_NODENAME:{slurm_bin}:/usr/sbin:/usr/bin:/sbin:/bin"\n'
         f'export SLURM_CONF="{conf_path}"\nexec {hc}\n',
     )
     for node in NODES:

@@ -1,4 +1,6 @@
-"""Real slurmctld/slurmd 22.05: hand-written tree topology, --switches placement, renderer output, block.
+"""Real slurmctld/slurmd (the Slurm build): hand-written tree topology, --switches placement, renderer output.
+
+Block topologies and topology.yaml, on the fabrics the project renders: test_slurm_topology_fabrics.py.
 
 Each test starts its own small cluster (8 emulated nodes) through the ``slurm_cluster`` fixture.
 """
@@ -38,9 +40,9 @@ SwitchName=spine Switches=leaf[1-2]
 """
 
 
-@pytest.mark.parametrize("auth", ["munge", "none"])
+@pytest.mark.parametrize("auth", ["munge", "slurm"])
 def test_two_leaf_topology_loads_clean(slurm_cluster, auth):
-    # 22.05 still ships auth/none (removed in later releases); munge is what production runs
+    # munge, and auth/slurm with a slurm.key: what the Slinky chart's slurm.conf runs
     c = slurm_cluster(EIGHT_NODES, topology=TWO_LEAVES, auth=auth)
     assert c.ctld_problems() == []
     topo = parse_show_topology(c.scontrol("show", "topology"))
@@ -123,18 +125,6 @@ def test_renderer_output_with_gpu_gres_loads_clean(slurm_cluster):
     assert len(c.wait_job(j).nodes) == 2
     with pytest.raises(SlurmHarnessError):
         c.sbatch("-N", "1", "--gres=gpu:9", wrap="true")
-
-
-def test_topology_block_is_not_in_22_05(slurm_cluster):
-    # topology/block appeared in 23.11; on 22.05 slurmctld cannot load it, so block topology.conf
-    # files are checked only by our own rule checker (topology_render.validate_block).
-    conf = EIGHT_NODES.replace("topology/tree", "topology/block")
-    c = slurm_cluster(conf, topology="BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]\n", start=False)
-    with pytest.raises(SlurmHarnessError):
-        c.start(timeout=15)
-    log = c.ctld_log()
-    assert "cannot find topo plugin for topology/block" in log, c.tail("slurmctld")
-    assert "fatal: Failed to initialize topology plugin" in log
 
 
 def test_teardown_kills_everything_even_when_the_test_fails(tmp_path):

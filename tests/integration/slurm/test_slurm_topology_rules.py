@@ -1,9 +1,9 @@
-"""Our topology/tree rule checker (topology_render.validate_tree) against the real slurmctld 22.05.
+"""Our topology/tree rule checker (topology_render.validate_tree) against the real slurmctld 26.05.
 
 Each case is a topology.conf for 8 emulated nodes n[1-8]. Slurm's verdict comes from starting
 slurmctld with it: ``fatal`` (slurmctld exits), ``warn`` (error/warning lines in its log) or
 ``clean``. Ours: ``fatal`` (validate_tree raises), ``warn`` (it returns warnings) or ``clean``.
-Where we are deliberately stricter than 22.05 (rules of later Slurm releases), the case says so.
+Where we are deliberately stricter than 26.05 (rules of other Slurm releases), the case says so.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ PartitionName=p Nodes=n[1-8] Default=YES MaxTime=INFINITE State=UP
 
 LEAVES = "SwitchName=l1 Nodes=n[1-4]\nSwitchName=l2 Nodes=n[5-8]\n"
 
-# id: (topology.conf, slurm 22.05 verdict, our verdict, slurmctld log text expected)
+# id: (topology.conf, slurm 26.05 verdict, our verdict, slurmctld log text expected)
 CASES = {
     "clean": (LEAVES + "SwitchName=top Switches=l[1-2]\n", "clean", "clean", None),
     "duplicate switch": (
@@ -37,7 +37,8 @@ CASES = {
     "undefined child": (LEAVES + "SwitchName=top Switches=l[1-3]\n", "fatal", "fatal", "invalid child"),
     "self child": (LEAVES + "SwitchName=top Switches=l[1-2],top\n", "fatal", "fatal", "invalid child"),
     "cycle": (LEAVES + "SwitchName=a Switches=l1,b\nSwitchName=b Switches=l2,a\n", "fatal", "fatal", "not a tree"),
-    "bare switch": (LEAVES + "SwitchName=top Switches=l[1-2]\nSwitchName=root\n", "fatal", "fatal", None),
+    # 22.05 was fatal on a switch with neither Nodes= nor Switches=; 26.05 ignores it; we refuse it
+    "bare switch": (LEAVES + "SwitchName=top Switches=l[1-2]\nSwitchName=root\n", "clean", "fatal", None),
     "node under two leaves": (
         LEAVES.replace("n[5-8]", "n[4-8]") + "SwitchName=top Switches=l[1-2]\n",
         "warn",
@@ -45,17 +46,17 @@ CASES = {
         "Multiple leaf switches",
     ),
     "two roots": (LEAVES, "warn", "warn", "no switch can reach all nodes"),
-    "empty file": ("# nothing\n", "warn", "fatal", None),  # 22.05 logs an error and runs; 25.11 is fatal
-    # 22.05 accepts names over 64 characters; 24.05.5+ rejects them, so we do too (stricter by design)
+    "empty file": ("# nothing\n", "fatal", "fatal", "No switches configured"),  # 22.05 only logged an error
+    # 22.05 accepted names over 64 characters; 24.05.5+ rejects them
     "long switch name": (
         LEAVES.replace("l2", "l" * 70) + f"SwitchName=top Switches=l1,{'l' * 70}\n",
-        "clean",
+        "fatal",
         "fatal",
         None,
     ),
     # Slurm reads the digit tail as uint64 and clamps it: leaf99999999999999999999 becomes
     # leaf18446744073709551615 in Switches=, which names no switch. (A tail equal to 2**64-1, e.g.
-    # leaf018446744073709551615, round-trips and 22.05 accepts it.)
+    # leaf018446744073709551615, round-trips and Slurm accepts it.)
     "digit tail overflow": (
         "SwitchName=l1 Nodes=n[1-4]\nSwitchName=leaf99999999999999999999 Nodes=n[5-8]\n"
         "SwitchName=top Switches=l1,leaf99999999999999999999\n",

@@ -47,7 +47,7 @@ def _require_ssh() -> None:
     lead = _lead_conftest()
     lead.require_tool("sshd", "Debian package openssh-server")
     if pam_slurm_adopt_module() is None:
-        lead.require_tool("pam_slurm_adopt.so", "Debian package libpam-slurm-adopt")
+        lead.require_tool("pam_slurm_adopt.so", "tools/build-slurm.sh (contribs/pam_slurm_adopt of the Slurm build)")
 
 
 def _conf(values: dict, contain: bool) -> str:

@@ -21,16 +21,18 @@ from pathlib import Path
 
 PAM_DIR = Path("/etc/pam.d")
 SSHD = "/usr/sbin/sshd"
-# where Debian's libpam-slurm-adopt (matching the harness's Slurm 22.05) puts the module
-_DEBIAN_MODULE = Path("/lib/security/pam_slurm_adopt.so")
 
 
 def pam_slurm_adopt_module() -> Path | None:
-    """The pam_slurm_adopt.so built for the harness's Slurm (None when it is not installed)."""
-    for p in (_DEBIAN_MODULE, Path("/lib/x86_64-linux-gnu/security/pam_slurm_adopt.so")):
-        if p.is_file():
-            return p
-    return None
+    """The pam_slurm_adopt.so built from the same Slurm source as the harness's daemons
+    (tools/build-slurm.sh builds contribs/pam_slurm_adopt into the prefix); None when absent."""
+    from gpufleet_testlib.slurm_build import SlurmBuildError, slurm_prefix
+
+    try:
+        module = slurm_prefix() / "lib" / "security" / "pam_slurm_adopt.so"
+    except SlurmBuildError:
+        return None
+    return module if module.is_file() else None
 
 
 class Syslog:

@@ -37,7 +37,8 @@ NO_UPSTREAM_CRD |= {
     ("cilium.io/v2", "CiliumBGPAdvertisement"),
     ("cilium.io/v2alpha1", "CiliumL2AnnouncementPolicy"),
 }
-CORE = {"v1", "batch/v1", "storage.k8s.io/v1", "scheduling.k8s.io/v1"}  # built-in APIs: no CRD (checked by the kube dry-run tests)
+# built-in APIs: no CRD (checked by the kube dry-run tests)
+CORE = {"v1", "batch/v1", "storage.k8s.io/v1", "scheduling.k8s.io/v1"}
 
 
 def require_path(path: Path, why: str) -> None:
