@@ -111,6 +111,9 @@ fi
 # checkout gets a link. The Slurm tests run this build, never a Slurm on PATH.
 if ! $python_only && [ -x tools/build-slurm.sh ]; then
   tools/build-slurm.sh || die "tools/build-slurm.sh failed"
-  log "Slurm under test: $(.build/slurm/bin/scontrol --version) ($(readlink .build/slurm))"
+  # scontrol reads a slurm.conf even for --version (else it tries a configless DNS lookup): a minimal one
+  vconf="$(mktemp -d)"; printf 'ClusterName=version\nSlurmctldHost=localhost\n' >"$vconf/slurm.conf"
+  log "Slurm under test: $(SLURM_CONF="$vconf/slurm.conf" .build/slurm/bin/scontrol --version) ($(readlink .build/slurm))"
+  rm -rf "$vconf"
 fi
 log "setup complete"
