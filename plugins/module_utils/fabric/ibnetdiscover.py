@@ -341,7 +341,7 @@ _PKIND = {"SW": "S", "CA": "H", "RT": "R"}
 # local type, port and GUID, enough to skip a cable seen from its other end without splitting the
 # line; any other line comes whole, for the plain checks. Both give the stripped line.
 _PROWS = re.compile(
-    r"\n((?:[ \t]*(?:#[^\n]*)?\n)*+)[ \t]*(?:"
+    r"\n((?:[ \t]*(?:#[^\n]*)?\n)" + _RUN + r")[ \t]*(?:"
     r"((SW|CA|RT)[ \t]+[0-9]+[ \t]+([0-9]{1,6})[ \t]+0x([0-9a-fA-F]{1,16})[ \t]+[^\n]*[^ \t\n])"
     r"|([^\n]*[^ \t\n])"
     r"|\Z)"

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from directory import GROUPS, Slapd, SystemSssd, User, render_identity, require_identity_tools, sssd_files
+from gpufleet_testlib.slurm_build import usable_by_every_user
 from gpufleet_testlib.slurm_conf import SlurmCluster as ConfCluster
 from gpufleet_testlib.slurm_conf import SlurmNode, SlurmPartition, render_slurm_conf
 from harness import SlurmCluster, free_ports, require_slurm
@@ -91,6 +92,8 @@ def world(tmp_path_factory):
     slapd = Slapd(tmp / "slapd", users, groups, reader_password=password)
     node = None
     log = Syslog()
+    reachable = usable_by_every_user()  # alice's sbatch must reach the Slurm build (under /root)
+    reachable.__enter__()
     try:
         slapd.start()
         tenant = render_identity(tmp / "render", slapd)["llm-pretrain"]
@@ -99,6 +102,7 @@ def world(tmp_path_factory):
         _wait(lambda: subprocess.run(["getent", "passwd", "alice"], capture_output=True).returncode == 0, 30, "alice")
         yield tenant, key, log
     finally:
+        reachable.__exit__(None, None, None)
         log.stop()
         if node is not None:
             node.stop()
