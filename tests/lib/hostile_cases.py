@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1011,6 +1012,80 @@ case(
     14,
     sub(FABRIC, '[1]\t"S-2c5eab0300000041"[1]', "[" + "\u0663" * 70 + ']\t"S-2c5eab0300000041"[1]', 1),
     r"fabric\.ibnetdiscover:\d+: refused: a number longer than 64 digits",
+)
+
+
+# ------------------------------------------------------------------ 13 addresses as the datapath reads them
+# IPv6 forms that embed IPv4: Go's net.ParseCIDR (Cilium, kube-proxy) reads ::ffff:0:0/96 as 0.0.0.0/0
+for i, bad in enumerate(
+    [
+        ["::ffff:0:0/96"],  # all of IPv4, "private" to Python
+        ["::ffff:0:0/97", "::ffff:8000:0/97"],  # the two halves
+        ["::ffff:808:800/120"],  # 8.8.8.0/24
+        ["::ffff:a00:0/104"],  # 10.0.0.0/8, still refused: write the IPv4 network
+        ["::/96"],  # IPv4-compatible
+        ["::ffff:0:0:0/96"],  # IPv4-translated
+        ["64:ff9b::/96"],  # NAT64
+        ["64:ff9b:1::/48"],  # NAT64 local use
+        ["2001::/32"],  # Teredo
+        ["2001::/23"],  # contains Teredo
+        ["2002::/16"],  # 6to4
+        ["2002:a00::/24"],  # 6to4 of 10.0.0.0/8
+        ["::/64"],  # contains the mapped range
+    ]
+):
+    case(
+        f"expose-cidr-transition-{i}",
+        13,
+        tenant(2, expose={"inference": [8000], "from_cidrs": ["10.20.0.0/16", *bad]}),
+        r"tenants\.yml:\d+: gpufleet_tenants\[2\]\.expose\.from_cidrs\[1\]: .* overlaps .*write the IPv4 network",
+    )
+case(
+    "expose-cidr-transition-inside-platform-list",  # the platform allows 2000::/3: Teredo and 6to4 stay out
+    13,
+    both(
+        cluster(lambda c: c.__setitem__("expose_allowed_cidrs", ["2000::/3"])),
+        tenant(2, expose={"inference": [8000], "from_cidrs": ["2002::/17"]}),
+    ),
+    EXP + r": '2002::/17' overlaps 2002::/16, 6to4",
+)
+
+
+# ------------------------------------------------------------------ 16 the closed tree: only rendered files
+ADMIN = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: zz-admin}\n"
+for i, rel in enumerate(
+    [
+        "clusters/gpu-east/tenants/research/host/zz-admin.yaml",  # synced whole by the tenant's 1-host app
+        "clusters/gpu-east/tenants/research/apps/9-extra.yaml",  # an extra Application of the tenant root
+        "clusters/gpu-east/tenants/inference/host/zz-admin.yaml",  # another tenant's folder
+        "clusters/gpu-east/apps/zz-extra.yaml",  # the platform's Applications
+        "clusters/gpu-east/platform/cilium/zz.yaml",
+        "clusters/gpu-east/tenants/research/.gpufleet-manifest.orig",
+        "clusters/gpu-west/apps/x.yaml",  # a cluster folder the fleet does not render
+    ]
+):
+    case(f"tree-unrendered-file-{i}", 16, put(f"gitops/{rel}", ADMIN), r"not written by the render .*gitops/" + re.escape(rel))
+case(
+    "tree-tenant-manifest-escapes-its-folder",
+    16,
+    sub(
+        "gitops/clusters/gpu-east/tenants/research/.gpufleet-manifest",
+        "  apps/1-host.yaml",
+        "  ../../apps/1-host.yaml",
+    ),
+    r"tenants/research/\.gpufleet-manifest:\d+: corrupt manifest line \(bad path '\.\./\.\./apps/1-host\.yaml'\)",
+)
+case(
+    "tree-tenant-manifest-missing",
+    16,
+    lambda repo: (repo / "gitops/clusters/gpu-east/tenants/inference/.gpufleet-manifest").unlink(),
+    r"tenants/inference/\.gpufleet-manifest: the tenant folder's manifest is missing",
+)
+case(
+    "tree-root-manifest-names-a-platform-folder",
+    16,
+    sub("gitops/.gpufleet-manifest", "manifest  clusters/gpu-east/tenants/research/", "manifest  clusters/gpu-east/x/y/"),
+    r"gitops/\.gpufleet-manifest:\d+: 'clusters/gpu-east/x/y/\.gpufleet-manifest' is not a tenant folder's",
 )
 
 
