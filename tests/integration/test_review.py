@@ -255,7 +255,9 @@ def test_a_platform_change_lists_locks_and_the_platform_rule(repo: Path) -> None
 def test_the_base_codeowners_decides_not_the_pull_requests(repo: Path) -> None:
     # a pull request that gives itself the platform's files still needs the base's approvers
     rc, md, _ = pull_request(
-        repo, append("CODEOWNERS", "*  @example-org/team-a\n"), replace(TEAM_A, "login_replicas: 1", "login_replicas: 2")
+        repo,
+        append("CODEOWNERS", "*  @example-org/team-a\n"),
+        replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"),
     )
     rows = approval_rows(md)
     assert rows["CODEOWNERS"] == ["changed", "platform", "`/CODEOWNERS` (line 11)", "@example-org/platform"]

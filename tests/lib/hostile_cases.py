@@ -1064,7 +1064,12 @@ for i, rel in enumerate(
         "clusters/gpu-west/apps/x.yaml",  # a cluster folder the fleet does not render
     ]
 ):
-    case(f"tree-unrendered-file-{i}", 16, put(f"gitops/{rel}", ADMIN), r"not written by the render .*gitops/" + re.escape(rel))
+    case(
+        f"tree-unrendered-file-{i}",
+        16,
+        put(f"gitops/{rel}", ADMIN),
+        r"not written by the render .*gitops/" + re.escape(rel),
+    )
 case(
     "tree-tenant-manifest-escapes-its-folder",
     16,
@@ -1084,7 +1089,9 @@ case(
 case(
     "tree-root-manifest-names-a-platform-folder",
     16,
-    sub("gitops/.gpufleet-manifest", "manifest  clusters/gpu-east/tenants/research/", "manifest  clusters/gpu-east/x/y/"),
+    sub(
+        "gitops/.gpufleet-manifest", "manifest  clusters/gpu-east/tenants/research/", "manifest  clusters/gpu-east/x/y/"
+    ),
     r"gitops/\.gpufleet-manifest:\d+: 'clusters/gpu-east/x/y/\.gpufleet-manifest' is not a tenant folder's",
 )
 

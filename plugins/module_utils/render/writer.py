@@ -307,9 +307,7 @@ def _plan(out: Path, files: Mapping[str, bytes]) -> Plan:
             result.removed.append(rel)
             result.before[rel] = old
     want = manifests(files)
-    result.manifests = sorted(
-        rel for rel in set(want) | set(found) if not is_dir or _read(out / rel) != want.get(rel)
-    )
+    result.manifests = sorted(rel for rel in set(want) | set(found) if not is_dir or _read(out / rel) != want.get(rel))
     return result
 
 
