@@ -373,6 +373,29 @@ case(
 case("bomb-recursive-alias", 5, put(str(GV / "rec.yml"), "a: &a [*a]\n"), r"rec\.yml(:\d+)?: (refused|not valid YAML)")
 case("bomb-single-file-all", 5, put(str(INV / "group_vars/all.yml"), BOMB), r"all\.yml: refused")
 
+# the per-file bounds add up: files each under them, together past the load's budget
+SMALL_BOMB = "".join(  # about 66,000 nodes once its aliases are expanded, a third of the per-file bound
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" if p else f"{c}: &{c} [x, x, x, x, x, x, x, x, x]\n"
+    for p, c in zip(["", "a", "b", "c", "d"], "abcde", strict=True)
+)
+
+
+def many(name: str, count: int, content: str) -> Callable[[Path], None]:
+    def run(repo: Path) -> None:
+        for i in range(count):
+            (repo / GV / f"{name}{i:02d}.yml").write_text(content, encoding="utf-8")
+
+    return run
+
+
+case("bomb-across-files", 5, many("zz", 12, SMALL_BOMB), r"zz\d\d\.yml: refused: the inventory's files together expand")
+case(
+    "bytes-across-files",  # each file under the 256 KiB bound, comments only
+    5,
+    many("big", 20, ("# " + "x" * 98 + "\n") * 2500),
+    r"big\d\d\.yml: refused: the inventory's files together are larger than",
+)
+
 # ------------------------------------------------------------------ 6 topology loss
 FAB = r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.fabric: .*fabric\.ibnetdiscover"
 case("topo-renamed-hosts", 6, sub(FABRIC, '"gpu0', '"gpx0'), FAB + r".*match no node")
@@ -911,6 +934,42 @@ case(
 )
 
 
+# every size and number a tenant sets is bounded against the platform's
+case(
+    "bound-db-storage-past-platform-max",  # would lift the tenant's host requests.storage quota
+    14,
+    edit(
+        "tenants.yml", lambda d: d["gpufleet_tenants"][0]["slurm"]["accounting"]["database"].update(storage="999999Ti")
+    ),
+    r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.slurm\.accounting\.database\.storage: 999999Ti is more than the"
+    r" platform allows .*tenant_database_storage_max: 1Ti",
+)
+case(
+    "bound-db-storage-past-raised-platform-max",
+    14,
+    both(
+        cluster(lambda c: c.__setitem__("tenant_database_storage_max", "2Ti")),
+        edit(
+            "tenants.yml", lambda d: d["gpufleet_tenants"][0]["slurm"]["accounting"]["database"].update(storage="3Ti")
+        ),
+    ),
+    r"gpufleet_tenants\[0\]\.slurm\.accounting\.database\.storage: 3Ti .*tenant_database_storage_max: 2Ti",
+)
+for i, every in enumerate(["1s", "14s", "61m"]):
+    case(
+        f"bound-scrape-interval-{i}",
+        14,
+        edit("tenants.yml", lambda d, e=every: d["gpufleet_tenants"][0]["monitoring"].update(scrape_interval=e)),
+        r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.monitoring\.scrape_interval: " + every + " is outside 15s",
+    )
+case(
+    "bound-scrape-interval-platform-floor",
+    14,
+    cluster(lambda c: c.setdefault("monitoring", {}).__setitem__("min_scrape_interval", "1m")),
+    r"gpufleet_tenants\[0\]\.monitoring\.scrape_interval: 30s is outside 1m",
+)
+
+
 # ------------------------------------------------------------------ 13 exposure, sources, writes into the inputs
 EXP = r"tenants\.yml:\d+: gpufleet_tenants\[2\]\.expose\.from_cidrs\[0\]"
 for i, bad in enumerate([["0.0.0.0/0"], ["::/0"], ["0.0.0.0/1", "128.0.0.0/1"], ["8.8.8.0/24"], ["fe80::%eth0/64"]]):
@@ -1153,6 +1212,10 @@ VALID["apply-connection-vars-and-site-vars"] = both(
     put(
         str(INV / "group_vars/fabric_hosts.yml"), "ntp_servers: [a, b]\nansible_python_interpreter: /usr/bin/python3\n"
     ),
+)
+VALID["bound-db-storage-platform-raised"] = both(
+    cluster(lambda c: c.__setitem__("tenant_database_storage_max", "2Ti")),
+    edit("tenants.yml", lambda d: d["gpufleet_tenants"][0]["slurm"]["accounting"]["database"].update(storage="2Ti")),
 )
 VALID["partition-underscore"] = slurm_opt("research-debug", "partition", "Debug_Q-1")
 VALID["allow-unmatched-hosts"] = both(

@@ -22,7 +22,13 @@ except ImportError:  # pragma: no cover - Python < 3.11
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import accounting, grammar, identity, tenant_values
+from ansible_collections.gpufleet.core.plugins.module_utils.model import (
+    accounting,
+    bounds,
+    grammar,
+    identity,
+    tenant_values,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure, exposure_issues
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     COMPONENTS,
@@ -701,7 +707,7 @@ def validate(raw: RawModel) -> Fleet:
     issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw) + exposure_issues(raw)
     issues += identity.identity_issues(raw) + _partition_access_issues(raw)
     issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw) + inside_inputs_issues(raw)
-    issues += bound_issues(raw)
+    issues += bound_issues(raw) + bounds.bound_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)
