@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
+
 LOCATIONS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 
 
@@ -102,7 +104,13 @@ def _split(line: str) -> list[str]:
     return fields
 
 
-_OWNER = re.compile(r"^(@[A-Za-z0-9][-A-Za-z0-9_.]*(/[A-Za-z0-9][-A-Za-z0-9_.]*)?|[^@\s]+@[^@\s]+\.[^@\s]+)$")
+def _line_problem(pattern: str, owners: tuple[str, ...]) -> str | None:
+    if pattern.startswith("!"):
+        return "`!` negation is not supported"
+    if "[" in pattern:
+        return "`[...]` ranges are not supported"
+    bad = [o for o in owners if not g.fullmatch(g.CODE_OWNER, o)]
+    return f"`{bad[0]}` is not @user, @org/team or an e-mail" if bad else None
 
 
 def parse(text: str, path: str) -> CodeOwners:
@@ -113,13 +121,7 @@ def parse(text: str, path: str) -> CodeOwners:
         if not fields:
             continue
         pattern, owners = fields[0], tuple(fields[1:])
-        why = (
-            "`!` negation is not supported"
-            if pattern.startswith("!")
-            else "`[...]` ranges are not supported"
-            if "[" in pattern
-            else next((f"`{o}` is not @user, @org/team or an e-mail" for o in owners if not _OWNER.match(o)), None)
-        )
+        why = _line_problem(pattern, owners)
         if why:
             skipped.append(f"{path}:{n}: {why}; GitHub skips the line")
             continue
