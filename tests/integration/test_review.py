@@ -232,10 +232,10 @@ def test_every_committed_file_is_listed_with_its_codeowners_rule(repo: Path) -> 
     rows = approval_rows(md)
     committed = run(repo, "git", "diff", "--name-only", "main", "HEAD").stdout.split()
     assert sorted(rows) == sorted(committed) and "review.md" not in rows
-    tenant_rule = ["tenant team-a", "`/gitops/clusters/gpu-1/tenants/team-a/` (line 7)", "@example-org/team-a"]
+    tenant_rule = ["tenant team-a", "`/gitops/clusters/gpu-1/tenants/team-a/` (line 9)", "@example-org/team-a"]
     assert rows["gitops/clusters/gpu-1/tenants/team-a/.gpufleet-manifest"] == ["changed", *tenant_rule]
     assert rows["gitops/clusters/gpu-1/tenants/team-a/slurm/values.yaml"] == ["changed", *tenant_rule]
-    assert rows[TEAM_A] == ["changed", "tenant team-a", f"`/{TEAM_A}` (line 6)", "@example-org/team-a"]
+    assert rows[TEAM_A] == ["changed", "tenant team-a", f"`/{TEAM_A}` (line 8)", "@example-org/team-a"]
     assert "gitops/.gpufleet-manifest" not in rows
 
 
@@ -260,7 +260,7 @@ def test_the_base_codeowners_decides_not_the_pull_requests(repo: Path) -> None:
         replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"),
     )
     rows = approval_rows(md)
-    assert rows["CODEOWNERS"] == ["changed", "platform", "`/CODEOWNERS` (line 11)", "@example-org/platform"]
+    assert rows["CODEOWNERS"] == ["changed", "platform", "`/CODEOWNERS` (line 13)", "@example-org/platform"]
     assert rc == 1
 
 

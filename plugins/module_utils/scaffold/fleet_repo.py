@@ -291,8 +291,10 @@ def codeowners(opts: Options) -> str:
         "# Who approves what (GitHub and GitLab CODEOWNERS; the last matching line wins).",
         "# The platform team owns the repository: clusters, pools, snapshots, CI, the rendered platform.",
         f"*  {opts.platform}",
-        "# Each tenant owns its own file and its rendered tree. `gpufleet review` (CI) fails a tenant's",
-        "# pull request that changes anything else, so these approvals cannot reach past the tenant.",
+        "# Each tenant owns its own file and its rendered tree (with the folder's render manifest).",
+        "# `gpufleet review` (CI) fails a tenant's pull request that changes anything else, so these",
+        "# approvals cannot reach past the tenant. Branch protection must require the CI check and",
+        "# code-owner review (docs/threat-model.md).",
     ]
     for t in opts.tenants:
         owner = opts.owner_of(t)

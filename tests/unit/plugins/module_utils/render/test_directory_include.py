@@ -1,0 +1,48 @@
+"""Every directory Application names the files the render wrote in its folder (``directory.include``),
+so Argo CD ignores a file committed there afterwards; chart sources are untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from render_fixtures import make_inventory
+
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.render import include
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
+
+
+def names(glob: str) -> set[str]:
+    return set(glob[1:-1].split(",")) if glob.startswith("{") else {glob}
+
+
+def test_each_directory_source_names_exactly_its_rendered_files(tmp_path: Path) -> None:
+    result = render_inventory(make_inventory(tmp_path))
+    prefix = result.fleet.gitops.path.strip("/") + "/"
+    seen = 0
+    for rel, data in result.files.items():
+        if not rel.endswith(".yaml"):
+            continue
+        for doc in yaml.safe_load_all(data):
+            if not isinstance(doc, dict) or doc.get("kind") != "Application":
+                continue
+            spec = doc["spec"]
+            for src in [*(spec.get("sources") or []), *([spec["source"]] if spec.get("source") else [])]:
+                if "chart" in src or "ref" in src:
+                    assert "directory" not in src
+                    continue
+                folder = src["path"].removeprefix(prefix)
+                want = {p.rpartition("/")[2] for p in result.files if p.rpartition("/")[0] == folder}
+                want = {n for n in want if n.endswith((".yaml", ".yml", ".json"))}
+                assert want and names(src["directory"]["include"]) == want, (rel, folder)
+                seen += 1
+    assert seen >= 10  # the cluster root, the tenant roots, host, objects and accounting folders
+
+
+def test_the_pattern_is_exact() -> None:
+    assert include.pattern(["b.yaml", "a.yaml", "a.yaml"]) == "{a.yaml,b.yaml}"
+    assert include.pattern(["only.yaml"]) == "only.yaml"
+    with pytest.raises(GpufleetError, match="glob character"):
+        include.pattern(["a*.yaml"])
