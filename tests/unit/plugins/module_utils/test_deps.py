@@ -44,11 +44,7 @@ print(json.dumps({"failed": failed, "uses": uses}))
 def test_every_module_utils_file_imports_without_controller_libraries() -> None:
     p = subprocess.run(
         [sys.executable, "-c", CHILD, str(REPO / ".build" / "collections")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])

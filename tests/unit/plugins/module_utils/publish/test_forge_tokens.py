@@ -97,9 +97,7 @@ def test_plain_http_refused_except_loopback(url: str) -> None:
         forge.open_pull_request(target("github", url), "scale/x", "main", "t", "b", TOKEN, timeout=1)
 
 
-@pytest.mark.parametrize(
-    "url", ["https://api.github.com", "http://127.0.0.1:1", "http://localhost:1", "http://[::1]:1"]
-)
+@pytest.mark.parametrize("url", ["https://api.github.com", "http://127.0.0.1:1", "http://localhost:1", "http://[::1]:1"])
 def test_https_and_loopback_allowed(url: str) -> None:
     forge.check_api_url(url)  # does not raise
 

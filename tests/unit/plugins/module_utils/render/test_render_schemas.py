@@ -29,11 +29,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import r
 
 # kinds whose CRDs are not in ../shared/upstream (validated only by their builders' unit tests and
 # by server-side dry-run with stand-in CRDs): reported, not silently passed
-NO_UPSTREAM_CRD = (
-    {("cilium.io/v2", "CiliumClusterwideNetworkPolicy")}
-    | {("kueue.x-k8s.io/v1beta2", k) for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue")}
-    | {("k8s.mariadb.com/v1alpha1", "MariaDB")}
-)
+NO_UPSTREAM_CRD = {("cilium.io/v2", "CiliumClusterwideNetworkPolicy")} | {
+    ("kueue.x-k8s.io/v1beta2", k) for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue")
+} | {("k8s.mariadb.com/v1alpha1", "MariaDB")}
 # Cilium LB IPAM / announcement kinds (render/loadbalancer.py): no Cilium CRDs in ../shared/upstream
 NO_UPSTREAM_CRD |= {
     ("cilium.io/v2", "CiliumLoadBalancerIPPool"),

@@ -68,11 +68,7 @@ def run_module(args: dict, tmp_path: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(COLLECTIONS)}
     p = subprocess.run(
         [sys.executable, "-m", "ansible_collections.gpufleet.core.plugins.modules.slurm_topology", str(f)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
+        capture_output=True, text=True, env=env, timeout=120, check=False,
     )
     out = p.stdout.strip().splitlines()
     assert out, p.stderr
