@@ -38,15 +38,16 @@ def _dict(x: Any) -> dict[str, Any]:
 
 
 def bound_issues(raw: Any) -> list[Issue]:
+    listed = raw.data.get("gpufleet_clusters")
     clusters = {
         c["name"]: (ci, c)
-        for ci, c in enumerate(raw.data.get("gpufleet_clusters") or [])
+        for ci, c in enumerate(listed if isinstance(listed, list) else [])
         if isinstance(c, dict) and isinstance(c.get("name"), str)
     }
     issues: list[Issue] = []
     tenants = raw.data.get("gpufleet_tenants")
     for ti, t in enumerate(tenants if isinstance(tenants, list) else []):
-        if not isinstance(t, dict) or t.get("cluster") not in clusters:
+        if not isinstance(t, dict) or not isinstance(t.get("cluster"), str) or t["cluster"] not in clusters:
             continue
         ci, c = clusters[t["cluster"]]
         db = _dict(_dict(_dict(t.get("slurm")).get("accounting")).get("database"))
