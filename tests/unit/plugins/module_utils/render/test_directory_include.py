@@ -46,3 +46,29 @@ def test_the_pattern_is_exact() -> None:
     assert include.pattern(["only.yaml"]) == "only.yaml"
     with pytest.raises(GpufleetError, match="glob character"):
         include.pattern(["a*.yaml"])
+
+
+def test_a_tenant_host_folder_syncs_in_a_project_of_exactly_its_kinds(tmp_path: Path) -> None:
+    result = render_inventory(make_inventory(tmp_path))
+    docs = {
+        rel: [d for d in yaml.safe_load_all(data) if d] for rel, data in result.files.items() if rel.endswith(".yaml")
+    }
+    tenants = sorted(result.fleet.tenants)
+    assert tenants
+    for t in tenants:
+        app = docs[f"clusters/gpu-east/tenants/{t}/apps/1-host.yaml"][0]
+        proj = docs[f"clusters/gpu-east/apps/tenant-{t}-0-host-project.yaml"][0]
+        assert app["spec"]["project"] == proj["metadata"]["name"] == f"gpu-east-host-{t}"
+        objs = [o for rel, ds in docs.items() if rel.startswith(f"clusters/gpu-east/tenants/{t}/host/") for o in ds]
+        kinds = {(o["apiVersion"].rpartition("/")[0], o["kind"], bool(o["metadata"].get("namespace"))) for o in objs}
+        spec = proj["spec"]
+        assert {(k["group"], k["kind"], False) for k in spec["clusterResourceWhitelist"]} | {
+            (k["group"], k["kind"], True) for k in spec["namespaceResourceWhitelist"]
+        } == kinds
+        assert {"group": "", "kind": "Namespace"} in spec["clusterResourceWhitelist"]
+        assert {"group": "rbac.authorization.k8s.io", "kind": "ClusterRoleBinding"} not in spec[
+            "clusterResourceWhitelist"
+        ]
+        assert spec["destinations"] == [{"namespace": f"vc-{t}", "server": app["spec"]["destination"]["server"]}]
+        assert spec["sourceRepos"] == [result.fleet.gitops.repo_url]
+        assert "*" not in yaml.safe_dump(spec)
