@@ -6,9 +6,10 @@ host folder (synced by ``<t>-host`` in the platform project, whose cluster white
 an extra Application in the tenant's apps folder (synced by the tenant root, also in the platform
 project). ``gpufleet.py render --check`` (CI) exits 2 naming them. Committed anyway, Argo CD reads the
 new revision (both apps report it, Synced) and applies neither: each directory source names the
-rendered files (``directory.include``). The control: the same commit with the host app's include
-removed by hand is applied (the binding appears), so the bed would show the attack if the guard were
-missing. Everything is reverted at the end and the binding pruned.
+rendered files (``directory.include``), and the host app's project allows only the kinds of the
+rendered host folder. The control: the host app edited by hand (no include, the platform project)
+applies the binding, so the bed would show the attack if the guards were missing. Everything is
+reverted at the end.
 """
 
 from __future__ import annotations
@@ -112,12 +113,14 @@ def test_an_unrendered_file_is_refused_by_ci_and_not_applied(argocd_bed: ArgoBed
         host_resources = {r.get("name") for r in apps[HOST_APP]["status"].get("resources") or []}
         assert BINDING not in host_resources and "vc-research" in host_resources
 
-        # the control: without the include the bed applies the same file
+        # the control: without the include and in the platform project, the bed applies the same file
         app_file = bed.repo / FOLDER / "apps" / "1-host.yaml"
         docs = [d for d in yaml.safe_load_all(app_file.read_text()) if d]
         assert docs[0]["spec"]["source"].pop("directory")["include"]
+        assert docs[0]["spec"]["project"] == f"{CLUSTER}-host-{TENANT}"
+        docs[0]["spec"]["project"] = f"{CLUSTER}-platform"
         app_file.write_text(yaml.safe_dump(docs[0], sort_keys=False))
-        commit(bed, "the host app without its include (control)")
+        commit(bed, "the host app without its include, in the platform project (control)")
         # the tenant root applies the changed host app, which then applies the binding
         bed.argocd.wait([HOST_APP], lambda _app: binding_exists(bed), "applied the binding (control)", timeout=WAIT)
     finally:  # back to the rendered tree of the start, the binding pruned
@@ -127,6 +130,8 @@ def test_an_unrendered_file_is_refused_by_ci_and_not_applied(argocd_bed: ArgoBed
         git(bed.repo, "checkout", "-q", start, "--", "gitops")
         sha = commit(bed, "back to the rendered tree")
     bed.argocd.wait([HOST_APP, ROOT], at_revision(sha), f"Synced at {sha[:8]}", timeout=WAIT)
-    bed.argocd.wait([HOST_APP], lambda _app: not binding_exists(bed), "pruned the binding", timeout=WAIT)
+    # the binding is of a kind the host project does not permit: Argo CD no longer manages (or prunes) it
+    if binding_exists(bed):
+        bed.host.kubectl("delete", "clusterrolebinding", BINDING)
     ci = ci_check(bed)
     assert ci.returncode == 0, ci.stderr
