@@ -214,6 +214,35 @@ def test_cli_render_and_check(inv: Path, tmp_path: Path) -> None:
     assert (out / "clusters" / "gpu-east" / "REPORT.md").read_text() == "edited by hand\n"  # --check wrote nothing
 
 
+def test_cli_a_cached_current_tree_still_refuses_a_foreign_file(inv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    env_cache = {"GPUFLEET_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):  # the second render is the no-change fast path: the cache says the tree is current
+        p = subprocess.run(
+            [*CLI, "render", "--inventory", str(inv), "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, **env_cache},
+        )
+        assert p.returncode == 0, p.stderr
+    assert any((tmp_path / "cache").rglob("*")), "the cache was not used"
+    extra = out / "clusters" / "gpu-east" / "tenants" / "research" / "host" / "zz-admin.yaml"
+    extra.write_text("kind: ClusterRoleBinding\n")
+    for args in ((), ("--check",)):
+        p = subprocess.run(
+            [*CLI, "render", "--inventory", str(inv), "--out", str(out), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, **env_cache},
+        )
+        assert p.returncode == 2 and str(extra) in p.stderr, (args, p.stdout, p.stderr)
+    assert extra.read_text() == "kind: ClusterRoleBinding\n"
+
+
 def test_cli_schema_matches_docs() -> None:
     p = cli("schema")
     assert p.returncode == 0
