@@ -6,10 +6,16 @@ folder, so a file committed after the render (past CI, or straight to the branch
 in the platform project. With ``directory.include`` set to the rendered file names (a glob Argo CD's
 repo server matches against each file's path relative to the source path), such a file is ignored:
 the defence in depth behind the closed tree (:mod:`.writer`) and the CI check.
+
+The cluster root is the exception: the bootstrap applies it once (and the apply step again), it does
+not follow Git, so a list of names would go stale when a component or a tenant is added. It takes
+:data:`ROOT_PATTERN`, the names the render gives the platform's Applications and projects
+(``NN-<component>.yaml``, ``tenant-<t>*.yaml``), and every rendered file there must match it.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +24,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import F
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")  # what Argo CD reads as manifests in a directory source
+ROOT_NAMES = ("[0-9][0-9]-*.yaml", "tenant-*.yaml")
+ROOT_PATTERN = "{" + ",".join(ROOT_NAMES) + "}"
 
 
 def pattern(names: Iterable[str]) -> str:
@@ -27,6 +35,14 @@ def pattern(names: Iterable[str]) -> str:
         if any(ch in n for ch in "{},*?[]\\!"):
             raise GpufleetError(f"{n!r}: a rendered file name with a glob character")
     return names[0] if len(names) == 1 else "{" + ",".join(names) + "}"
+
+
+def scope_root(root: dict[str, Any], names: Iterable[str]) -> None:
+    """Set the cluster root's ``directory.include`` (in place); ``names``: the files of its folder."""
+    stray = sorted(n for n in names if not any(fnmatch.fnmatchcase(n, p) for p in ROOT_NAMES))
+    if stray:
+        raise GpufleetError(f"rendered apps {stray} do not match the cluster root's include {ROOT_PATTERN}")
+    root["spec"]["source"]["directory"] = {"include": ROOT_PATTERN}
 
 
 def scope_sources(fleet: Fleet, apps: Iterable[dict[str, Any]], paths: Iterable[str]) -> None:

@@ -3,6 +3,7 @@ so Argo CD ignores a file committed there afterwards; chart sources are untouche
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,23 @@ def test_each_directory_source_names_exactly_its_rendered_files(tmp_path: Path) 
                 folder = src["path"].removeprefix(prefix)
                 want = {p.rpartition("/")[2] for p in result.files if p.rpartition("/")[0] == folder}
                 want = {n for n in want if n.endswith((".yaml", ".yml", ".json"))}
-                assert want and names(src["directory"]["include"]) == want, (rel, folder)
+                assert want, (rel, folder)
+                if rel.endswith("root-app.yaml"):  # applied by the bootstrap, not from Git: a pattern
+                    assert src["directory"]["include"] == include.ROOT_PATTERN
+                    assert all(any(fnmatch.fnmatchcase(n, p) for p in include.ROOT_NAMES) for n in want)
+                    assert not any(fnmatch.fnmatchcase("zz-extra.yaml", p) for p in include.ROOT_NAMES)
+                else:
+                    assert names(src["directory"]["include"]) == want, (rel, folder)
                 seen += 1
     assert seen >= 10  # the cluster root, the tenant roots, host, objects and accounting folders
+
+
+def test_the_cluster_root_refuses_a_rendered_name_outside_its_pattern() -> None:
+    root = {"spec": {"source": {"path": "gitops/clusters/c/apps"}}}
+    include.scope_root(root, ["00-argocd.yaml", "tenant-a.yaml"])
+    assert root["spec"]["source"]["directory"] == {"include": include.ROOT_PATTERN}
+    with pytest.raises(GpufleetError, match="do not match the cluster root"):
+        include.scope_root(root, ["00-argocd.yaml", "extra.yaml"])
 
 
 def test_the_pattern_is_exact() -> None:
