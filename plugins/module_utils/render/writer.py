@@ -75,10 +75,6 @@ class Plan:
     manifests: list[str] = field(default_factory=list)  # manifests added, changed or removed
 
     @property
-    def manifest_changed(self) -> bool:
-        return bool(self.manifests)
-
-    @property
     def changes(self) -> bool:
         return bool(self.added or self.changed or self.removed or self.manifests)
 
