@@ -99,8 +99,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         ):
             for p in paths:
                 print(f"  {what}: {p}", file=sys.stderr)
-        if report.plan.manifest_changed and not (report.plan.added or report.plan.changed or report.plan.removed):
-            print("  changed: .gpufleet-manifest", file=sys.stderr)
+        for p in report.plan.manifests:
+            print(f"  manifest changed: {p}", file=sys.stderr)
         for p in report.locks_changed:
             print(f"  pool lock changed: {p}", file=sys.stderr)
         return 1

@@ -239,3 +239,88 @@ def test_going_back_past_the_slurm_conversion_fails_the_review(repo: Path) -> No
     assert rc == 1, md
     assert "REFUSE [slurm-downgrade] Slurm 26.05 -> 25.11" in md and "cannot undo that conversion" in md
     assert "Note: `inventories/prod`: FLAG [chart-downgrade] chart slurm 1.2.1 -> 1.1.2" in md
+
+
+def approval_rows(md: str) -> dict[str, list[str]]:
+    """file -> [change, owner, CODEOWNERS rule, must approve] from the review's approval table."""
+    section = md.split("### Who must approve")[1].split("\n### ")[0]
+    rows = [r.strip("|").split(" | ") for r in section.splitlines() if r.startswith("| `")]
+    return {r[0].strip().strip("`"): [c.strip() for c in r[1:]] for r in rows}
+
+
+def test_every_committed_file_is_listed_with_its_codeowners_rule(repo: Path) -> None:
+    # a tenant's change renders files in its own folder only, its manifest included: the tenant's
+    # CODEOWNERS entry decides every one of them, the platform's root manifest is untouched
+    rc, md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"))
+    assert rc == 0, md
+    rows = approval_rows(md)
+    committed = run(repo, "git", "diff", "--name-only", "main", "HEAD").stdout.split()
+    assert sorted(rows) == sorted(committed) and "review.md" not in rows
+    tenant_rule = ["tenant team-a", "`/gitops/clusters/gpu-1/tenants/team-a/` (line 9)", "@example-org/team-a"]
+    assert rows["gitops/clusters/gpu-1/tenants/team-a/.gpufleet-manifest"] == ["changed", *tenant_rule]
+    assert rows["gitops/clusters/gpu-1/tenants/team-a/slurm/values.yaml"] == ["changed", *tenant_rule]
+    assert rows[TEAM_A] == ["changed", "tenant team-a", f"`/{TEAM_A}` (line 8)", "@example-org/team-a"]
+    assert "gitops/.gpufleet-manifest" not in rows
+
+
+def test_a_platform_change_lists_locks_and_the_platform_rule(repo: Path) -> None:
+    pools = f"{GV}/pools.yml"
+    text = (repo / pools).read_text()
+    cut = text.index("nodes: 6", text.index("  - name: team-a"))
+    (repo / pools).write_text(text[:cut] + "nodes: 4" + text[cut + len("nodes: 6") :])
+    rc, md, _ = pull_request(repo)
+    assert rc == 0, md
+    rows = approval_rows(md)
+    lock = f"{INV}/snapshots/gpu-1/pools.lock.yaml"
+    assert rows[lock] == ["changed", "platform", "`*` (line 3)", "@example-org/platform"]
+    assert rows["gitops/clusters/gpu-1/POOLS.md"][1:] == ["platform", "`*` (line 3)", "@example-org/platform"]
+
+
+def test_the_base_codeowners_decides_not_the_pull_requests(repo: Path) -> None:
+    # a pull request that gives itself the platform's files still needs the base's approvers
+    rc, md, _ = pull_request(
+        repo,
+        append("CODEOWNERS", "*  @example-org/team-a\n"),
+        replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"),
+    )
+    rows = approval_rows(md)
+    assert rows["CODEOWNERS"] == ["changed", "platform", "`/CODEOWNERS` (line 13)", "@example-org/platform"]
+    assert rc == 1
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "gitops/clusters/gpu-1/tenants/team-a/host/zz-admin.yaml",
+        "gitops/clusters/gpu-1/tenants/team-a/apps/9-extra.yaml",
+        "gitops/clusters/gpu-1/tenants/team-b/host/zz-admin.yaml",
+        "gitops/clusters/gpu-1/apps/zz-extra.yaml",
+    ],
+)
+def test_an_unrendered_file_in_a_rendered_folder_is_refused(repo: Path, extra: str) -> None:
+    admin = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: zz}\n"
+    (repo / extra).write_text(admin)
+    run(repo, "git", "add", "-A")
+    run(repo, "git", "commit", "-qm", "extra")
+    for args in (
+        ("review", "--inventory", INV, "--base", "main"),
+        ("render", "--inventory", INV, "--check"),
+        ("render", "--inventory", INV, "--check", "--base", "main"),
+        ("render", "--inventory", INV),
+    ):
+        p = run(repo, *CLI, *args, check=False)
+        assert p.returncode == 2 and extra in p.stderr and "Traceback" not in p.stderr, (args, p.stdout, p.stderr)
+        assert "not written by the render" in p.stderr
+    assert (repo / extra).read_text() == admin
+    assert run(repo, "git", "status", "--porcelain").stdout == ""  # nothing written anywhere
+
+
+def test_removed_and_changed_rendered_files_are_listed_and_fail(repo: Path) -> None:
+    gone = "gitops/clusters/gpu-1/tenants/team-a/vcluster/values.yaml"
+    (repo / gone).unlink()
+    append("gitops/clusters/gpu-1/tenants/team-a/slurm/values.yaml", "# hand edit\n")(repo)
+    rc, md, _ = pull_request(repo, render=False)
+    assert rc == 1 and "is not the rendered `inventories/prod`" in md
+    rows = approval_rows(md)
+    assert rows[gone][:2] == ["removed", "tenant team-a"]
+    assert rows["gitops/clusters/gpu-1/tenants/team-a/slurm/values.yaml"][:2] == ["changed", "tenant team-a"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -371,6 +372,29 @@ case(
 )
 case("bomb-recursive-alias", 5, put(str(GV / "rec.yml"), "a: &a [*a]\n"), r"rec\.yml(:\d+)?: (refused|not valid YAML)")
 case("bomb-single-file-all", 5, put(str(INV / "group_vars/all.yml"), BOMB), r"all\.yml: refused")
+
+# the per-file bounds add up: files each under them, together past the load's budget
+SMALL_BOMB = "".join(  # about 66,000 nodes once its aliases are expanded, a third of the per-file bound
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" if p else f"{c}: &{c} [x, x, x, x, x, x, x, x, x]\n"
+    for p, c in zip(["", "a", "b", "c", "d"], "abcde", strict=True)
+)
+
+
+def many(name: str, count: int, content: str) -> Callable[[Path], None]:
+    def run(repo: Path) -> None:
+        for i in range(count):
+            (repo / GV / f"{name}{i:02d}.yml").write_text(content, encoding="utf-8")
+
+    return run
+
+
+case("bomb-across-files", 5, many("zz", 12, SMALL_BOMB), r"zz\d\d\.yml: refused: the inventory's files together expand")
+case(
+    "bytes-across-files",  # each file under the 256 KiB bound, comments only
+    5,
+    many("big", 20, ("# " + "x" * 98 + "\n") * 2500),
+    r"big\d\d\.yml: refused: the inventory's files together are larger than",
+)
 
 # ------------------------------------------------------------------ 6 topology loss
 FAB = r"clusters\.yml:\d+: gpufleet_clusters\[0\]\.fabric: .*fabric\.ibnetdiscover"
@@ -910,6 +934,42 @@ case(
 )
 
 
+# every size and number a tenant sets is bounded against the platform's
+case(
+    "bound-db-storage-past-platform-max",  # would lift the tenant's host requests.storage quota
+    14,
+    edit(
+        "tenants.yml", lambda d: d["gpufleet_tenants"][0]["slurm"]["accounting"]["database"].update(storage="999999Ti")
+    ),
+    r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.slurm\.accounting\.database\.storage: 999999Ti is more than the"
+    r" platform allows .*tenant_database_storage_max: 1Ti",
+)
+case(
+    "bound-db-storage-past-raised-platform-max",
+    14,
+    both(
+        cluster(lambda c: c.__setitem__("tenant_database_storage_max", "2Ti")),
+        edit(
+            "tenants.yml", lambda d: d["gpufleet_tenants"][0]["slurm"]["accounting"]["database"].update(storage="3Ti")
+        ),
+    ),
+    r"gpufleet_tenants\[0\]\.slurm\.accounting\.database\.storage: 3Ti .*tenant_database_storage_max: 2Ti",
+)
+for i, every in enumerate(["1s", "14s", "61m"]):
+    case(
+        f"bound-scrape-interval-{i}",
+        14,
+        edit("tenants.yml", lambda d, e=every: d["gpufleet_tenants"][0]["monitoring"].update(scrape_interval=e)),
+        r"tenants\.yml:\d+: gpufleet_tenants\[0\]\.monitoring\.scrape_interval: " + every + " is outside 15s",
+    )
+case(
+    "bound-scrape-interval-platform-floor",
+    14,
+    cluster(lambda c: c.setdefault("monitoring", {}).__setitem__("min_scrape_interval", "1m")),
+    r"gpufleet_tenants\[0\]\.monitoring\.scrape_interval: 30s is outside 1m",
+)
+
+
 # ------------------------------------------------------------------ 13 exposure, sources, writes into the inputs
 EXP = r"tenants\.yml:\d+: gpufleet_tenants\[2\]\.expose\.from_cidrs\[0\]"
 for i, bad in enumerate([["0.0.0.0/0"], ["::/0"], ["0.0.0.0/1", "128.0.0.0/1"], ["8.8.8.0/24"], ["fe80::%eth0/64"]]):
@@ -1014,6 +1074,87 @@ case(
 )
 
 
+# ------------------------------------------------------------------ 13 addresses as the datapath reads them
+# IPv6 forms that embed IPv4: Go's net.ParseCIDR (Cilium, kube-proxy) reads ::ffff:0:0/96 as 0.0.0.0/0
+for i, bad in enumerate(
+    [
+        ["::ffff:0:0/96"],  # all of IPv4, "private" to Python
+        ["::ffff:0:0/97", "::ffff:8000:0/97"],  # the two halves
+        ["::ffff:808:800/120"],  # 8.8.8.0/24
+        ["::ffff:a00:0/104"],  # 10.0.0.0/8, still refused: write the IPv4 network
+        ["::/96"],  # IPv4-compatible
+        ["::ffff:0:0:0/96"],  # IPv4-translated
+        ["64:ff9b::/96"],  # NAT64
+        ["64:ff9b:1::/48"],  # NAT64 local use
+        ["2001::/32"],  # Teredo
+        ["2001::/23"],  # contains Teredo
+        ["2002::/16"],  # 6to4
+        ["2002:a00::/24"],  # 6to4 of 10.0.0.0/8
+        ["::/64"],  # contains the mapped range
+    ]
+):
+    case(
+        f"expose-cidr-transition-{i}",
+        13,
+        tenant(2, expose={"inference": [8000], "from_cidrs": ["10.20.0.0/16", *bad]}),
+        r"tenants\.yml:\d+: gpufleet_tenants\[2\]\.expose\.from_cidrs\[1\]: .* overlaps .*write the IPv4 network",
+    )
+case(
+    "expose-cidr-transition-inside-platform-list",  # the platform allows 2000::/3: Teredo and 6to4 stay out
+    13,
+    both(
+        cluster(lambda c: c.__setitem__("expose_allowed_cidrs", ["2000::/3"])),
+        tenant(2, expose={"inference": [8000], "from_cidrs": ["2002::/17"]}),
+    ),
+    EXP + r": '2002::/17' overlaps 2002::/16, 6to4",
+)
+
+
+# ------------------------------------------------------------------ 16 the closed tree: only rendered files
+ADMIN = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: zz-admin}\n"
+for i, rel in enumerate(
+    [
+        "clusters/gpu-east/tenants/research/host/zz-admin.yaml",  # synced whole by the tenant's 1-host app
+        "clusters/gpu-east/tenants/research/apps/9-extra.yaml",  # an extra Application of the tenant root
+        "clusters/gpu-east/tenants/inference/host/zz-admin.yaml",  # another tenant's folder
+        "clusters/gpu-east/apps/zz-extra.yaml",  # the platform's Applications
+        "clusters/gpu-east/platform/cilium/zz.yaml",
+        "clusters/gpu-east/tenants/research/.gpufleet-manifest.orig",
+        "clusters/gpu-west/apps/x.yaml",  # a cluster folder the fleet does not render
+    ]
+):
+    case(
+        f"tree-unrendered-file-{i}",
+        16,
+        put(f"gitops/{rel}", ADMIN),
+        r"not written by the render .*gitops/" + re.escape(rel),
+    )
+case(
+    "tree-tenant-manifest-escapes-its-folder",
+    16,
+    sub(
+        "gitops/clusters/gpu-east/tenants/research/.gpufleet-manifest",
+        "  apps/1-host.yaml",
+        "  ../../apps/1-host.yaml",
+    ),
+    r"tenants/research/\.gpufleet-manifest:\d+: corrupt manifest line \(bad path '\.\./\.\./apps/1-host\.yaml'\)",
+)
+case(
+    "tree-tenant-manifest-missing",
+    16,
+    lambda repo: (repo / "gitops/clusters/gpu-east/tenants/inference/.gpufleet-manifest").unlink(),
+    r"tenants/inference/\.gpufleet-manifest: the tenant folder's manifest is missing",
+)
+case(
+    "tree-root-manifest-names-a-platform-folder",
+    16,
+    sub(
+        "gitops/.gpufleet-manifest", "manifest  clusters/gpu-east/tenants/research/", "manifest  clusters/gpu-east/x/y/"
+    ),
+    r"gitops/\.gpufleet-manifest:\d+: 'clusters/gpu-east/x/y/\.gpufleet-manifest' is not a tenant folder's",
+)
+
+
 # ------------------------------------------------------------------ 15 names after each chart's truncation
 _PERIODIC = "a-v-vc-" * 6  # vc-<t>-v-vc-<t> cut at 63 is the same string for both names below
 case(
@@ -1071,6 +1212,10 @@ VALID["apply-connection-vars-and-site-vars"] = both(
     put(
         str(INV / "group_vars/fabric_hosts.yml"), "ntp_servers: [a, b]\nansible_python_interpreter: /usr/bin/python3\n"
     ),
+)
+VALID["bound-db-storage-platform-raised"] = both(
+    cluster(lambda c: c.__setitem__("tenant_database_storage_max", "2Ti")),
+    edit("tenants.yml", lambda d: d["gpufleet_tenants"][0]["slurm"]["accounting"]["database"].update(storage="2Ti")),
 )
 VALID["partition-underscore"] = slurm_opt("research-debug", "partition", "Debug_Q-1")
 VALID["allow-unmatched-hosts"] = both(

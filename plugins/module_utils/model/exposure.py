@@ -66,6 +66,32 @@ class Exposure:
         )
 
 
+# IPv6 ranges that carry an IPv4 address, and so read as IPv4 by some datapath: Go's ``net.ParseCIDR``
+# (Cilium, kube-proxy, cloud load-balancer controllers) turns ``::ffff:0:0/96`` into ``0.0.0.0/0``;
+# NAT64 gateways, Teredo and 6to4 relays forward to the embedded IPv4 address. Python's ``ipaddress``
+# calls several of them private. A network that overlaps one is refused: write the IPv4 network.
+TRANSITION_NETWORKS = {
+    "::ffff:0:0/96": "IPv4-mapped (Go's parser reads it as the IPv4 network: ::ffff:0:0/96 is 0.0.0.0/0)",
+    "::/96": "IPv4-compatible (deprecated IPv4 embedding; also the unspecified and loopback addresses)",
+    "::ffff:0:0:0/96": "IPv4-translated (SIIT)",
+    "64:ff9b::/96": "NAT64 well-known prefix (the gateway forwards to the embedded IPv4 address)",
+    "64:ff9b:1::/48": "NAT64 local-use prefix (the gateway forwards to the embedded IPv4 address)",
+    "2001::/32": "Teredo (tunnels to an embedded IPv4 address)",
+    "2002::/16": "6to4 (tunnels to an embedded IPv4 address)",
+}
+_TRANSITION = [(ipaddress.IPv6Network(n), why) for n, why in TRANSITION_NETWORKS.items()]
+
+
+def transition_problem(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str | None:
+    """Why an IPv6 network reaches IPv4 through a transition form (it overlaps one), or None."""
+    if net.version != 6:
+        return None
+    for t, why in _TRANSITION:
+        if net.overlaps(t):
+            return f"overlaps {t}, {why}; write the IPv4 network instead"
+    return None
+
+
 def cidr_problem(text: Any) -> str | None:
     """Why ``text`` is not a canonical IPv4/IPv6 network, or None."""
     if not isinstance(text, str) or "/" not in text or text != text.strip() or "%" in text:
@@ -135,8 +161,12 @@ def _allowed_networks(raw: Any, cluster: Any) -> list[Any] | None:
 
 def breadth_problem(text: str, allowed: list[Any] | None) -> str | None:
     """A tenant's network must lie inside the platform's ``expose_allowed_cidrs`` or, without that
-    list, be a private network; the world (``0.0.0.0/0``, ``::/0``, or halves of it) never is."""
+    list, be a private network; the world (``0.0.0.0/0``, ``::/0``, or halves of it) never is, nor an
+    IPv6 network that embeds IPv4 (checked first: a datapath may read it as an IPv4 network)."""
     net = ipaddress.ip_network(text)
+    why = transition_problem(net)
+    if why:
+        return f"{text!r} {why}"
     if allowed is None:
         if net.prefixlen == 0 or not net.is_private:
             return (

@@ -60,6 +60,12 @@ ENV_VAR = r"^[A-Za-z_][A-Za-z0-9_]{0,99}$"
 PROJECT = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$"
 HOSTLIST = r"^[-A-Za-z0-9_.\[\],*?]{1,1000}$"
 TEXT = r"^[^\x00-\x1f\x7f]{0,500}$"  # one line of free text (descriptions)
+# A CODEOWNERS owner: @user, @org/team, or an e-mail address (no '#', which starts a comment there)
+CODE_OWNER = (
+    r"^(@[A-Za-z0-9](-?[A-Za-z0-9]){0,38}(/[A-Za-z0-9][-A-Za-z0-9_.]{0,99})?"
+    r"|[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)+)$"
+)
+ORG = r"^[A-Za-z0-9](-?[A-Za-z0-9_.]){0,38}$"  # a GitHub organisation or GitLab group
 
 # Names a tenant must not give to namespaces inside its vCluster (the renderer creates 'slurm'
 # there; the others are Kubernetes' and vCluster's own).

@@ -16,6 +16,7 @@ import functools
 import os
 import re
 import stat
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,40 @@ def _record(
 VARS_EXTENSIONS = (".yml", ".yaml", ".json")  # Ansible's default yaml_valid_extensions
 MAX_NODES = 200_000  # YAML nodes one vars file may expand to (aliases counted each time they are used)
 MAX_DEPTH = 64  # nesting levels of one vars file
+# Budgets of all the files one load reads together: the per-file bounds alone let many small files
+# (each just under the bounds, e.g. a 1 KB alias tree per tenant file) add up to gigabytes.
+MAX_TOTAL_NODES = 400_000  # YAML nodes, aliases expanded each time they are used
+MAX_TOTAL_BYTES = 4 << 20
+
+
+@dataclass
+class _Totals:
+    nodes: int = 0
+    bytes: int = 0
+
+
+_TOTALS: ContextVar[_Totals | None] = ContextVar("gpufleet_inventory_totals", default=None)
+
+
+def _charge(nodes: int = 0, size: int = 0) -> None:
+    """Count one file against the load's budgets; raises _FileIssue naming the file that passes one."""
+    totals = _TOTALS.get()
+    if totals is None:
+        return
+    totals.nodes += nodes
+    totals.bytes += size
+    if totals.nodes > MAX_TOTAL_NODES:
+        raise _FileIssue(
+            None,
+            f"refused: the inventory's files together expand to more than {MAX_TOTAL_NODES} YAML nodes (aliases"
+            " counted each time they are used); this file passes the budget: write values out, fewer aliases",
+        )
+    if totals.bytes > MAX_TOTAL_BYTES:
+        raise _FileIssue(
+            None,
+            f"refused: the inventory's files together are larger than {MAX_TOTAL_BYTES} bytes; this file passes"
+            " the budget (move data to a snapshot)",
+        )
 
 
 def _dir_vars_files(folder: Path) -> list[Path]:
@@ -313,6 +348,7 @@ def _parse(f: Path, text: str) -> tuple[yaml.Node | None, Any]:
                 f"refused: its YAML aliases expand to more than {MAX_NODES} nodes (an alias bomb?);"
                 " write the values out instead of nesting aliases",
             )
+        _charge(nodes=n)
         try:
             return node, loader.construct_document(node)
         except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an int of 5,000 digits
@@ -361,6 +397,7 @@ def _vars_file(f: Path) -> tuple[yaml.Node, dict[Any, Any]] | None:
         raise _FileIssue(None, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:
         raise _FileIssue(None, f"refused: larger than {MAX_FILE_BYTES} bytes (split it or move data to a snapshot)")
+    _charge(size=len(data))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -560,6 +597,14 @@ def load_inventory(inventory: str | Path) -> RawModel:
     Every file the apply step's Ansible reads is checked too: ``gpufleet_*`` variables only in
     ``group_vars/all`` (the model), role variables nowhere, ``ansible_*`` only the connection
     variables in :data:`ANSIBLE_VARS`, no Jinja in the model (see :func:`variable_problem`)."""
+    token = _TOTALS.set(_Totals())
+    try:
+        return _load_inventory(inventory)
+    finally:
+        _TOTALS.reset(token)
+
+
+def _load_inventory(inventory: str | Path) -> RawModel:
     inv = _inventory_dir(inventory)
     raw = RawModel(inventory_dir=inv)
     issues: list[Issue] = []

@@ -12,6 +12,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting,
+    bounds,
     identity,
     maintenance,
     rollout,
@@ -65,6 +66,12 @@ _CLUSTER_MONITORING = {
         "namespace": {**_NAME, "default": "monitoring", "description": "where the Grafana sidecar looks"},
         "dashboard_label": {"type": "string", "pattern": _LABEL_KEY, "default": "grafana_dashboard"},
         "labels": {**_STRICT_LABELS, "description": "labels Prometheus selects monitors by (e.g. release)"},
+        "min_scrape_interval": {
+            "type": "string",
+            "pattern": bounds.INTERVAL,
+            "default": bounds.MIN_SCRAPE_INTERVAL,
+            "description": "platform-owned: the shortest scrape interval a tenant may set",
+        },
     },
 }
 _TENANT_MONITORING = {
@@ -72,7 +79,13 @@ _TENANT_MONITORING = {
     "additionalProperties": False,
     "properties": {
         "enabled": {"type": "boolean", "default": True},
-        "scrape_interval": {"type": "string", "pattern": "^[1-9][0-9]{0,3}[sm]$", "default": "30s"},
+        "scrape_interval": {
+            "type": "string",
+            "pattern": "^[1-9][0-9]{0,3}[sm]$",
+            "default": "30s",
+            "description": "at least the cluster's monitoring.min_scrape_interval, at most"
+            f" {bounds.MAX_SCRAPE_INTERVAL}",
+        },
     },
 }
 _TENANT_HEALTH = {
@@ -290,6 +303,13 @@ SCHEMA: dict[str, Any] = {
                     },
                     "monitoring": _CLUSTER_MONITORING,
                     "tenant_overrides": tenant_values.OVERRIDES_SCHEMA,
+                    "tenant_database_storage_max": {
+                        "type": "string",
+                        "pattern": bounds.STORAGE,
+                        "default": bounds.DATABASE_STORAGE_MAX,
+                        "description": "platform-owned: the largest accounting database a tenant may ask for (its"
+                        " claim counts against the tenant's host storage quota)",
+                    },
                     "expose_allowed_cidrs": {
                         "type": "array",
                         "description": "platform-owned: networks tenants may open to (expose.from_cidrs must lie"

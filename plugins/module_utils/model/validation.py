@@ -24,6 +24,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting,
+    bounds,
     grammar,
     identity,
     maintenance,
@@ -735,7 +736,7 @@ def validate(raw: RawModel) -> Fleet:
     issues += identity.identity_issues(raw) + _partition_access_issues(raw)
     issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw) + inside_inputs_issues(raw)
     issues += tenant_values.resource_issues(raw)
-    issues += bound_issues(raw)
+    issues += bound_issues(raw) + bounds.bound_issues(raw)
     issues += maintenance.issues(raw, {c["name"] for _ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",))})
     if issues:
         raise ModelError(issues)

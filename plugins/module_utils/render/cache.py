@@ -364,12 +364,13 @@ def cached_current(out: Path, digest: str | None) -> int | None:
         return None
     try:
         cache = json.loads(_cache_path(out).read_text(encoding="utf-8"))
-        manifest = (out / tree_writer.MANIFEST).read_bytes()
     except (OSError, ValueError):
         return None
-    if cache.get("inputs") != digest or cache.get("manifest") != hashlib.sha256(manifest).hexdigest():
+    manifest = tree_writer.manifest_digest(out)
+    if manifest is None or cache.get("inputs") != digest or cache.get("manifest") != manifest:
         return None
-    owned = tree_writer.read_manifest(out)
+    owned, found = tree_writer.read_manifests(out)
+    tree_writer.check_closed(out, owned, found)  # a file added since: refused, never "up to date"
     for rel, sha in owned.items():
         try:
             if hashlib.sha256((out / rel).read_bytes()).hexdigest() != sha:
@@ -384,11 +385,13 @@ def record_cache(out: Path, digest: str | None) -> None:
     if digest is None:
         return
     try:
-        manifest = (out / tree_writer.MANIFEST).read_bytes()
+        manifest = tree_writer.manifest_digest(out)
+        if manifest is None:
+            return
         path = _cache_path(out)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"inputs": digest, "manifest": hashlib.sha256(manifest).hexdigest()}) + "\n")
+        tmp.write_text(json.dumps({"inputs": digest, "manifest": manifest}) + "\n")
         os.replace(tmp, path)
     except OSError:
         pass

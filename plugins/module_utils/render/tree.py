@@ -48,6 +48,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import cache 
 from ansible_collections.gpufleet.core.plugins.module_utils.render import fabric_labels, identity, images
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import Rendered
+from ansible_collections.gpufleet.core.plugins.module_utils.render.host_project import scope_host_apps
+from ansible_collections.gpufleet.core.plugins.module_utils.render.include import scope_root, scope_sources
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.maintenance import render_maintenance
 from ansible_collections.gpufleet.core.plugins.module_utils.render.monitoring import dcgm_fragment, render_monitoring
@@ -116,7 +118,11 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
 
     tenant_apps = {f"../{rel[len(base) + 1 :]}": objs[0] for rel, objs in out.manifests.items() if is_tenant_app(rel)}
     plain = {rel: objs for rel, objs in out.manifests.items() if not is_tenant_app(rel)}
+    out.apps.update(scope_host_apps(fleet, cluster, tenant_apps, plain))
     identity.check_cluster(fleet, cluster, {**out.apps, **tenant_apps, "../root-app.yaml": root}, plain)
+    rendered = [*out.values, *out.data, *out.manifests, *out.raw, *(f"{base}/apps/{f}" for f in out.apps)]
+    scope_sources(fleet, [*out.apps.values(), *tenant_apps.values()], rendered)
+    scope_root(root, out.apps)
     files: dict[str, bytes] = {}
     for rel, values in out.values.items():
         files[rel] = dump_file(values, head)

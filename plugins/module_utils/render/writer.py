@@ -9,9 +9,16 @@
 * then the two directories are swapped with one ``renameat2(RENAME_EXCHANGE)`` (Linux); where
   that is not available, two renames with a recovery step at the next run. A kill at any point
   leaves ``out`` holding the old tree or the new one, never a mix;
-* ownership is tracked in ``out/.gpufleet-manifest`` (sha256 and path of every file the renderer
-  wrote). Owned files no longer produced are removed; files not in the manifest are never
-  modified, and rendering a path that holds a file the renderer does not own is an error;
+* ownership is tracked in manifests (sha256 and path of every file the renderer wrote): each tenant
+  folder ``clusters/<c>/tenants/<t>/`` has its own ``.gpufleet-manifest`` (paths relative to the
+  folder, so a tenant's change rewrites only files in the tenant's folder, which CODEOWNERS gives
+  the tenant), ``out/.gpufleet-manifest`` lists every other file and names the tenant manifests.
+  Owned files no longer produced are removed;
+* the rendered cluster folders are **closed**: a file under ``clusters/`` that no manifest lists
+  (one added by hand after the render, e.g. an extra object in a folder Argo CD syncs) is an error
+  naming it, in check mode and when writing alike, and the render never keeps it. Outside
+  ``clusters/`` files the renderer does not own are left alone; rendering a path that holds one is
+  an error;
 * nothing at all is written when nothing changed.
 
 An ``flock`` on the parent directory serialises concurrent renders (no lock file is left behind).
@@ -41,6 +48,12 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 
 MANIFEST = ".gpufleet-manifest"
 _MANIFEST_HEAD = "# gpufleet render manifest: files owned (written) by the renderer. sha256  path\n"
+_SCOPE_HEAD = (
+    "# gpufleet render manifest of this tenant folder: files owned (written) by the renderer."
+    " sha256  path (relative to this folder)\n"
+)
+_SUB = "manifest"  # the digest column of a root manifest line that names a tenant folder's manifest
+CLOSED = "clusters"  # every file under this folder must be listed in a manifest
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
@@ -59,11 +72,11 @@ class Plan:
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
     before: dict[str, bytes] = field(default_factory=dict)  # old bytes of changed and removed files
-    manifest_changed: bool = False
+    manifests: list[str] = field(default_factory=list)  # manifests added, changed or removed
 
     @property
     def changes(self) -> bool:
-        return bool(self.added or self.changed or self.removed or self.manifest_changed)
+        return bool(self.added or self.changed or self.removed or self.manifests)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -76,14 +89,20 @@ class Plan:
 
 def _check_rel(path: str) -> str:
     parts = path.split("/") if isinstance(path, str) and path[:1] != "/" and "\\" not in path else ()
-    if parts and all(part not in ("", ".", "..") for part in parts) and parts[0] != MANIFEST:
+    if parts and all(part not in ("", ".", "..", MANIFEST) for part in parts):
         return path  # already what the checks below return (no part for PurePosixPath to normalise)
     p = PurePosixPath(path)
     if p.is_absolute() or not p.parts or any(part in ("..", ".", "") for part in p.parts) or "\\" in path:
         raise TreeError(f"renderer produced a bad relative path {path!r}")
-    if p.parts[0] == MANIFEST:
+    if MANIFEST in p.parts:
         raise TreeError(f"renderer may not produce {MANIFEST}")
     return p.as_posix()
+
+
+def scope(rel: str) -> str:
+    """The tenant folder ``clusters/<c>/tenants/<t>`` that holds ``rel``, else ``""`` (the root manifest's)."""
+    parts = rel.split("/")
+    return "/".join(parts[:4]) if len(parts) >= 5 and parts[0] == CLOSED and parts[2] == "tenants" else ""
 
 
 def check_confined(out: Path) -> None:
@@ -121,25 +140,108 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def manifests(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """Manifest path -> bytes for the rendered ``files``: one per tenant folder, the root one for the rest."""
+    groups: dict[str, list[str]] = {}
+    for p in files:
+        groups.setdefault(scope(p), []).append(p)
+    subs = sorted(s for s in groups if s)
+    out: dict[str, bytes] = {}
+    for s in subs:
+        lines = [f"{_sha(files[p])}  {p[len(s) + 1 :]}\n" for p in sorted(groups[s])]
+        out[f"{s}/{MANIFEST}"] = (_SCOPE_HEAD + "".join(lines)).encode("utf-8")
+    lines = [f"{_sha(files[p])}  {p}\n" for p in sorted(groups.get("", []))]
+    lines += [f"{_SUB}  {s}/{MANIFEST}\n" for s in subs]
+    out[MANIFEST] = (_MANIFEST_HEAD + "".join(sorted(lines, key=lambda x: x.partition("  ")[2]))).encode("utf-8")
+    return out
+
+
 def manifest_bytes(files: Mapping[str, bytes]) -> bytes:
-    lines = [f"{_sha(files[p])}  {p}\n" for p in sorted(files)]
-    return (_MANIFEST_HEAD + "".join(lines)).encode("utf-8")
+    """The root manifest of the rendered ``files``."""
+    return manifests(files)[MANIFEST]
 
 
-def read_manifest(out: Path) -> dict[str, str]:
-    """Owned path -> sha256 from ``out/.gpufleet-manifest`` (empty when there is none)."""
-    f = out / MANIFEST
-    if not f.is_file():
-        return {}
-    owned: dict[str, str] = {}
-    for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+def _manifest_lines(f: Path, sub: bool) -> Iterator[tuple[int, str, str]]:
+    data = _read(f)
+    if data is None:
+        if sub:
+            raise TreeError(f"{f}: the tenant folder's manifest is missing (the root manifest names it); restore it")
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TreeError(f"{f}: corrupt manifest (not UTF-8); restore it from Git") from None
+    for n, line in enumerate(text.splitlines(), 1):
         if not line or line.startswith("#"):
             continue
         digest, sep, rel = line.partition("  ")
-        if not sep or len(digest) != 64:
+        if not sep or not (len(digest) == 64 or (digest == _SUB and not sub)):
             raise TreeError(f"{f}:{n}: corrupt manifest line {line!r}; restore it from Git")
-        owned[_check_rel(rel)] = digest
-    return owned
+        yield n, digest, rel
+
+
+def read_manifests(out: Path) -> tuple[dict[str, str], list[str]]:
+    """(owned path -> sha256, manifest paths) from the root manifest and the tenant manifests it names."""
+    owned: dict[str, str] = {}
+    found = [MANIFEST] if _read(out / MANIFEST) is not None else []
+    for n, digest, rel in list(_manifest_lines(out / MANIFEST, False)):
+        rel = _check_manifest_rel(rel, out / MANIFEST, n, digest == _SUB)
+        if digest != _SUB:
+            owned[rel] = digest
+            continue
+        s = rel.rpartition("/")[0]
+        if rel.rpartition("/")[2] != MANIFEST or scope(f"{s}/x") != s:
+            raise TreeError(f"{out / MANIFEST}:{n}: {rel!r} is not a tenant folder's {MANIFEST}; restore it from Git")
+        found.append(rel)
+        for m, sub_digest, sub_rel in _manifest_lines(out / rel, True):
+            owned[f"{s}/{_check_manifest_rel(sub_rel, out / rel, m)}"] = sub_digest
+    return owned, found
+
+
+def _check_manifest_rel(rel: str, f: Path, n: int, names_manifest: bool = False) -> str:
+    """A path of a manifest line (``names_manifest``: the root's line naming a tenant manifest)."""
+    parts = rel.split("/")
+    inner = parts[:-1] if names_manifest else parts
+    if "\\" in rel or any(p in ("", ".", "..") for p in parts) or MANIFEST in inner:
+        raise TreeError(f"{f}:{n}: corrupt manifest line (bad path {rel!r}); restore it from Git")
+    return rel
+
+
+def read_manifest(out: Path) -> dict[str, str]:
+    """Owned path -> sha256 from the manifests (empty when there is none)."""
+    return read_manifests(out)[0]
+
+
+def manifest_digest(out: Path) -> str | None:
+    """sha256 of every manifest of ``out`` together (None when unreadable): a cache key of the tree."""
+    try:
+        _, found = read_manifests(out)
+        h = hashlib.sha256()
+        for rel in sorted(found):
+            h.update(rel.encode() + b"\0" + _sha(_read(out / rel) or b"").encode())
+        return h.hexdigest()
+    except (TreeError, OSError):
+        return None
+
+
+def check_closed(out: Path, owned: Mapping[str, str], found: list[str]) -> None:
+    """Refuse a file under ``clusters/`` that no manifest lists: the render never wrote it."""
+    root = out / CLOSED
+    if not root.is_dir():
+        return
+    listed = set(owned) | set(found)
+    foreign: list[str] = []
+    for d, _dirs, names in os.walk(root, followlinks=False):
+        rel_d = Path(d).relative_to(out).as_posix()
+        foreign += [f"{rel_d}/{n}" for n in names if f"{rel_d}/{n}" not in listed]
+    if foreign:
+        foreign.sort()
+        shown = ", ".join(str(out / f) for f in foreign[:10]) + (", ..." if len(foreign) > 10 else "")
+        raise TreeError(
+            f"{len(foreign)} file(s) in the rendered cluster folders were not written by the render (listed in no"
+            f" {MANIFEST}): {shown}; Argo CD would apply them: remove them (change the inventory and re-render"
+            " instead)"
+        )
 
 
 def _side(out: Path, tag: str) -> Path:
@@ -178,7 +280,8 @@ def _plan(out: Path, files: Mapping[str, bytes]) -> Plan:
     """:func:`plan` of paths already checked (``_check_rel``) in a tree already checked (``check_confined``)."""
     result = Plan(out=out)
     is_dir = out.is_dir()
-    owned = read_manifest(out) if is_dir else {}
+    owned, found = read_manifests(out) if is_dir else ({}, [])
+    check_closed(out, owned, found)
     for rel in sorted(files):
         data = files[rel]
         target = out / rel
@@ -199,8 +302,8 @@ def _plan(out: Path, files: Mapping[str, bytes]) -> Plan:
         if old is not None:
             result.removed.append(rel)
             result.before[rel] = old
-    want_manifest = manifest_bytes(files)
-    result.manifest_changed = _read(out / MANIFEST) != want_manifest if is_dir else True
+    want = manifests(files)
+    result.manifests = sorted(rel for rel in set(want) | set(found) if not is_dir or _read(out / rel) != want.get(rel))
     return result
 
 
@@ -266,7 +369,8 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 
 def _build(out: Path, new: Path, files: Mapping[str, bytes], p: Plan) -> None:
-    drop = set(p.removed) | set(p.changed) | {MANIFEST}
+    want = manifests(files)
+    drop = set(p.removed) | set(p.changed) | set(p.manifests)
     os.mkdir(new)
     if out.is_dir():
         for root, dirs, names in os.walk(out):
@@ -284,7 +388,10 @@ def _build(out: Path, new: Path, files: Mapping[str, bytes], p: Plan) -> None:
         target = new / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         _create(target, files[rel])
-    _create(new / MANIFEST, manifest_bytes(files))
+    for rel in p.manifests:
+        if rel in want:
+            (new / rel).parent.mkdir(parents=True, exist_ok=True)
+            _create(new / rel, want[rel])
 
 
 def _create(target: Path, data: bytes) -> None:

@@ -10,7 +10,11 @@ renderer; then:
 - node moves come from the two pool assignments, Slurm partitions, NodeSets and topology files from the
   rendered files that changed (``scale.plan.file_changes``), shared platform files are named;
 - a Slurm pool that loses nodes gets drain guidance (drain, wait for the jobs, then merge);
-- the committed GitOps tree must be the rendered work tree (else: re-render);
+- the committed GitOps tree must be the rendered work tree (else: re-render); a file in a rendered
+  cluster folder that no render manifest lists is refused (exit 2, the render's closed tree);
+- every committed file the change adds, removes or changes (inputs, the GitOps tree, pool locks) is
+  listed with its owner and the CODEOWNERS rule of the base that decides who must approve it
+  (:mod:`.codeowners`, GitHub's last-match-wins);
 - policy: a change of tenant files only must be one tenant's (a tenant may not change another tenant's
   file together with its own, nor a platform file), and all it changes, rendered effects included, must
   lie in that tenant's rendered scope. A platform change may reach anything (its owners review it);
@@ -34,6 +38,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, parse_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.review import codeowners as co
 from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import PLATFORM_OWNER, Owner
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import (
@@ -67,6 +72,16 @@ class FileChange:
     owners: tuple[Owner, ...]
 
 
+@dataclass(frozen=True)
+class Approval:
+    """A committed file of the change, its owner and the CODEOWNERS rule that names who must approve it."""
+
+    path: str
+    change: str
+    owner: Owner
+    rule: co.Rule | None
+
+
 @dataclass(frozen=True, order=True)
 class Drain:
     tenant: str
@@ -94,6 +109,8 @@ class Review:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tenant_pr: str | None = None  # the tenant when only that tenant's files changed
+    codeowners: co.CodeOwners = field(default_factory=co.none)
+    approvals: list[Approval] = field(default_factory=list)  # every committed file the change touches
 
     @property
     def ok(self) -> bool:
@@ -347,6 +364,33 @@ def _node_moves(rv: Review, inv: _Inventory, cluster: str) -> None:
     _membership_changes(rv, inv, base_fleet, cluster, moves, pool_counts(old, new))
 
 
+def _read_codeowners(rv: Review, root: Path) -> None:
+    """The CODEOWNERS of the base commit (GitHub reads the base branch's)."""
+    for loc in co.LOCATIONS:
+        if _git(root, "ls-tree", "--name-only", rv.base_commit, "--", loc).strip():
+            data = _git(root, "show", f"{rv.base_commit}:{loc}").decode("utf-8", "replace")
+            rv.codeowners = co.parse(data, loc)
+            rv.notes += rv.codeowners.skipped
+            return
+    rv.notes.append(
+        "the base has no CODEOWNERS: no change needs a code owner's approval; the platform must add one"
+        " and turn on code-owner review (docs/threat-model.md)"
+    )
+
+
+def _approvals(rv: Review, changed: dict[str, str], invs: list[_Inventory]) -> None:
+    """Every committed file of the change (inputs, GitOps trees, pool locks), its owner and approvers."""
+    for path, change in sorted(changed.items()):
+        inv = next((i for i in invs if path.startswith(i.gitops_rel + "/")), None)
+        if inv is not None:
+            owner = own.rendered_scope(path[len(inv.gitops_rel) + 1 :], _tenant_names(inv)) or PLATFORM_OWNER
+        else:
+            inv_rel = next((i.rel for i in invs if path.startswith(i.rel + "/")), None)
+            sub = path[len(inv_rel) + 1 :] if inv_rel is not None else ""
+            owner = own.input_owner(sub) if inv_rel is not None and not own.is_lock(sub) else PLATFORM_OWNER
+        rv.approvals.append(Approval(path, change, owner, rv.codeowners.match(path)))
+
+
 def _tenant_scope_problems(rv: Review) -> None:
     """A tenant's change stays in its rendered scope: nothing of another owner, no drift, no node move."""
     mine = own.tenant(rv.tenant_pr or "")
@@ -390,6 +434,8 @@ def review_change(
         if p.is_relative_to(root):
             changed.pop(p.relative_to(root).as_posix(), None)
     invs = [_render_inventory(rv, repo, root, inv) for inv in inventories]
+    _read_codeowners(rv, root)
+    _approvals(rv, changed, invs)
     _input_changes(rv, changed, invs)
     for inv in invs:
         _version_rules(rv, inv)
@@ -457,6 +503,25 @@ def _md_files(rv: Review) -> list[str]:
     return lines
 
 
+def _md_approvals(rv: Review) -> list[str]:
+    """Every committed file, its owner and who must approve it (CODEOWNERS of the base)."""
+    where = f"`{_cell(rv.codeowners.path)}` of the base" if rv.codeowners.path else "no CODEOWNERS at the base"
+    rows = [
+        [
+            _code(a.path),
+            a.change,
+            str(a.owner),
+            f"`{_cell(a.rule.pattern)}` (line {a.rule.line})" if a.rule else "none",
+            _cell(" ".join(a.rule.owners)) if a.rule and a.rule.owners else "nobody (no code-owner review)",
+        ]
+        for a in rv.approvals
+    ]
+    head = ["file", "change", "owner", "CODEOWNERS rule", "must approve"]
+    lines = [f"### Who must approve ({len(rv.approvals)} committed file(s); {where}, the last matching rule)", ""]
+    lines += _table(head, rows) if rows else ["No committed file changes."]
+    return [*lines, ""]
+
+
 def _md_moves(rv: Review) -> list[str]:
     """Node moves and the fabric pictures of the clusters where nodes move."""
     rows = [
@@ -499,7 +564,7 @@ def _md_drains(rv: Review) -> list[str]:
 
 
 def render_markdown(rv: Review) -> str:
-    lines = _md_head(rv) + _md_files(rv) + _md_moves(rv)
+    lines = _md_head(rv) + _md_files(rv) + _md_approvals(rv) + _md_moves(rv)
     lines += object_sections(rv.partitions, rv.nodesets, rv.topology)
     lines += _md_drains(rv)
     return "\n".join(lines).rstrip() + "\n"

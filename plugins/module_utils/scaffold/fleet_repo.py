@@ -26,6 +26,7 @@ from pathlib import Path
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.files import replace_file
+from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
 from ansible_collections.gpufleet.core.plugins.module_utils.model.tenant_files import TENANTS_DIR, variable_name
 
 try:
@@ -37,7 +38,7 @@ COLLECTION_ROOT = Path(__file__).resolve().parents[3]
 TEMPLATES = COLLECTION_ROOT / "scaffold" / "fleet-repo"
 _TOKEN = re.compile(r"__([A-Z][A-Z0-9_]*)__")
 _DNS = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")
-_OWNER = re.compile(r"^@[A-Za-z0-9][-A-Za-z0-9_.]*(/[-A-Za-z0-9_.]+)?$|^[^@\s]+@[^@\s]+$")
+RESERVED = ("platform", "system", "spare")
 KINDS = ("slurm", "kubernetes")
 GPUS_PER_NODE = 8
 PRODUCT = "NVIDIA-H100-80GB-HBM3"
@@ -86,9 +87,10 @@ def parse_tenant(text: str) -> TenantSpec:
 
 
 def _check(opts: Options) -> None:
+    """Every option as a whole string (``$`` never before a final newline) in the model's grammars."""
     problems = []
     for what, value in (("fleet", opts.fleet), ("site", opts.site), ("cluster", opts.cluster)):
-        if not _DNS.match(value):
+        if not (g.fullmatch(g.NAME, value) and g.fullmatch(_DNS.pattern, value)):
             problems.append(f"--{what} {value!r}: a lower-case DNS label of at most 32 characters")
     if not opts.org:
         unowned = ["--platform-owner"] * (not opts.platform_owner) + [
@@ -100,26 +102,26 @@ def _check(opts: Options) -> None:
                 " (@ORG/platform, @ORG/<tenant>) and that holds it (https://github.com/ORG/<fleet>.git); without"
                 " it give " + ", ".join([*unowned, "--repo-url"] if not opts.repo_url else unowned)
             )
-    elif not re.match(r"^[A-Za-z0-9][-A-Za-z0-9_.]*$", opts.org):
+    elif not g.fullmatch(g.ORG, opts.org):
         problems.append(f"--org {opts.org!r}: a GitHub/GitLab organisation or group name")
-    if opts.repo_url and not re.match(r"^(https://|ssh://|git@)[A-Za-z0-9._~:/@%+-]+$", opts.repo_url):
+    if opts.repo_url and not re.fullmatch(r"(https://|ssh://|git@)[A-Za-z0-9._~:/@%+-]+", opts.repo_url):
         problems.append(f"--repo-url {opts.repo_url!r}: the Git URL Argo CD clones (https://, ssh:// or git@)")
-    if not re.match(r"^[A-Za-z0-9][-A-Za-z0-9_./]*$", opts.branch) or ".." in opts.branch:
+    if not g.fullmatch(g.GIT_REF, opts.branch) or ".." in opts.branch:
         problems.append(f"--branch {opts.branch!r}: a branch name")
     if not opts.tenants:
         problems.append("at least one --tenant")
     seen: set[str] = set()
     for t in opts.tenants:
-        if not _DNS.match(t.name) or t.name in ("platform", "system", "spare"):
+        if not (g.fullmatch(g.NAME, t.name) and g.fullmatch(_DNS.pattern, t.name)) or t.name in RESERVED:
             problems.append(f"--tenant {t.name!r}: a lower-case DNS label (not platform, system or spare)")
         if t.kind not in KINDS:
-            problems.append(f"--tenant {t.name}: kind {t.kind!r} is not one of {', '.join(KINDS)}")
-        if t.owner and not _OWNER.match(t.owner):
-            problems.append(f"--tenant {t.name}: owner {t.owner!r} is not @user, @org/team or an e-mail")
+            problems.append(f"--tenant {t.name!r}: kind {t.kind!r} is not one of {', '.join(KINDS)}")
+        if t.owner and not g.fullmatch(g.CODE_OWNER, t.owner):
+            problems.append(f"--tenant {t.name!r}: owner {t.owner!r} is not @user, @org/team or an e-mail")
         if t.name in seen:
-            problems.append(f"--tenant {t.name}: given twice")
+            problems.append(f"--tenant {t.name!r}: given twice")
         seen.add(t.name)
-    if opts.platform_owner and not _OWNER.match(opts.platform_owner):
+    if opts.platform_owner and not g.fullmatch(g.CODE_OWNER, opts.platform_owner):
         problems.append(f"--platform-owner {opts.platform_owner!r} is not @user, @org/team or an e-mail")
     if problems:
         raise ScaffoldError("cannot scaffold the fleet repository:\n" + "\n".join(f"  - {p}" for p in problems))
@@ -307,8 +309,10 @@ def codeowners(opts: Options) -> str:
         "# Who approves what (GitHub and GitLab CODEOWNERS; the last matching line wins).",
         "# The platform team owns the repository: clusters, pools, snapshots, CI, the rendered platform.",
         f"*  {opts.platform}",
-        "# Each tenant owns its own file and its rendered tree. `gpufleet review` (CI) fails a tenant's",
-        "# pull request that changes anything else, so these approvals cannot reach past the tenant.",
+        "# Each tenant owns its own file and its rendered tree (with the folder's render manifest).",
+        "# `gpufleet review` (CI) fails a tenant's pull request that changes anything else, so these",
+        "# approvals cannot reach past the tenant. Branch protection must require the CI check and",
+        "# code-owner review (docs/threat-model.md).",
     ]
     for t in opts.tenants:
         owner = opts.owner_of(t)

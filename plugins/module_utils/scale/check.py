@@ -160,7 +160,7 @@ def check_scale_change(
         stale = render_tree.plan_render(result, out)
         if stale.changed:
             p = stale.plan
-            paths = [*p.added, *p.changed, *p.removed] or ([".gpufleet-manifest"] if p.manifest_changed else [])
+            paths = [*p.added, *p.changed, *p.removed] or list(p.manifests)
             shown = ", ".join(paths[:10]) + (", ..." if len(paths) > 10 else "")
             locks = ", ".join(Path(x).relative_to(root).as_posix() for x in stale.locks_changed)
             report.problems.append(

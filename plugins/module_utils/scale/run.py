@@ -208,10 +208,11 @@ def _changed_files(
         key = _rel(out / rel, root)
         before[key] = report.plan.before.get(rel)
         now[key] = after.files.get(rel)
-    if report.plan.manifest_changed:  # the writer's ownership list: part of the reviewed diff too
-        key = _rel(out / tree_writer.MANIFEST, root)
-        before[key] = _read(out / tree_writer.MANIFEST)
-        now[key] = tree_writer.manifest_bytes(after.files)
+    want = tree_writer.manifests(after.files)
+    for rel in report.plan.manifests:  # the writer's ownership lists: part of the reviewed diff too
+        key = _rel(out / rel, root)
+        before[key] = _read(out / rel)
+        now[key] = want.get(rel)
     old_assignment: dict[str, str] = {}
     new_assignment: dict[str, str] = {}
     for lock_path, data in sorted(after.locks.items()):

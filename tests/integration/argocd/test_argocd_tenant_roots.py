@@ -36,8 +36,8 @@ def commit(bed: ArgoBed, message: str) -> str:
 
 
 def copy_tenant(base: Path, src: str, dst: str) -> None:
-    """A new tenant shaped like ``src`` (its project, root and tree, names replaced)."""
-    for f in (f"tenant-{src}-0-project.yaml", f"tenant-{src}.yaml"):
+    """A new tenant shaped like ``src`` (its projects, root and tree, names replaced)."""
+    for f in (f"tenant-{src}-0-project.yaml", f"tenant-{src}-0-host-project.yaml", f"tenant-{src}.yaml"):
         text = (base / "apps" / f).read_text().replace(src, dst)
         (base / "apps" / f.replace(src, dst)).write_text(text)
     shutil.copytree(base / "tenants" / src, base / "tenants" / dst)

@@ -55,9 +55,11 @@ def test_module_check_diff_write_idempotent(tmp_path: Path) -> None:
     r = module(inv, dest, home=home)
     assert r["changed"] is True and r["files_unchanged"] == 0 and "diff" not in r
     state = tree_state(dest)
-    assert len(state) == len(r["files_added"]) + 1  # + the manifest
+    manifests = [f for f in state if f.endswith(".gpufleet-manifest")]
+    assert len(manifests) == 1 + r["summary"]["gpu-east"]["tenants"]  # the root's + one per tenant
+    assert len(state) == len(r["files_added"]) + len(manifests)
     r = module(inv, dest, "--diff", home=home)
-    assert r["changed"] is False and r["diff"] == [] and r["files_unchanged"] == len(state) - 1
+    assert r["changed"] is False and r["diff"] == [] and r["files_unchanged"] == len(state) - len(manifests)
     assert tree_state(dest) == state and r["summary"]  # a full render that found nothing to change
     r = module(inv, dest, home=home, option="dest")  # the option's old name, kept as an alias
     assert r["changed"] is False and r["summary"] == {}  # no-change fast path, also inside AnsiballZ

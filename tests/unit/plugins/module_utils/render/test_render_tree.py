@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -68,7 +70,7 @@ def test_only_changed_files_are_rewritten(inv: Path, tmp_path: Path) -> None:
     assert "clusters/gpu-east/POOLS.md" in changed
     assert not rep.plan.added and not rep.plan.removed
     for rel, ino in inodes.items():
-        if rel in changed or rel == tree_writer.MANIFEST:
+        if rel in changed or rel in rep.plan.manifests:
             continue
         assert (out / rel).stat().st_ino == ino, f"{rel} was rewritten although unchanged"
     assert rep.locks_changed  # the pool lock moved two nodes back to spare
@@ -77,8 +79,7 @@ def test_only_changed_files_are_rewritten(inv: Path, tmp_path: Path) -> None:
 def test_dropped_files_removed_unowned_files_kept(inv: Path, tmp_path: Path) -> None:
     out = tmp_path / "gitops"
     render_to(inv, out)
-    (out / "NOTES.md").write_text("mine\n")
-    (out / "clusters" / "gpu-east" / "tenants" / "research" / "extra.yaml").write_text("kind: Mine\n")
+    (out / "NOTES.md").write_text("mine\n")  # outside the cluster folders: left alone
 
     def drop_tenant(d: dict) -> None:
         d["gpufleet_tenants"] = [t for t in d["gpufleet_tenants"] if t["name"] != "research"]
@@ -91,20 +92,73 @@ def test_dropped_files_removed_unowned_files_kept(inv: Path, tmp_path: Path) -> 
     _, rep = render_to(inv, out)
     assert any(r.startswith("clusters/gpu-east/tenants/research/") for r in rep.plan.removed)
     assert "clusters/gpu-east/tenants/research/apps/6-slurm.yaml" in rep.plan.removed
+    assert "clusters/gpu-east/tenants/research/.gpufleet-manifest" in rep.plan.manifests
     assert (out / "NOTES.md").read_text() == "mine\n"
-    assert (out / "clusters/gpu-east/tenants/research/extra.yaml").read_text() == "kind: Mine\n"
-    assert not (out / "clusters/gpu-east/tenants/research/vcluster").exists()
+    assert not (out / "clusters/gpu-east/tenants/research").exists()
     owned = tree_writer.read_manifest(out)
     assert "NOTES.md" not in owned and not any("research" in p for p in owned)
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "clusters/gpu-east/tenants/research/host/zz-admin.yaml",  # a tenant folder Argo CD syncs whole
+        "clusters/gpu-east/tenants/research/apps/9-extra.yaml",  # an extra Application
+        "clusters/gpu-east/apps/zz-extra.yaml",  # the platform's folder
+        "clusters/gpu-east/tenants/research/.gpufleet-manifest.bak",
+        "clusters/gone/apps/x.yaml",  # a cluster the fleet does not have
+    ],
+)
+def test_a_file_the_render_did_not_write_is_refused(inv: Path, tmp_path: Path, extra: str) -> None:
+    out = tmp_path / "gitops"
+    render_to(inv, out)
+    (out / extra).parent.mkdir(parents=True, exist_ok=True)
+    (out / extra).write_text("kind: ClusterRoleBinding\n")
+    before = tree_state(out)
+    for check in (True, False):
+        with pytest.raises(tree_writer.TreeError, match=re.escape(str(out / extra))):
+            tree_writer.plan(out, render_inventory(inv).files) if check else render_to(inv, out)
+    assert tree_state(out) == before  # refused, nothing written, and the file is never kept silently
+
+
+def test_a_tenant_manifest_listing_a_foreign_file_does_not_keep_it(inv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    render_to(inv, out)
+    folder = out / "clusters/gpu-east/tenants/research"
+    (folder / "host/zz.yaml").write_text("kind: ClusterRoleBinding\n")
+    with open(folder / tree_writer.MANIFEST, "a") as fh:
+        fh.write(f"{hashlib.sha256(b'kind: ClusterRoleBinding' + bytes([10])).hexdigest()}  host/zz.yaml\n")
+    plan = tree_writer.plan(out, render_inventory(inv).files)
+    assert plan.removed == ["clusters/gpu-east/tenants/research/host/zz.yaml"] and plan.changes
+    render_to(inv, out)
+    assert not (folder / "host/zz.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("manifest", "line", "msg"),
+    [
+        (".gpufleet-manifest", "manifest  clusters/gpu-east/apps/.gpufleet-manifest", "not a tenant folder"),
+        (".gpufleet-manifest", "manifest  clusters/x/tenants/t/.gpufleet-manifest", "manifest is missing"),
+        ("clusters/gpu-east/tenants/research/.gpufleet-manifest", f"{'0' * 64}  ../../apps/x.yaml", "bad path"),
+        ("clusters/gpu-east/tenants/research/.gpufleet-manifest", "manifest  x/.gpufleet-manifest", "corrupt"),
+    ],
+)
+def test_tampered_manifests_are_refused(inv: Path, tmp_path: Path, manifest: str, line: str, msg: str) -> None:
+    out = tmp_path / "gitops"
+    render_to(inv, out)
+    with open(out / manifest, "a") as fh:
+        fh.write(line + "\n")
+    with pytest.raises(tree_writer.TreeError, match=msg):
+        tree_writer.plan(out, render_inventory(inv).files)
+
+
 def test_refuses_to_overwrite_unowned_file(inv: Path, tmp_path: Path) -> None:
     out = tmp_path / "gitops"
-    (out / "clusters" / "gpu-east").mkdir(parents=True)
-    (out / "clusters" / "gpu-east" / "REPORT.md").write_text("hand written\n")
+    out.mkdir()
+    (out / "README.md").write_text("hand written\n")
     with pytest.raises(tree_writer.TreeError, match="not owned"):
         render_to(inv, out)
-    assert tree_state(out) == {"clusters/gpu-east/REPORT.md": b"hand written\n"}
+    assert tree_state(out) == {"README.md": b"hand written\n"}
 
 
 def test_check_mode_writes_nothing_and_plans(inv: Path, tmp_path: Path) -> None:
@@ -158,6 +212,35 @@ def test_cli_render_and_check(inv: Path, tmp_path: Path) -> None:
     assert "changed: clusters/gpu-east/REPORT.md" in p.stderr
     assert "added: clusters/gpu-east/apps/10-cilium.yaml" in p.stderr
     assert (out / "clusters" / "gpu-east" / "REPORT.md").read_text() == "edited by hand\n"  # --check wrote nothing
+
+
+def test_cli_a_cached_current_tree_still_refuses_a_foreign_file(inv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gitops"
+    env_cache = {"GPUFLEET_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):  # the second render is the no-change fast path: the cache says the tree is current
+        p = subprocess.run(
+            [*CLI, "render", "--inventory", str(inv), "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, **env_cache},
+        )
+        assert p.returncode == 0, p.stderr
+    assert any((tmp_path / "cache").rglob("*")), "the cache was not used"
+    extra = out / "clusters" / "gpu-east" / "tenants" / "research" / "host" / "zz-admin.yaml"
+    extra.write_text("kind: ClusterRoleBinding\n")
+    for args in ((), ("--check",)):
+        p = subprocess.run(
+            [*CLI, "render", "--inventory", str(inv), "--out", str(out), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, **env_cache},
+        )
+        assert p.returncode == 2 and str(extra) in p.stderr, (args, p.stdout, p.stderr)
+    assert extra.read_text() == "kind: ClusterRoleBinding\n"
 
 
 def test_cli_schema_matches_docs() -> None:

@@ -53,13 +53,22 @@ def test_scaffold_never_overwrites(tmp_path: Path) -> None:
     [
         (["--tenant", "Bad_Name"], "--tenant 'Bad_Name': a lower-case DNS label"),
         (["--tenant", "a:gpu"], "kind 'gpu' is not one of slurm, kubernetes"),
-        (["--tenant", "a", "--tenant", "a"], "--tenant a: given twice"),
+        (["--tenant", "a", "--tenant", "a"], "--tenant 'a': given twice"),
         (["--tenant", "platform"], "not platform, system or spare"),
         (["--tenant", "a:slurm:@bad owner"], "is not @user, @org/team or an e-mail"),
         (["--org", "x/../y"], "--org"),
         (["--org", ""], "--org ORG is required"),
         (["--org", "", "--platform-owner", "@p", "--tenant", "a:slurm:@a"], "without it give --repo-url"),
         (["--repo-url", "github.com/x"], "--repo-url 'github.com/x': the Git URL"),
+        # whole strings: a trailing newline passes re.match(...$) but not the model's grammar
+        (["--org", "acme\n"], "--org 'acme\\n'"),
+        (["--tenant", "vision\n"], "--tenant 'vision\\n': a lower-case DNS label"),
+        (["--fleet", "f\n"], "--fleet 'f\\n'"),
+        (["--branch", "main\n"], "--branch 'main\\n'"),
+        (["--tenant", "a:slurm:a@b#c"], "owner 'a@b#c' is not"),
+        (["--tenant", "a:slurm:@org/team\n"], "owner '@org/team\\n' is not"),
+        (["--platform-owner", "ops@example"], "--platform-owner 'ops@example' is not"),
+        (["--tenant", "a-very-long-tenant-name-past-forty-chars-x"], "a lower-case DNS label"),
     ],
 )
 def test_bad_options_exit_2_and_write_nothing(tmp_path: Path, args: list[str], needle: str) -> None:
