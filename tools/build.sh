@@ -2,7 +2,7 @@
 # Build the Go-based test tools (Kubernetes control plane, etcd, kwok, helm,
 # kustomize) from pinned Go modules into the git-ignored .build/bin/.
 #
-# Usage: tools/build.sh [GROUP...]     GROUP: k8s etcd kwok helm kustomize promcrds argocd
+# Usage: tools/build.sh [GROUP...]     GROUP: k8s etcd kwok helm kustomize promcrds argocd vcluster
 #                                     (default: all)
 #
 # Idempotent: each binary has a stamp file (.build/bin/.stamps/<name>) holding
@@ -31,10 +31,13 @@ KWOK_VERSION=v0.8.0         # sigs.k8s.io/kwok
 HELM_VERSION=v4.2.4         # helm.sh/helm/v4
 KUSTOMIZE_VERSION=v5.8.1    # sigs.k8s.io/kustomize/kustomize/v5
 PROM_OPERATOR_VERSION=v0.85.0  # github.com/prometheus-operator/prometheus-operator (CRD YAMLs only)
-ARGOCD_VERSION=v3.2.11      # github.com/argoproj/argo-cd/v3; wrapper: tools/argocd/go.mod
+ARGOCD_VERSION=v3.5.1       # github.com/argoproj/argo-cd/v3; wrapper: tools/argocd/go.mod; = versions.py IMAGES["argocd"]
+VCLUSTER_VERSION=0.36.1     # loft-sh/vcluster cmd/vcluster, from $UPSTREAM_SRC; = versions.py CHARTS["vcluster"]
 RECIPE=1                    # bump when build flags change, forces a rebuild
+# Upstream sources the proxy does not serve (../shared/upstream/SOURCES.md), unpacked into $OUT/src.
+UPSTREAM_SRC="${GPUFLEET_UPSTREAM_SRC:-$ROOT/../shared/upstream/src}"
 
-ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd)
+ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd vcluster)
 
 die() { echo "tools/build.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/build.sh: $*" >&2; }
@@ -51,7 +54,7 @@ export GOFLAGS="-p=${GPUFLEET_BUILD_JOBS:-2} -buildvcs=false -trimpath"
 # Never prompt (e.g. for git credentials when a module falls back to direct).
 export GIT_TERMINAL_PROMPT=0
 
-mkdir -p "$BIN" "$SHARE" "$LOGS" "$STAMPS"
+mkdir -p "$BIN" "$SHARE" "$LOGS" "$STAMPS" "$OUT/src"
 
 # Serialise concurrent invocations (setup and test command may race).
 exec 9>"$BIN/.lock"
@@ -173,16 +176,39 @@ build_promcrds() {
 
 build_argocd() {
   # One multi-call binary: argv[0] (or ARGOCD_BINARY_NAME) selects argocd,
-  # argocd-repo-server, argocd-application-controller, ... Argo CD >= 3.3
-  # needs a nested gitops-engine module the proxy does not serve, so the
-  # wrapper pins the newest 3.2 release (docs/adr/argocd-test-bed.md).
-  local v p=github.com/argoproj/argo-cd/v3/common
+  # argocd-repo-server, argocd-application-controller, ... Since 3.3 Argo CD
+  # imports its nested gitops-engine module, which the proxy does not serve:
+  # the wrapper replaces it with ./gitops-engine (as v3.5.1's own go.mod does),
+  # so the build runs in a copy of the wrapper beside the unpacked source.
+  local v p=github.com/argoproj/argo-cd/v3/common src="$OUT/src/argocd"
+  local tgz="$UPSTREAM_SRC/argo-cd-gitops-engine-${ARGOCD_VERSION#v}-src.tar.gz"
+  [[ -f "$tgz" ]] || die "gitops-engine source not found: $tgz (see ../shared/upstream/SOURCES.md)"
   v="$(wrapper_version "$TOOLS/argocd" github.com/argoproj/argo-cd/v3 "$ARGOCD_VERSION")"
+  v+="+$(sha256sum "$tgz" | cut -c1-12)"
   is_fresh argocd "$v" && return 10
-  (cd "$TOOLS/argocd" && go build \
+  rm -rf "$src" && mkdir -p "$src"
+  cp "$TOOLS/argocd/go.mod" "$TOOLS/argocd/go.sum" "$TOOLS/argocd/tools.go" "$src/"
+  tar -xzf "$tgz" -C "$src"
+  mv "$src/gitops-engine-${ARGOCD_VERSION#v}" "$src/gitops-engine"
+  (cd "$src" && go build \
     -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.gitTag=$ARGOCD_VERSION -X $p.gitTreeState=clean -X $p.buildDate=2000-01-01T00:00:00Z" \
     -o "$TMPB/argocd" github.com/argoproj/argo-cd/v3/cmd)
   install_bins "$v" argocd
+}
+
+build_vcluster() {
+  # The vCluster binary (syncer + control-plane launcher: `vcluster start`), from the release's
+  # source (the proxy does not serve the module at this version; its dependencies it does).
+  # SyncerVersion stays "dev": that also keeps its telemetry off.
+  local v src="$OUT/src/vcluster-$VCLUSTER_VERSION"
+  local tgz="$UPSTREAM_SRC/vcluster-$VCLUSTER_VERSION-src.tar.gz"
+  [[ -f "$tgz" ]] || die "vCluster source not found: $tgz (see ../shared/upstream/SOURCES.md)"
+  v="$VCLUSTER_VERSION+$(sha256sum "$tgz" | cut -c1-12)"
+  is_fresh vcluster "$v" && return 10
+  rm -rf "$src" && tar -xzf "$tgz" -C "$OUT/src"
+  [[ -f "$src/go.mod" ]] || die "$tgz did not unpack into $src"
+  (cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$TMPB/vcluster" ./cmd/vcluster)
+  install_bins "$v" vcluster
 }
 
 # Everything runs from main so that editing this file during a build is safe.

@@ -33,7 +33,14 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, monitoring, quota, sssd
+from ansible_collections.gpufleet.core.plugins.module_utils.render import (
+    accounting,
+    health,
+    monitoring,
+    quota,
+    slurm_ready,
+    sssd,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
@@ -696,6 +703,7 @@ def slurm_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterIn
             ignore_differences=ignore,
         ),
         *accounting.app_rows(cluster, tenant),
+        *slurm_ready.app_rows(tenant, values),
     ]
 
 
