@@ -32,6 +32,7 @@ HELM_VERSION=v4.2.4         # helm.sh/helm/v4
 KUSTOMIZE_VERSION=v5.8.1    # sigs.k8s.io/kustomize/kustomize/v5
 PROM_OPERATOR_VERSION=v0.85.0  # github.com/prometheus-operator/prometheus-operator (CRD YAMLs only)
 ARGOCD_VERSION=v3.5.1       # github.com/argoproj/argo-cd/v3; wrapper: tools/argocd/go.mod; = versions.py IMAGES["argocd"]
+ARGOCD_COMMIT=109ca7ca71139e514114499d294a492e7910a965  # the tag's commit (../shared/upstream/SOURCES.md)
 VCLUSTER_VERSION=0.36.1     # loft-sh/vcluster cmd/vcluster, from $UPSTREAM_SRC; = versions.py CHARTS["vcluster"]
 RECIPE=1                    # bump when build flags change, forces a rebuild
 # Upstream sources the proxy does not serve (../shared/upstream/SOURCES.md), unpacked into $OUT/src.
@@ -184,14 +185,14 @@ build_argocd() {
   local tgz="$UPSTREAM_SRC/argo-cd-gitops-engine-${ARGOCD_VERSION#v}-src.tar.gz"
   [[ -f "$tgz" ]] || die "gitops-engine source not found: $tgz (see ../shared/upstream/SOURCES.md)"
   v="$(wrapper_version "$TOOLS/argocd" github.com/argoproj/argo-cd/v3 "$ARGOCD_VERSION")"
-  v+="+$(sha256sum "$tgz" | cut -c1-12)"
+  v+="+$(sha256sum "$tgz" | cut -c1-12)+${ARGOCD_COMMIT:0:12}"
   is_fresh argocd "$v" && return 10
   rm -rf "$src" && mkdir -p "$src"
   cp "$TOOLS/argocd/go.mod" "$TOOLS/argocd/go.sum" "$TOOLS/argocd/tools.go" "$src/"
   tar -xzf "$tgz" -C "$src"
   mv "$src/gitops-engine-${ARGOCD_VERSION#v}" "$src/gitops-engine"
   (cd "$src" && go build \
-    -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.gitTag=$ARGOCD_VERSION -X $p.gitTreeState=clean -X $p.buildDate=2000-01-01T00:00:00Z" \
+    -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.gitTag=$ARGOCD_VERSION -X $p.gitCommit=$ARGOCD_COMMIT -X $p.gitTreeState=clean -X $p.buildDate=2000-01-01T00:00:00Z" \
     -o "$TMPB/argocd" github.com/argoproj/argo-cd/v3/cmd)
   install_bins "$v" argocd
 }
@@ -208,6 +209,11 @@ build_vcluster() {
   rm -rf "$src" && tar -xzf "$tgz" -C "$OUT/src"
   [[ -f "$src/go.mod" ]] || die "$tgz did not unpack into $src"
   (cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$TMPB/vcluster" ./cmd/vcluster)
+  # the release's chart, when the source archive carries chart/ (the tests template it with helm)
+  if [[ -f "$src/chart/Chart.yaml" ]]; then
+    rm -rf "$SHARE/vcluster-chart" && cp -r "$src/chart" "$SHARE/vcluster-chart"
+    sed -i "s/^version: .*/version: $VCLUSTER_VERSION/" "$SHARE/vcluster-chart/Chart.yaml"
+  fi
   install_bins "$v" vcluster
 }
 

@@ -310,14 +310,17 @@ def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
                 "name": f"slurm-accounts-{digest}",
                 "namespace": SLURM_NAMESPACE,
                 "labels": labels,
-                "annotations": {"gpufleet.io/script-sha256": digest},
+                "annotations": {
+                    "gpufleet.io/script-sha256": digest,
+                    slurm_ready.WAITS_FOR: "slurmctld (scontrol ping) and slurmdbd (sacctmgr ping)",
+                },
             },
             "spec": {
                 "backoffLimit": 20,
                 "template": {
                     "metadata": {"labels": labels},
                     "spec": {
-                        "restartPolicy": "OnFailure",
+                        "restartPolicy": "Never",
                         "containers": [
                             {
                                 "name": "sacctmgr",

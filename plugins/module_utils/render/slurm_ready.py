@@ -9,6 +9,10 @@ A Job is judged by Argo CD's built-in Job health: Progressing while it runs (its
 Healthy once complete, Degraded with the Job's failure reason once past ``backoffLimit``.
 
 * ``wait_for``: the shell helper of every gate (also the accounts Job's, render/accounting.py).
+  One attempt waits WAIT_TRIES x WAIT_SECONDS; a failed attempt is a failed pod (``restartPolicy:
+  Never``), counted in the Job's ``status.failed``. The gates carry ``gpufleet.io/waits-for``; the
+  Job health check gpufleet puts in ``argocd-cm`` (render/argocd.py) prints it with that count while
+  the Job runs (Argo CD's built-in Job health has no message then), and is the built-in otherwise.
 * The login gate: a TCP connection to the login Service that reads the SSH banner. A Service sends
   only to Ready pods, and the operator's login pods are Ready once sackd has its socket (readiness
   probe ``test -S`` in slurm-operator 1.2.1 ``internal/builder/loginbuilder``), so it answers only
@@ -32,7 +36,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAG
 
 WAIT_TRIES = 60
 WAIT_SECONDS = 5
-BACKOFF_LIMIT = 20
+LOGIN_BACKOFF_LIMIT = 6  # ~40 min of 5-minute attempts and the Job's back-off, then Degraded
+WAITS_FOR = "gpufleet.io/waits-for"
 # ``wait_for WHAT CMD...``: runs CMD until it exits 0 (its output printed), at most WAIT_TRIES times
 # WAIT_SECONDS apart; then fails the pod with WHAT, the command and its last output on stderr.
 WAIT_FOR = f"""set -eu
@@ -65,11 +70,9 @@ def login_service() -> str:
 
 def login_gate(tenant: Tenant, slurm_values: dict[str, Any]) -> dict[str, Any]:
     host = login_service()
+    what = f"a Ready login pod (sshd behind Service {host}:{LOGIN_PORT})"
     probe = f"exec 3<>/dev/tcp/{host}/{LOGIN_PORT} && head -c 4 <&3 | grep -q SSH-"
-    runner = WAIT_FOR + (
-        f"wait_for {shlex.quote(f'a Ready login pod (sshd behind Service {host}:{LOGIN_PORT})')} "
-        f"timeout 10 bash -c {shlex.quote(probe)}\n"
-    )
+    runner = WAIT_FOR + (f"wait_for {shlex.quote(what)} timeout 10 bash -c {shlex.quote(probe)}\n")
     digest = hashlib.sha256(json.dumps(slurm_values, sort_keys=True).encode()).hexdigest()[:10]
     labels = {"app.kubernetes.io/managed-by": "gpufleet", "gpufleet.io/tenant": tenant.name}
     return {
@@ -79,14 +82,14 @@ def login_gate(tenant: Tenant, slurm_values: dict[str, Any]) -> dict[str, Any]:
             "name": f"{LOGIN_GATE}-{digest}",
             "namespace": SLURM_NAMESPACE,
             "labels": labels,
-            "annotations": {"gpufleet.io/slurm-values-sha256": digest},
+            "annotations": {"gpufleet.io/slurm-values-sha256": digest, WAITS_FOR: what},
         },
         "spec": {
-            "backoffLimit": BACKOFF_LIMIT,
+            "backoffLimit": LOGIN_BACKOFF_LIMIT,
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "restartPolicy": "OnFailure",
+                    "restartPolicy": "Never",
                     "automountServiceAccountToken": False,
                     "containers": [{"name": "wait", "image": login_image(), "command": ["/bin/bash", "-c", runner]}],
                 },

@@ -97,7 +97,7 @@ def login_command(tenant: str) -> str:
     docs = list(yaml.safe_load_all((TREE / tenant / "slurm-ready" / "login-ready.yaml").read_text()))
     (job,) = [d for d in docs if d]
     cmd = job["spec"]["template"]["spec"]["containers"][0]["command"]
-    assert cmd[:2] == ["/bin/bash", "-c"] and job["spec"]["backoffLimit"] == 20
+    assert cmd[:2] == ["/bin/bash", "-c"] and job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
     return cmd[2]
 
 
