@@ -12,7 +12,7 @@
 #   tools/argocd.sh restart STATE_DIR COMPONENT   (redis, repo-server, controller)
 #
 # The controller binds its metrics port on 0.0.0.0 (no flag changes that in
-# 3.2), so every Argo CD process runs in a network namespace that has only
+# 3.2 or 3.5), so every Argo CD process runs in a network namespace that has only
 # `lo` (created by `up`, removed by `down`). The kubeconfig's apiserver port is
 # forwarded into the namespace by tools/netns-forward.py (same port number,
 # so the kubeconfig works unchanged); --forward adds more (a Helm repository;

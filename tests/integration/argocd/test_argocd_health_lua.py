@@ -139,3 +139,13 @@ def test_other_jobs_keep_the_builtin_health(tmp_path: Path, conditions: Any, wan
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x", "namespace": "y"}, "spec": {}}
     status, msg = health(tmp_path, with_status(job, {"conditions": conditions} if conditions else None))
     assert status == want and (msg == "" if conditions is None else msg), (status, msg)
+
+
+def test_the_binary_is_the_release_production_runs() -> None:
+    """The bed's Argo CD (this binary, every bed test) is the release the rendered image names."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES
+
+    if not ARGOCD.exists():
+        pytest.skip("Argo CD; build it with tools/build.sh argocd")
+    p = subprocess.run([str(ARGOCD), "version", "--client", "--short"], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == f"argocd: {IMAGES['argocd']}", p.stdout
