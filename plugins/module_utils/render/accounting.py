@@ -272,18 +272,15 @@ def sacctmgr_script(tenant: Tenant) -> str:
     return head + "".join(body) + SCRIPT_TAIL
 
 
-# The accounts Job's readiness gate: the pinned slurm-operator writes no status on a Controller or
-# an Accounting (their health says readiness is not observed), so the Job itself waits until the
-# daemons answer (render/slurm_ready.py): sackd fetches slurm.conf from slurmctld (configless, with
-# the cluster's auth key), then ``scontrol ping`` and ``sacctmgr ping`` (each exits 0 only once a
-# slurmctld / a slurmdbd answered, through slurmctld's AccountingStorageHost).
-
-
 def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
     """ConfigMap with the sacctmgr script and the Job that runs it (named after the script hash)."""
     script = sacctmgr_script(tenant)
     digest = hashlib.sha256(script.encode()).hexdigest()[:10]
     image = slurm_ready.login_image()
+    # The Job is the readiness gate: the pinned slurm-operator writes no status on a Controller or an
+    # Accounting, so it waits until the daemons answer (render/slurm_ready.py): sackd fetches
+    # slurm.conf from slurmctld (configless, with the cluster's auth key), then ``scontrol ping`` and
+    # ``sacctmgr ping`` (each exits 0 only once a slurmctld / a slurmdbd answered).
     runner = (
         slurm_ready.WAIT_FOR
         + f"sackd --conf-server {CONTROLLER_SERVICE}\n"

@@ -71,7 +71,7 @@ return hs
 
 # Slinky Controller/Accounting: the pinned slurm-operator (v1.2.1) keeps status.conditions but sets
 # none (later versions set SlurmReachable/Available): no conditions at all is Healthy with a message
-# saying readiness is not observed (the accounts Job retries, backoffLimit 20), not Progressing
+# saying readiness is not observed (the readiness gates of render/slurm_ready.py wait for it), not Progressing
 # forever; a False condition holds the wave, a True one releases it (docs/adr/fleet-whole.md).
 _CONDITIONS_LUA = """hs = {}
 hs.status = "Healthy"
