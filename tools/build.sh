@@ -186,7 +186,7 @@ build_argocd() {
   [[ -f "$tgz" ]] || die "gitops-engine source not found: $tgz (see ../shared/upstream/SOURCES.md)"
   v="$(wrapper_version "$TOOLS/argocd" github.com/argoproj/argo-cd/v3 "$ARGOCD_VERSION")"
   v+="+$(sha256sum "$tgz" | cut -c1-12)+${ARGOCD_COMMIT:0:12}"
-  is_fresh argocd "$v" && return 10
+  is_fresh argocd "$v" && is_fresh git-verify-wrapper.sh "$v" && return 10
   rm -rf "$src" && mkdir -p "$src"
   cp "$TOOLS/argocd/go.mod" "$TOOLS/argocd/go.sum" "$TOOLS/argocd/tools.go" "$src/"
   tar -xzf "$tgz" -C "$src"
@@ -194,7 +194,16 @@ build_argocd() {
   (cd "$src" && go build \
     -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.gitTag=$ARGOCD_VERSION -X $p.gitCommit=$ARGOCD_COMMIT -X $p.gitTreeState=clean -X $p.buildDate=2000-01-01T00:00:00Z" \
     -o "$TMPB/argocd" github.com/argoproj/argo-cd/v3/cmd)
-  install_bins "$v" argocd
+  # the image's helper scripts (its Dockerfile copies them to /usr/local/bin): the repo-server runs
+  # git-verify-wrapper.sh on every revision since 3.5, whether or not GPG is enabled
+  local mod
+  mod="$(cd "$src" && go mod download -json "github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  for f in git-verify-wrapper.sh gpg-wrapper.sh; do
+    [[ -f "$mod/hack/$f" ]] || die "$f not found in the argo-cd module ($mod)"
+    install -m 0755 "$mod/hack/$f" "$TMPB/$f"
+  done
+  install_bins "$v" argocd git-verify-wrapper.sh gpg-wrapper.sh
 }
 
 build_vcluster() {
