@@ -12,7 +12,7 @@
 #   tools/argocd.sh restart STATE_DIR COMPONENT   (redis, repo-server, controller)
 #
 # The controller binds its metrics port on 0.0.0.0 (no flag changes that in
-# 3.2), so every Argo CD process runs in a network namespace that has only
+# 3.2 or 3.5), so every Argo CD process runs in a network namespace that has only
 # `lo` (created by `up`, removed by `down`). The kubeconfig's apiserver port is
 # forwarded into the namespace by tools/netns-forward.py (same port number,
 # so the kubeconfig works unchanged); --forward adds more (a Helm repository;
@@ -132,11 +132,13 @@ c_redis() {
 }
 # ARGOCD_RECONCILIATION_TIMEOUT: how long the repo-server keeps a resolved branch revision; an
 # install wires argocd-cm's timeout.reconciliation into it (upstream manifests), so it is the
-# controller's period here too (unset, 3 min: every commit waited up to 3 min to be seen)
+# controller's period here too (unset, 3 min: every commit waited up to 3 min to be seen).
+# --client-ca-path '': 3.5 defaults it to the mTLS Secret's mount path and refuses it with
+# --disable-tls (plaintext on loopback inside the namespace, as before).
 c_repo-server() {
   exec "${IN[@]}" ARGOCD_BINARY_NAME=argocd-repo-server ARGOCD_RECONCILIATION_TIMEOUT="${APP_RESYNC}s" "$BIN/argocd" \
     --address 127.0.0.1 --port 8081 --metrics-address 127.0.0.1 --metrics-port 8084 \
-    --redis 127.0.0.1:6379 --disable-tls --parallelismlimit 4 --loglevel info
+    --redis 127.0.0.1:6379 --disable-tls --client-ca-path '' --parallelismlimit 4 --loglevel info
 }
 # ARGOCD_APPLICATION_CONTROLLER_PERSIST_RESOURCE_HEALTH: as gpufleet's Argo CD values set
 # configs.params controller.resource.health.persist (render/platform.py argocd_values)

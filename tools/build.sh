@@ -3,7 +3,7 @@
 # kustomize) from pinned Go modules into the git-ignored .build/bin/.
 #
 # Usage: tools/build.sh [GROUP...]     GROUP: k8s etcd kwok helm kustomize promcrds argocd
-#                                     kueue (default: all)
+#                                     kueue vcluster (default: all)
 #
 # Idempotent: each binary has a stamp file (.build/bin/.stamps/<name>) holding
 # the pinned version and build recipe; a binary whose stamp matches is not
@@ -31,11 +31,15 @@ KWOK_VERSION=v0.8.0         # sigs.k8s.io/kwok
 HELM_VERSION=v4.2.4         # helm.sh/helm/v4
 KUSTOMIZE_VERSION=v5.8.1    # sigs.k8s.io/kustomize/kustomize/v5
 PROM_OPERATOR_VERSION=v0.85.0  # github.com/prometheus-operator/prometheus-operator (CRD YAMLs only)
-ARGOCD_VERSION=v3.2.11      # github.com/argoproj/argo-cd/v3; wrapper: tools/argocd/go.mod
+ARGOCD_VERSION=v3.5.1       # github.com/argoproj/argo-cd/v3; wrapper: tools/argocd/go.mod; = versions.py IMAGES["argocd"]
+ARGOCD_COMMIT=109ca7ca71139e514114499d294a492e7910a965  # the tag's commit (../shared/upstream/SOURCES.md)
 KUEUE_VERSION=v0.19.2       # sigs.k8s.io/kueue (= the pinned kueue chart 0.19.2, appVersion v0.19.2)
+VCLUSTER_VERSION=0.36.1     # loft-sh/vcluster cmd/vcluster, from $UPSTREAM_SRC; = versions.py CHARTS["vcluster"]
 RECIPE=1                    # bump when build flags change, forces a rebuild
+# Upstream sources the proxy does not serve (../shared/upstream/SOURCES.md), unpacked into $OUT/src.
+UPSTREAM_SRC="${GPUFLEET_UPSTREAM_SRC:-$ROOT/../shared/upstream/src}"
 
-ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd kueue)
+ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd kueue vcluster)
 
 die() { echo "tools/build.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/build.sh: $*" >&2; }
@@ -52,7 +56,7 @@ export GOFLAGS="-p=${GPUFLEET_BUILD_JOBS:-2} -buildvcs=false -trimpath"
 # Never prompt (e.g. for git credentials when a module falls back to direct).
 export GIT_TERMINAL_PROMPT=0
 
-mkdir -p "$BIN" "$SHARE" "$LOGS" "$STAMPS"
+mkdir -p "$BIN" "$SHARE" "$LOGS" "$STAMPS" "$OUT/src"
 
 # Serialise concurrent invocations (setup and test command may race).
 exec 9>"$BIN/.lock"
@@ -174,16 +178,59 @@ build_promcrds() {
 
 build_argocd() {
   # One multi-call binary: argv[0] (or ARGOCD_BINARY_NAME) selects argocd,
-  # argocd-repo-server, argocd-application-controller, ... Argo CD >= 3.3
-  # needs a nested gitops-engine module the proxy does not serve, so the
-  # wrapper pins the newest 3.2 release (docs/adr/argocd-test-bed.md).
-  local v p=github.com/argoproj/argo-cd/v3/common
+  # argocd-repo-server, argocd-application-controller, ... Since 3.3 Argo CD
+  # imports its nested gitops-engine module, which the proxy does not serve:
+  # the wrapper replaces it with ./gitops-engine (as v3.5.1's own go.mod does),
+  # so the build runs in a copy of the wrapper beside the unpacked source.
+  local v p=github.com/argoproj/argo-cd/v3/common src="$OUT/src/argocd"
+  local tgz="$UPSTREAM_SRC/argo-cd-gitops-engine-${ARGOCD_VERSION#v}-src.tar.gz"
+  [[ -f "$tgz" ]] || die "gitops-engine source not found: $tgz (see ../shared/upstream/SOURCES.md)"
   v="$(wrapper_version "$TOOLS/argocd" github.com/argoproj/argo-cd/v3 "$ARGOCD_VERSION")"
-  is_fresh argocd "$v" && return 10
-  (cd "$TOOLS/argocd" && go build \
-    -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.gitTag=$ARGOCD_VERSION -X $p.gitTreeState=clean -X $p.buildDate=2000-01-01T00:00:00Z" \
+  v+="+$(sha256sum "$tgz" | cut -c1-12)+${ARGOCD_COMMIT:0:12}"
+  is_fresh argocd "$v" && is_fresh git-verify-wrapper.sh "$v" && return 10
+  rm -rf "$src" && mkdir -p "$src"
+  cp "$TOOLS/argocd/go.mod" "$TOOLS/argocd/go.sum" "$TOOLS/argocd/tools.go" "$src/"
+  tar -xzf "$tgz" -C "$src"
+  mv "$src/gitops-engine-${ARGOCD_VERSION#v}" "$src/gitops-engine"
+  (cd "$src" && go build \
+    -ldflags "-s -w -X $p.version=${ARGOCD_VERSION#v} -X $p.gitTag=$ARGOCD_VERSION -X $p.gitCommit=$ARGOCD_COMMIT -X $p.gitTreeState=clean -X $p.buildDate=2000-01-01T00:00:00Z" \
     -o "$TMPB/argocd" github.com/argoproj/argo-cd/v3/cmd)
-  install_bins "$v" argocd
+  # the image's helper scripts (its Dockerfile copies them to /usr/local/bin): the repo-server runs
+  # git-verify-wrapper.sh on every revision since 3.5, whether or not GPG is enabled
+  local mod
+  mod="$(cd "$src" && go mod download -json "github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  for f in git-verify-wrapper.sh gpg-wrapper.sh; do
+    [[ -f "$mod/hack/$f" ]] || die "$f not found in the argo-cd module ($mod)"
+    install -m 0755 "$mod/hack/$f" "$TMPB/$f"
+  done
+  install_bins "$v" argocd git-verify-wrapper.sh gpg-wrapper.sh
+}
+
+build_vcluster() {
+  # The vCluster binary (syncer + control-plane launcher: `vcluster start`), from the release's
+  # source in $UPSTREAM_SRC; SyncerVersion stays "dev", which also keeps its telemetry off. The
+  # release's chart (the tests template it with helm) is not in that archive: it comes from the
+  # same release's module zip on the Go module proxy (chart/ has no go.mod, so the zip carries it;
+  # its values.yaml is byte-identical to ../shared/upstream/charts/vcluster/values.yaml).
+  local v src="$OUT/src/vcluster-$VCLUSTER_VERSION" chart="$SHARE/vcluster-chart" dir
+  local tgz="$UPSTREAM_SRC/vcluster-$VCLUSTER_VERSION-src.tar.gz"
+  [[ -f "$tgz" ]] || die "vCluster source not found: $tgz (see ../shared/upstream/SOURCES.md)"
+  v="$VCLUSTER_VERSION+$(sha256sum "$tgz" | cut -c1-12)"
+  if ! [[ -f "$chart/Chart.yaml" && "$(cat "$chart/.version" 2>/dev/null)" == "$VCLUSTER_VERSION" ]]; then
+    dir="$(go mod download -json "github.com/loft-sh/vcluster@v$VCLUSTER_VERSION" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    [[ -f "$dir/chart/Chart.yaml" ]] || die "vCluster chart not found in the module cache ($dir)"
+    rm -rf "$chart.tmp" && cp -r "$dir/chart" "$chart.tmp" && chmod -R u+w "$chart.tmp"
+    sed -i "s/^version: .*/version: $VCLUSTER_VERSION/" "$chart.tmp/Chart.yaml"
+    echo "$VCLUSTER_VERSION" >"$chart.tmp/.version"
+    rm -rf "$chart" && mv "$chart.tmp" "$chart"
+  fi
+  is_fresh vcluster "$v" && return 10
+  rm -rf "$src" && tar -xzf "$tgz" -C "$OUT/src"
+  [[ -f "$src/go.mod" ]] || die "$tgz did not unpack into $src"
+  (cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$TMPB/vcluster" ./cmd/vcluster)
+  install_bins "$v" vcluster
 }
 
 build_kueue() {

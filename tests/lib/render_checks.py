@@ -76,8 +76,9 @@ NO_UPSTREAM_ALLOWED: dict[str, dict[str, Any]] = {
     "cert-manager": {"crds": {"enabled": True, "keep": True}, "nodeSelector": {}},
     "kueue": {},
     "slurm-operator-crds": {},
-    # configs.cm: argocd-cm data; configs.params: argocd-cmd-params-cm data; both free-form (argo-helm README)
-    "argo-cd": {"configs": {"cm": {}, "params": {}}},
+    # configs.cm: argocd-cm data; configs.params: argocd-cmd-params-cm data; both free-form (argo-helm README);
+    # global.image.tag: the Argo CD image tag, default the chart's appVersion (argo-helm argo-cd values.yaml)
+    "argo-cd": {"configs": {"cm": {}, "params": {}}, "global": {"image": {"tag": ""}}},
     "mariadb-operator": {},
     "mariadb-operator-crds": {},
 }

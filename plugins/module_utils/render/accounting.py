@@ -24,11 +24,10 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting, Qos
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd
+from ansible_collections.gpufleet.core.plugins.module_utils.render import slurm_ready, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
 from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import state_storage_class
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES
 
 DB_PASSWORD_SECRET = {"name": "slurm-accounting-db", "key": "password"}
 DB_ROOT_SECRET = {"name": "slurm-accounting-db-root", "key": "password"}
@@ -283,14 +282,18 @@ def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
     """ConfigMap with the sacctmgr script and the Job that runs it (named after the script hash)."""
     script = sacctmgr_script(tenant)
     digest = hashlib.sha256(script.encode()).hexdigest()[:10]
-    image = f"ghcr.io/slinkyproject/login:{IMAGES['slurm']}"
-    # sackd fetches slurm.conf from slurmctld (configless) with the cluster's auth key, then
-    # sacctmgr talks to slurmdbd through slurmctld's AccountingStorageHost.
+    image = slurm_ready.login_image()
+    # The Job is the readiness gate: the pinned slurm-operator writes no status on a Controller or an
+    # Accounting, so it waits until the daemons answer (render/slurm_ready.py): sackd fetches
+    # slurm.conf from slurmctld (configless, with the cluster's auth key), then ``scontrol ping`` and
+    # ``sacctmgr ping`` (each exits 0 only once a slurmctld / a slurmdbd answered).
     runner = (
-        "set -eu\n"
-        f"sackd --conf-server {CONTROLLER_SERVICE}\n"
-        "for i in $(seq 1 60); do [ -s /run/slurm/conf/slurm.conf ] && break; sleep 2; done\n"
-        "export SLURM_CONF=/run/slurm/conf/slurm.conf\n"
+        slurm_ready.WAIT_FOR
+        + f"sackd --conf-server {CONTROLLER_SERVICE}\n"
+        + "wait_for 'slurm.conf from slurmctld (sackd)' test -s /run/slurm/conf/slurm.conf\n"
+        + "export SLURM_CONF=/run/slurm/conf/slurm.conf\n"
+        + "wait_for slurmctld scontrol ping\n"
+        + "wait_for slurmdbd sacctmgr ping\n"
         + sssd.job_runner_prefix(tenant.identity)
         + f"sh /gpufleet/{SCRIPT_KEY}\n"
     )
@@ -310,14 +313,17 @@ def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
                 "name": f"slurm-accounts-{digest}",
                 "namespace": SLURM_NAMESPACE,
                 "labels": labels,
-                "annotations": {"gpufleet.io/script-sha256": digest},
+                "annotations": {
+                    "gpufleet.io/script-sha256": digest,
+                    slurm_ready.WAITS_FOR: "slurmctld (scontrol ping) and slurmdbd (sacctmgr ping)",
+                },
             },
             "spec": {
                 "backoffLimit": 20,
                 "template": {
                     "metadata": {"labels": labels},
                     "spec": {
-                        "restartPolicy": "OnFailure",
+                        "restartPolicy": "Never",
                         "containers": [
                             {
                                 "name": "sacctmgr",

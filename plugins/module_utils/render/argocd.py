@@ -71,7 +71,7 @@ return hs
 
 # Slinky Controller/Accounting: the pinned slurm-operator (v1.2.1) keeps status.conditions but sets
 # none (later versions set SlurmReachable/Available): no conditions at all is Healthy with a message
-# saying readiness is not observed (the accounts Job retries, backoffLimit 20), not Progressing
+# saying readiness is not observed (the readiness gates of render/slurm_ready.py wait for it), not Progressing
 # forever; a False condition holds the wave, a True one releases it (docs/adr/fleet-whole.md).
 _CONDITIONS_LUA = """hs = {}
 hs.status = "Healthy"
@@ -150,9 +150,58 @@ local have = 0
 if obj.status ~= nil and obj.status.replicas ~= nil then
   have = obj.status.replicas
 end
-hs.message = have .. "/" .. want .. " login pods"
+hs.message = have .. "/" .. want .. " login pods exist (not readiness: the slurm-ready Job waits for a Ready one)"
 if have >= want then
   hs.status = "Healthy"
+end
+return hs
+"""
+# batch/Job: Argo CD's built-in Job health (gitops-engine pkg/health/health_job.go: a Failed condition
+# is Degraded with its message, Complete Healthy, Suspended True Suspended, anything else Progressing
+# with no message), plus a message while a readiness gate (a Job annotated gpufleet.io/waits-for,
+# render/slurm_ready.py) runs: what it waits for and how many attempts failed, so argocd_status says
+# why a Slurm tenant is still Progressing.
+_JOB_LUA = """hs = {}
+hs.status = "Progressing"
+hs.message = ""
+local failed = false
+local complete = false
+local suspended = false
+if obj.status ~= nil and obj.status.conditions ~= nil then
+  for _, c in ipairs(obj.status.conditions) do
+    if c.type == "Failed" then
+      failed = true
+      complete = true
+      hs.message = c.message or ""
+    elseif c.type == "Complete" then
+      complete = true
+      hs.message = c.message or ""
+    elseif c.type == "Suspended" then
+      complete = true
+      hs.message = c.message or ""
+      if c.status == "True" then
+        suspended = true
+      end
+    end
+  end
+end
+if failed then
+  hs.status = "Degraded"
+elseif suspended then
+  hs.status = "Suspended"
+elseif complete then
+  hs.status = "Healthy"
+elseif obj.metadata.annotations ~= nil and obj.metadata.annotations["gpufleet.io/waits-for"] ~= nil then
+  local n = 0
+  if obj.status ~= nil and obj.status.failed ~= nil then
+    n = obj.status.failed
+  end
+  local limit = 6
+  if obj.spec ~= nil and obj.spec.backoffLimit ~= nil then
+    limit = obj.spec.backoffLimit
+  end
+  hs.message = "waiting for " .. obj.metadata.annotations["gpufleet.io/waits-for"] .. ": " .. n
+    .. " failed attempt(s) of " .. (limit + 1)
 end
 return hs
 """
@@ -160,7 +209,10 @@ return hs
 # custom resource is Healthy as soon as it is applied, so 6-slurm was Healthy before slurmctld
 # ran and the accounts Job raced slurmdbd. Status fields: Slinky v1.2.1 CRDs (NodeSet
 # status.desired/readyReplicas/observedGeneration, LoginSet status.replicas, Controller and
-# Accounting status.conditions); mariadb-operator MariaDB status.conditions[type=Ready] (the same
+# Accounting status.conditions); v1.2.1 writes no conditions on Controller/Accounting and its
+# LoginSet status.replicas counts the login Deployment's pods, crash-looping ones included: real
+# readiness is gated by Jobs (render/slurm_ready.py, batch/Job below); mariadb-operator MariaDB
+# status.conditions[type=Ready] (the same
 # rule as Argo CD's built-in resource_customizations/k8s.mariadb.com/MariaDB/health.lua, stated here
 # so it does not depend on the Argo CD release). Ready False is Degraded for every failing reason the
 # operator sets (api/v1alpha1/condition_types.go: Failed, InitError, ScaleOutError, ReplicaRecoverError,
@@ -173,6 +225,7 @@ CR_HEALTH = {
     "resource.customizations.health.slinky.slurm.net_NodeSet": _NODESET_LUA,
     "resource.customizations.health.slinky.slurm.net_LoginSet": _LOGINSET_LUA,
     "resource.customizations.health.k8s.mariadb.com_MariaDB": _READY_CONDITION_LUA,
+    "resource.customizations.health.batch_Job": _JOB_LUA,
 }
 
 

@@ -34,7 +34,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.values import
     translated_name,
     vcluster_namespace,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, chart
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, IMAGES, chart
 
 DCGM_JOB_MAPPING_DIR = "/var/lib/dcgm-exporter/job-mapping"
 NFS_DRIVER = "nfs.csi.k8s.io"
@@ -118,7 +118,12 @@ def argocd_values(cluster: Cluster) -> dict[str, Any]:
     (``configs.cm``), the one owner of ``argocd-cm``."""
     # resource health persisted in the Application status (3.x defaults to redis only): what
     # argocd_status reads to say *why* an app is not ready (a MariaDB refused by the quota, ...)
-    ours = {"configs": {"cm": argo.health_checks(), "params": {argo.PERSIST_HEALTH: "true"}}}
+    # the image is the Argo CD release pinned in versions.py (the chart's default is its appVersion,
+    # an older release); the test bed builds and runs that same release (tools/build.sh argocd)
+    ours = {
+        "configs": {"cm": argo.health_checks(), "params": {argo.PERSIST_HEALTH: "true"}},
+        "global": {"image": {"tag": IMAGES["argocd"]}},
+    }
     return deep_merge(ours, cluster.components["argocd"].values)
 
 

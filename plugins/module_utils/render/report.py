@@ -131,7 +131,7 @@ def _secrets_inside(t: Tenant) -> list[str]:
     """The Secrets of a Slurm tenant provisioned inside its vCluster, out of Git."""
     inside = [
         f"`{SLURM_NAMESPACE}/{s['name']}` (key `{s['key']}`, created once by the apply step through the"
-        " vCluster's kubeconfig; never on the host)"
+        " vCluster's kubeconfig)"
         for s in (SLURM_KEY_SECRET, JWT_KEY_SECRET)
     ]
     if t.accounting.enabled:
@@ -173,8 +173,24 @@ def tenant_section(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs, t: Ten
         + ("; inside the vCluster " + ", ".join(inside) if inside else "")
         + "."
     )
+    lines.append(synced_secrets_line(t.name, bool(inside)))
     lines.append("")
     return lines
+
+
+def synced_secrets_line(tenant: str, slurm: bool) -> str:
+    """Where the vCluster syncer puts the Secrets the tenant's pods use, and what guards them there
+    (docs/adr/vcluster-secrets.md)."""
+    ns = vcluster_namespace(tenant)
+    which = "; here the Slurm and JWT keys, the database and directory bind passwords, sssd.conf" if slurm else ""
+    return (
+        f"- Copied to the host by the vCluster syncer: every Secret a pod inside the vCluster uses (volumes,"
+        f" projected volumes, env, envFrom, imagePullSecrets{which}), into `{ns}` as"
+        f" `<name>-x-<namespace>-x-{tenant}`. Guarded there by host RBAC on `{ns}` only: readable by the"
+        f" vCluster's own ServiceAccount, the kubelets of the nodes running those pods and host"
+        f" cluster admins (Argo CD's controller among them); gpufleet gives tenants no host access (their"
+        f" AppProject deploys only into their vCluster)."
+    )
 
 
 def platform_section(fleet: Fleet, cluster: Cluster) -> list[str]:

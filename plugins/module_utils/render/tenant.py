@@ -42,6 +42,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import (
     quota,
     rollout,
     slurm_conf_map,
+    slurm_ready,
     sssd,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
@@ -729,6 +730,7 @@ def slurm_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterIn
             ignore_differences=ignore,
         ),
         *accounting.app_rows(cluster, tenant),
+        *slurm_ready.app_rows(tenant, values),
     ]
 
 

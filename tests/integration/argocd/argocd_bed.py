@@ -10,7 +10,7 @@
 - the sample inventory as shipped (accounting, monitoring, health on) rendered with ``repo_url`` = a
   local ``file://`` Git repository and
   ``gpufleet_chart_mirrors`` mapping every upstream chart repository to the local one;
-- Argo CD v3.2 (tools/argocd.sh) in a loopback-only network namespace.
+- Argo CD v3.5.1 (tools/argocd.sh) in a loopback-only network namespace.
 ``sync_root`` registers the tenants (the tenant role, for real), applies the root app and records
 when each child app appeared and became healthy. Used by the tests and by bench/.
 """

@@ -1,4 +1,4 @@
-"""A real Argo CD (v3.2, built by tools/build.sh argocd) reading a rendered GitOps tree.
+"""A real Argo CD (v3.5.1, built by tools/build.sh argocd) reading a rendered GitOps tree.
 
 Pieces, all on 127.0.0.1:
 - ``LocalArgoCD``: tools/argocd.sh (redis, argocd-repo-server, argocd-application-controller in a

@@ -2,7 +2,7 @@
 
 ``argocd_bed`` (session scope) is ``bed.start_bed``: host cluster, one stand-in API per tenant
 vCluster, a local Helm repository of chart doubles, the rendered tree in a local Git repository and
-Argo CD v3.2 in a loopback-only network namespace. Teardown stops everything on success, failure
+Argo CD v3.5.1 in a loopback-only network namespace. Teardown stops everything on success, failure
 and interpreter exit (the shell runners also watch this process's pid).
 """
 

@@ -103,3 +103,80 @@ def test_mariadb_health_degraded_for_every_failing_reason(tmp_path: Path, reason
     status, msg = health(tmp_path, mariadb(reason, message="could not bootstrap"))
     assert (status, msg) == (want, f"{reason}: could not bootstrap")
     assert health(tmp_path, mariadb("StatefulSetReady", "True", "Running")) == ("Healthy", "StatefulSetReady: Running")
+
+
+# ---- readiness gates: batch/Job health (Argo CD's built-in rules, plus the reason while a gate runs)
+
+TENANTS = Path(__file__).resolve().parents[3] / "gitops" / "clusters" / "gpu-east" / "tenants"
+WAITING = "waiting for a Ready login pod (sshd behind Service slurm-login-main.slurm:22)"
+
+
+def rendered_job(rel: str) -> dict[str, Any]:
+    docs = [d for d in yaml.safe_load_all((TENANTS / rel).read_text()) if d and d["kind"] == "Job"]
+    assert len(docs) == 1
+    return docs[0]
+
+
+def with_status(job: dict[str, Any], status: dict[str, Any] | None) -> dict[str, Any]:
+    job = {**job}
+    if status is not None:
+        job["status"] = status
+    return job
+
+
+FAILED = {
+    "type": "Failed",
+    "status": "True",
+    "reason": "BackoffLimitExceeded",
+    "message": "Job has reached the specified backoff limit",
+}
+
+
+@pytest.mark.parametrize(
+    ("status", "want", "message"),
+    [
+        (None, "Progressing", f"{WAITING}: 0 failed attempt(s) of 7"),
+        # the login pod crash-loops (a bad sssd.conf): no Ready endpoint, each gate attempt fails
+        ({"active": 1, "failed": 3}, "Progressing", f"{WAITING}: 3 failed attempt(s) of 7"),
+        ({"failed": 7, "conditions": [FAILED]}, "Degraded", "Job has reached the specified backoff limit"),
+        ({"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}, "Healthy", ""),
+    ],
+)
+def test_login_gate_holds_the_tenant_with_a_reason(tmp_path: Path, status: Any, want: str, message: str) -> None:
+    job = rendered_job("research/slurm-ready/login-ready.yaml")
+    got = health(tmp_path, with_status(job, status))
+    assert got == (want, message), got
+
+
+def test_accounts_job_says_what_it_waits_for(tmp_path: Path) -> None:
+    job = rendered_job("research/accounting/accounts.yaml")
+    status, msg = health(tmp_path, with_status(job, {"active": 1, "failed": 2}))
+    assert (status, msg) == (
+        "Progressing",
+        "waiting for slurmctld (scontrol ping) and slurmdbd (sacctmgr ping): 2 failed attempt(s) of 21",
+    )
+
+
+@pytest.mark.parametrize(
+    ("conditions", "want"),
+    [
+        (None, "Progressing"),
+        ([FAILED], "Degraded"),
+        ([{"type": "Complete", "status": "True", "message": "done"}], "Healthy"),
+        ([{"type": "Suspended", "status": "True", "message": "suspended"}], "Suspended"),
+    ],
+)
+def test_other_jobs_keep_the_builtin_health(tmp_path: Path, conditions: Any, want: str) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x", "namespace": "y"}, "spec": {}}
+    status, msg = health(tmp_path, with_status(job, {"conditions": conditions} if conditions else None))
+    assert status == want and (msg == "" if conditions is None else msg), (status, msg)
+
+
+def test_the_binary_is_the_release_production_runs() -> None:
+    """The bed's Argo CD (this binary, every bed test) is the release the rendered image names."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES
+
+    if not ARGOCD.exists():
+        pytest.skip("Argo CD; build it with tools/build.sh argocd")
+    p = subprocess.run([str(ARGOCD), "version", "--client", "--short"], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == f"argocd: {IMAGES['argocd']}", p.stdout

@@ -1,4 +1,4 @@
-"""A real Argo CD (v3.2.11, built from the Go module proxy) syncs the sample fleet's rendered tree.
+"""A real Argo CD (v3.5.1, the release production runs; tools/build.sh argocd) syncs the sample fleet's rendered tree.
 
 Real: kube-apiservers (host + one stand-in per tenant vCluster API), KWOK GPU nodes, Argo CD's
 repo-server and application controller, redis, git, helm, ansible-playbook (tenant registration).

@@ -1,0 +1,279 @@
+"""One real vCluster (the ``vcluster`` binary built by ``tools/build.sh vcluster``) per tenant, run as
+a process against a local host control plane, configured exactly as the vcluster chart configures it.
+
+What is real: the vcluster chart of the pinned release, templated by the Go-built ``helm`` with the
+tenant's rendered values (``gitops/.../tenants/<t>/vcluster/values.yaml``); every host object it
+renders except the control-plane StatefulSet is applied to the host (ServiceAccount, Role/RoleBinding,
+ClusterRole/ClusterRoleBinding, Services, the config Secret, ResourceQuota); ``vcluster start`` runs
+the syncer and starts the virtual kube-apiserver and kube-controller-manager (the bed's binaries) with
+the config Secret's ``config.yaml``; its host access is the chart's ServiceAccount (a token from the
+TokenRequest API in a kubeconfig), so its RBAC is the chart's.
+
+What differs from the chart's pod (no container runtime here):
+
+* The process runs in its own network namespace (the virtual apiserver binds 127.0.0.1:6443 and the
+  syncer :8443, fixed) and a private mount namespace whose root is a tmpfs with the host's /usr, /etc,
+  /dev, /proc, /sys bound in, plus ``/binaries``, ``/data`` and ``/var/lib/vcluster`` (the paths the
+  image has, ``pkg/constants``). The host apiserver is forwarded into the namespace on its own port
+  (tools/netns-forward.py) and reached through ``KUBECONFIG`` (controller-runtime's ``GetConfig``
+  reads it before the in-cluster files); ``NAMESPACE`` replaces the service-account namespace file.
+  The downward-API environment of the chart's container (``POD_NAME``, ``POD_NAMESPACE``, ...) is
+  set from the rendered StatefulSet.
+* Backing store: the chart's default is the embedded database (kine + SQLite in the image). kine is
+  not built here; ``/binaries/kine`` is a small stand-in (``kine_shim.py``) that runs the bed's etcd
+  and serves it on the unix socket vCluster gives kine. Storage only: the API the syncer and the
+  virtual apiserver use is the real one.
+* Pods: the host copies of pods are scheduled by the host's real kube-scheduler and run by KWOK.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+BIN_DIR = Path(os.environ.get("GPUFLEET_BIN", REPO_ROOT / ".build" / "bin"))
+# the chart of the pinned release (tools/build.sh vcluster puts it here when its source has chart/)
+CHART = Path(os.environ.get("GPUFLEET_VCLUSTER_CHART", REPO_ROOT / ".build" / "share" / "vcluster-chart"))
+FORWARD = REPO_ROOT / "tools" / "netns-forward.py"
+SHIM = Path(__file__).resolve().parent / "kine_shim.py"
+CONTROL_PLANE_KINDS = {"StatefulSet", "Deployment"}  # the chart's pod: run as a process instead
+
+MOUNT_SCRIPT = r"""
+set -eu
+R="$STATE/root"
+mount -t tmpfs gpufleet-vc "$R"
+for d in usr etc; do mkdir -p "$R/$d"; mount --rbind "/$d" "$R/$d"; done
+for d in bin sbin lib lib64; do
+  if [ -L "/$d" ]; then ln -s "$(readlink "/$d")" "$R/$d"
+  elif [ -d "/$d" ]; then mkdir -p "$R/$d"; mount --rbind "/$d" "$R/$d"; fi
+done
+for d in dev proc sys; do mkdir -p "$R/$d"; mount --rbind "/$d" "$R/$d"; done
+mkdir -p "$R/tmp" "$R/binaries" "$R/data" "$R/var/lib/vcluster" "$R/state"
+mount --bind "$STATE/tmp" "$R/tmp"
+mount --bind "$STATE/binaries" "$R/binaries"
+mount --bind "$STATE/data" "$R/data"
+mount --bind "$STATE/config" "$R/var/lib/vcluster"
+mount --bind "$STATE" "$R/state"
+cd "$R"
+exec chroot "$R" /binaries/vcluster start --config /var/lib/vcluster/config.yaml
+"""
+
+
+class VClusterError(RuntimeError):
+    pass
+
+
+def helm_template(release: str, namespace: str, values: Path) -> list[dict[str, Any]]:
+    p = subprocess.run(
+        [str(BIN_DIR / "helm"), "template", release, str(CHART), "-n", namespace, "-f", str(values)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    if p.returncode != 0:
+        raise VClusterError(f"helm template {CHART} -f {values}: {p.stderr}")
+    return [d for d in yaml.safe_load_all(p.stdout) if d]
+
+
+def container_env(statefulset: dict[str, Any], pod_name: str, namespace: str) -> dict[str, str]:
+    """The syncer container's environment, the downward API filled in as the kubelet would."""
+    spec = statefulset["spec"]["template"]["spec"]
+    (syncer,) = [c for c in spec["containers"] if c["name"] == "syncer"]
+    fields = {
+        "metadata.name": pod_name,
+        "metadata.namespace": namespace,
+        "status.podIP": "127.0.0.1",
+        "status.hostIP": "127.0.0.1",
+        "spec.nodeName": "localhost",
+    }
+    env = {}
+    for e in syncer.get("env") or []:
+        if "value" in e:
+            env[e["name"]] = str(e["value"])
+        elif "fieldRef" in (e.get("valueFrom") or {}):
+            env[e["name"]] = fields[e["valueFrom"]["fieldRef"]["fieldPath"]]
+    return env
+
+
+class RealVCluster:
+    def __init__(self, tenant: str, values: Path, host_kubeconfig: Path, state: Path) -> None:
+        self.tenant = tenant
+        self.release = tenant
+        self.namespace = f"vc-{tenant}"
+        self.values = values
+        self.host_kubeconfig = host_kubeconfig
+        self.state = state.resolve()
+        self.netns = f"gpfvc-{tenant}"[:15]
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.objects: list[dict[str, Any]] = []
+
+    # ---- host side -------------------------------------------------------------------------
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        p = subprocess.run(
+            [str(BIN_DIR / "kubectl"), "--kubeconfig", str(self.host_kubeconfig), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        if check and p.returncode != 0:
+            raise VClusterError(f"kubectl {' '.join(args)}: {p.stderr}")
+        return p
+
+    def apply_chart(self) -> dict[str, Any]:
+        """Template the chart, apply what it renders for the host but the pod; return the StatefulSet."""
+        self.objects = helm_template(self.release, self.namespace, self.values)
+        host = [o for o in self.objects if o["kind"] not in CONTROL_PLANE_KINDS]
+        for o in host:
+            if o["kind"] not in {"ClusterRole", "ClusterRoleBinding", "Namespace"}:
+                o["metadata"].setdefault("namespace", self.namespace)
+        self.kubectl("create", "namespace", self.namespace, check=False)
+        items = json.dumps({"apiVersion": "v1", "kind": "List", "items": host})
+        self.kubectl("apply", "--server-side", "-f", "-", input=items)
+        (sts,) = [o for o in self.objects if o["kind"] == "StatefulSet"]
+        return sts
+
+    def config_yaml(self) -> bytes:
+        name = f"vc-config-{self.release}"
+        (secret,) = [o for o in self.objects if o["kind"] == "Secret" and o["metadata"]["name"] == name]
+        data = secret.get("data") or {}
+        if "config.yaml" in data:
+            return base64.b64decode(data["config.yaml"])
+        return str(secret["stringData"]["config.yaml"]).encode()
+
+    def service_account_kubeconfig(self, sts: dict[str, Any], port: int) -> Path:
+        sa = sts["spec"]["template"]["spec"]["serviceAccountName"]
+        token = self.kubectl("create", "token", sa, "-n", self.namespace, "--duration", "24h").stdout.strip()
+        admin = yaml.safe_load(self.host_kubeconfig.read_text())
+        ca = admin["clusters"][0]["cluster"]["certificate-authority-data"]
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": "host", "cluster": {"server": f"https://127.0.0.1:{port}", "certificate-authority-data": ca}}
+            ],
+            "users": [{"name": sa, "user": {"token": token}}],
+            "contexts": [{"name": "host", "context": {"cluster": "host", "user": sa, "namespace": self.namespace}}],
+            "current-context": "host",
+        }
+        path = self.state / "config" / "host-kubeconfig"
+        path.write_text(yaml.safe_dump(cfg))
+        path.chmod(0o600)
+        return path
+
+    # ---- process ---------------------------------------------------------------------------
+    def start(self, timeout: float = 600) -> None:
+        for d in ("root", "tmp", "binaries", "data", "config", "logs"):
+            (self.state / d).mkdir(parents=True, exist_ok=True)
+        for name in ("vcluster", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "helm", "etcd"):
+            shutil.copy2(BIN_DIR / name, self.state / "binaries" / name)
+        shutil.copy2(SHIM, self.state / "binaries" / "kine")
+        (self.state / "binaries" / "kine").chmod(0o755)
+        sts = self.apply_chart()
+        (self.state / "config" / "config.yaml").write_bytes(self.config_yaml())
+        server = yaml.safe_load(self.host_kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        port = int(server.rsplit(":", 1)[1])
+        self.service_account_kubeconfig(sts, port)
+        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
+        subprocess.run(["ip", "netns", "add", self.netns], check=True)
+        subprocess.run(["ip", "netns", "exec", self.netns, "ip", "link", "set", "lo", "up"], check=True)
+        self._spawn("forward", ["python3", str(FORWARD), f"/run/netns/{self.netns}", f"{port}={port}"], netns=False)
+        env = {
+            "PATH": "/binaries:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": "/tmp",
+            "STATE": str(self.state),
+            **container_env(sts, f"{self.release}-0", self.namespace),
+            "KUBECONFIG": "/var/lib/vcluster/host-kubeconfig",
+            "NAMESPACE": self.namespace,
+        }
+        self._spawn(
+            "vcluster",
+            ["unshare", "-m", "--propagation", "private", "bash", "-c", MOUNT_SCRIPT],
+            netns=True,
+            env=env,
+        )
+        self.wait_ready(timeout)
+
+    def _spawn(self, name: str, cmd: list[str], netns: bool, env: dict[str, str] | None = None) -> None:
+        if netns:
+            cmd = ["ip", "netns", "exec", self.netns, *cmd]
+        log = open(self.state / "logs" / f"{name}.log", "ab")  # kept open for the child
+        self.procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+
+    def virtual_kubeconfig(self) -> Path:
+        """The kubeconfig vCluster exported (Secret ``vc-<release>`` in the host namespace), pointed at
+        the syncer's own port inside the namespace."""
+        p = self.kubectl("get", "secret", f"vc-{self.release}", "-n", self.namespace, "-o", "json", check=False)
+        if p.returncode != 0:
+            raise VClusterError(f"no exported kubeconfig yet: {p.stderr.strip()}")
+        cfg = yaml.safe_load(base64.b64decode(json.loads(p.stdout)["data"]["config"]))
+        for c in cfg["clusters"]:
+            c["cluster"]["server"] = "https://127.0.0.1:8443"
+            c["cluster"]["tls-server-name"] = "localhost"
+        path = self.state / "virtual-kubeconfig"
+        path.write_text(yaml.safe_dump(cfg))
+        return path
+
+    def vkubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """kubectl against the virtual cluster, from inside its network namespace."""
+        p = subprocess.run(
+            [
+                *("ip", "netns", "exec", self.netns, str(BIN_DIR / "kubectl")),
+                *("--kubeconfig", str(self.state / "virtual-kubeconfig"), *args),
+            ],
+            input=input,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        if check and p.returncode != 0:
+            raise VClusterError(f"vcluster kubectl {' '.join(args)}: {p.stderr}")
+        return p
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in self.procs):
+                break
+            try:
+                self.virtual_kubeconfig()
+                p = self.vkubectl("get", "--raw", "/readyz", check=False)
+                if p.returncode == 0 and p.stdout.strip() == "ok":
+                    return
+                last = p.stderr.strip()
+            except VClusterError as exc:
+                last = str(exc)
+            time.sleep(2)
+        raise VClusterError(f"vCluster {self.tenant} not ready ({last}); log tail:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 60) -> str:
+        f = self.state / "logs" / "vcluster.log"
+        return "\n".join(f.read_text(errors="replace").splitlines()[-lines:]) if f.exists() else ""
+
+    def stop(self) -> None:
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
