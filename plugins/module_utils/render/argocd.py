@@ -97,6 +97,9 @@ end
 return hs
 """
 _READY_CONDITION_LUA = """hs = {}
+-- Argo CD's Lua sandbox has no string library: the failing reasons are listed
+local failing = {Failed = true, InitError = true, ScaleOutError = true, ReplicaRecoverError = true,
+  ConnectionFailed = true}
 hs.status = "Progressing"
 hs.message = "waiting for the Ready condition"
 if obj.status ~= nil and obj.status.conditions ~= nil then
@@ -106,7 +109,7 @@ if obj.status ~= nil and obj.status.conditions ~= nil then
       local why = c.reason or ""
       if c.status == "True" then
         hs.status = "Healthy"
-      elseif why == "Failed" or string.match(why, "Error$") ~= nil or string.match(why, "Failed$") ~= nil then
+      elseif failing[why] then
         hs.status = "Degraded"
       end
     end
@@ -216,7 +219,7 @@ return hs
 # rule as Argo CD's built-in resource_customizations/k8s.mariadb.com/MariaDB/health.lua, stated here
 # so it does not depend on the Argo CD release). Ready False is Degraded for every failing reason the
 # operator sets (api/v1alpha1/condition_types.go: Failed, InitError, ScaleOutError, ReplicaRecoverError,
-# ConnectionFailed, ...: any reason ending in Error or Failed), with the operator's reason and message;
+# ConnectionFailed), with the operator's reason and message;
 # the other False reasons (StatefulSetNotReady, Initializing, Updating, ...) are steps and stay
 # Progressing: StatefulSetNotReady is also every first start, so its failures show on the pods.
 CR_HEALTH = {

@@ -99,6 +99,7 @@ KUEUE_CRDS = [
     minimal_crd("kueue.x-k8s.io", "v1beta2", "ResourceFlavor", "resourceflavors", "Cluster"),
     minimal_crd("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "clusterqueues", "Cluster"),
     minimal_crd("kueue.x-k8s.io", "v1beta2", "LocalQueue", "localqueues"),
+    minimal_crd("kueue.x-k8s.io", "v1beta2", "Topology", "topologies", "Cluster"),
 ]
 # the mariadb-operator-crds chart ships the MariaDB CRD the tenants' accounting database uses
 MARIADB_CRDS = [minimal_crd("k8s.mariadb.com", "v1alpha1", "MariaDB", "mariadbs")]

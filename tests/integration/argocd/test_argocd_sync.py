@@ -7,7 +7,7 @@ Doubled, because it cannot run or be downloaded here:
 - the upstream charts (Cilium, cert-manager, GPU Operator, vCluster, Slinky, Kueue, ...): small
   charts served from a local Helm repository through ``gpufleet_chart_mirrors``; each renders its
   values into a ConfigMap ``<release>-values`` so the ``$values`` wiring can be checked, and the
-  Kueue double ships the three Kueue CRDs the tenant objects use (as the real chart does);
+  Kueue double ships the four Kueue CRDs the tenant objects use (as the real chart does);
 - a tenant's vCluster: a second control plane per tenant, reached as ``<tenant>.vc-<tenant>:443``
   (its certificate covers that name), with vCluster's syncer and the tenant operators doubled by
   ``vcluster_double.py`` (claims, pods, services synced to ``vc-<tenant>`` under translated names,
