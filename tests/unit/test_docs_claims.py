@@ -49,7 +49,7 @@ def test_docs_name_the_route_that_can_set_sssd() -> None:
     }
     fleet = validate(platform_route)
     cluster = fleet.clusters[raw.data["gpufleet_clusters"][0]["name"]]
-    got, _ = slurm_values(fleet, cluster, fleet.tenants[name], cluster_inputs(fleet, cluster, None))
+    got, _files = slurm_values(fleet, cluster, fleet.tenants[name], cluster_inputs(fleet, cluster, None))
     assert got["sssd"]["conf"] == "[sssd]\n"
     text = " ".join((REPO / "docs" / "identity.md").read_text().split())
     said = [s for s in re.split(r"(?<=\.) ", text) if "the whole `sssd` value" in s]

@@ -98,7 +98,7 @@ def upgrade_plan(old: Fleet, new: Fleet) -> list[str]:
         return []
     lines = ["## Upgrade plan", ""]
     if slinky:
-        (_, a), (_, b) = slurm_release(old), slurm_release(new)
+        (_old_name, a), (_new_name, b) = slurm_release(old), slurm_release(new)
         lines += [f"Slinky: {'; '.join(slinky)} (Slurm {a} -> {b}). Per Slurm tenant, in this order:", ""]
         lines += ["| step | restarts | Argo CD wave | note |", "| ---: | --- | ---: | --- |"]
         for i, (daemon, note) in enumerate(SLURM_UPGRADE_ORDER, 1):

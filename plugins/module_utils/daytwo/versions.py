@@ -95,7 +95,7 @@ def _slinky_order(fleet: Fleet) -> list[Finding]:
 def _slurm_up(old: str, new: str, tenants: list[str], fleet: Fleet) -> Finding:
     if old in SLURM_RELEASES[new]:
         with_db = [t for t in tenants if fleet.tenants[t].accounting.enabled]
-        order = " -> ".join(name for name, _ in SLURM_UPGRADE_ORDER)
+        order = " -> ".join(name for name, _step in SLURM_UPGRADE_ORDER)
         db = f"slurmdbd converts the accounting database of {', '.join(with_db)}" if with_db else "no accounting"
         return Finding(
             "note",

@@ -127,7 +127,7 @@ OWN = (Image("accounting", (), "own", f"ghcr.io/slinkyproject/login:{TAGS['slurm
 
 def _split(ref: str) -> tuple[str, str]:
     """(registry, rest) of a fully qualified reference."""
-    registry, _, rest = ref.partition("/")
+    registry, _sep, rest = ref.partition("/")
     return registry, rest
 
 
@@ -153,7 +153,7 @@ def _set(values: dict[str, Any], path: tuple[str, ...], leaf: dict[str, Any]) ->
 
 def _repo(ref: str) -> str:
     """``ref`` without its tag (the chart's ``tag``/``version`` key keeps the tag)."""
-    head, _, last = ref.rpartition("/")
+    head, _sep, last = ref.rpartition("/")
     return f"{head}/{last.split(':', 1)[0]}"
 
 

@@ -50,7 +50,7 @@ def scope_sources(fleet: Fleet, apps: Iterable[dict[str, Any]], paths: Iterable[
     directly in its folder (``paths``: every rendered file, relative to the GitOps root)."""
     by_dir: dict[str, list[str]] = {}
     for p in paths:
-        folder, _, name = p.rpartition("/")
+        folder, _sep, name = p.rpartition("/")
         if name.endswith(MANIFEST_SUFFIXES):
             by_dir.setdefault(argo.repo_path(fleet, folder), []).append(name)
     for app in apps:

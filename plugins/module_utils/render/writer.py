@@ -215,7 +215,7 @@ def read_manifest(out: Path) -> dict[str, str]:
 def manifest_digest(out: Path) -> str | None:
     """sha256 of every manifest of ``out`` together (None when unreadable): a cache key of the tree."""
     try:
-        _, found = read_manifests(out)
+        _manifest, found = read_manifests(out)
         h = hashlib.sha256()
         for rel in sorted(found):
             h.update(rel.encode() + b"\0" + _sha(_read(out / rel) or b"").encode())

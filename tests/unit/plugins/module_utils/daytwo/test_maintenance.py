@@ -208,7 +208,11 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     run = [sys.executable, str(CLI), "maintenance", "start", "-i", "inventories/sample", "--name", "m", "--check"]
     bad = subprocess.run(
-        [*run, "--cluster", "gpu-east", "--nodes", "gpu999", "--reason", "r"], cwd=repo, capture_output=True, text=True
+        [*run, "--cluster", "gpu-east", "--nodes", "gpu999", "--reason", "r"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert bad.returncode == 2 and "not nodes of gpu-east: gpu999" in bad.stderr
     ok = subprocess.run(
@@ -216,6 +220,7 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
         cwd=repo,
         capture_output=True,
         text=True,
+        check=False,
     )
     assert ok.returncode == 0, ok.stderr
     assert "| research | `m` | 8 of 14 |" in ok.stdout and "would change" in ok.stdout

@@ -25,28 +25,28 @@ REPO = Path(__file__).resolve().parents[5]
 GO_SRC = """package main
 
 import (
-	"bufio"
-	"fmt"
-	"net"
-	"net/netip"
-	"os"
+    "bufio"
+    "fmt"
+    "net"
+    "net/netip"
+    "os"
 )
 
 func main() {
-	in := bufio.NewScanner(os.Stdin)
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
-	for in.Scan() {
-		text := in.Text()
-		a, b := "error", "error"
-		if _, n, err := net.ParseCIDR(text); err == nil {
-			a = n.String()
-		}
-		if p, err := netip.ParsePrefix(text); err == nil {
-			b = p.Masked().String()
-		}
-		fmt.Fprintf(out, "%s\\t%s\\n", a, b)
-	}
+    in := bufio.NewScanner(os.Stdin)
+    out := bufio.NewWriter(os.Stdout)
+    defer out.Flush()
+    for in.Scan() {
+        text := in.Text()
+        a, b := "error", "error"
+        if _, n, err := net.ParseCIDR(text); err == nil {
+            a = n.String()
+        }
+        if p, err := netip.ParsePrefix(text); err == nil {
+            b = p.Masked().String()
+        }
+        fmt.Fprintf(out, "%s\\t%s\\n", a, b)
+    }
 }
 """
 

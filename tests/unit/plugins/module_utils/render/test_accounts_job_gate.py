@@ -130,7 +130,7 @@ def serve(banner: bytes | None) -> tuple[socket.socket, threading.Thread]:
         conns = []
         while srv.fileno() != -1:
             try:
-                conn, _ = srv.accept()
+                conn, _addr = srv.accept()
             except (TimeoutError, OSError):
                 continue
             conns.append(conn)  # kept open: a silent peer must not look like a closed one
@@ -144,7 +144,7 @@ def serve(banner: bytes | None) -> tuple[socket.socket, threading.Thread]:
 
 @pytest.mark.parametrize(("banner", "ok"), [(b"SSH-2.0-OpenSSH_9.6\r\n", True), (None, False)])
 def test_login_gate_needs_sshd_answering(tmp_path: Path, banner: bytes | None, ok: bool) -> None:
-    srv, _ = serve(banner)
+    srv, _thread = serve(banner)
     try:
         p = run_login_gate(tmp_path, srv.getsockname()[1])
     finally:

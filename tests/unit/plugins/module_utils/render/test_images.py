@@ -69,7 +69,7 @@ def test_table_has_every_image_the_chart_pulls(shared_dir: Path, chart: str) -> 
     rows = {img.path: img for img in images.IMAGES if img.chart == KEY_OF_CHART.get(chart, chart)}
     found = image_nodes(values)
     assert found
-    missing = [".".join(p) for p, _ in found if p not in rows]
+    missing = [".".join(p) for p, _image in found if p not in rows]
     assert not missing, f"{chart}: images the mirror does not cover: {missing}"
     for path, node in found:
         assert rows[path].upstream == reference(chart, node, values), path

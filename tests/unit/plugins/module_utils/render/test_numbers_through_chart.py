@@ -57,10 +57,10 @@ def _chart_keeps(v: Any) -> bool:
 
 
 def test_zero_and_big_numbers_reach_the_chart_as_words(base) -> None:
-    _, fleet, cluster, inputs = base
+    _inv, fleet, cluster, inputs = base
     asked = {"controller": {"extraConfMap": {"MinJobAge": 0, "MaxJobCount": 1000000}}}
     f = _with(fleet, "research", slurm_values=asked)
-    got, _ = slurm_values(f, cluster, f.tenants["research"], inputs)
+    got, _files = slurm_values(f, cluster, f.tenants["research"], inputs)
     conf = got["controller"]["extraConfMap"]
     assert conf["MinJobAge"] == "0" and conf["MaxJobCount"] == "1000000"
     leaves = _conf_leaves(got)
@@ -98,7 +98,7 @@ def test_requests_within_limits_pass(base) -> None:
 
 
 def test_control_planes_bounded_by_the_system_pool(base, monkeypatch) -> None:
-    _, fleet, cluster, inputs = base
+    _inv, fleet, cluster, inputs = base
     system = "system"
     have = inputs.pool_resources(system)
     asks = control_plane.requested(fleet, cluster)

@@ -39,7 +39,7 @@ def test_waves_follow_slurms_upgrade_order(rendered: dict[str, dict]) -> None:
         "slurmd": max(_wave(ns) for ns in v["nodesets"].values()),
         "login": _wave(v["loginsets"]["main"]),
     }
-    order = [name for name, _ in SLURM_UPGRADE_ORDER]
+    order = [name for name, _step in SLURM_UPGRADE_ORDER]
     assert sorted(by_daemon, key=by_daemon.get) == order
     assert min(by_daemon.values()) > 0  # after the chart's ConfigMaps (wave 0)
     assert len({_wave(ns) for ns in v["nodesets"].values()}) == 1
