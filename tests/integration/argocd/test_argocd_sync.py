@@ -21,6 +21,7 @@ import base64
 import json
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +55,24 @@ def test_root_app_syncs_every_rendered_child(argocd_bed: ArgoBed, synced: Synced
 
 
 def test_children_appear_in_wave_order(argocd_bed: ArgoBed, synced: Synced) -> None:
-    """Within the cluster root and within each tenant root, an app of a later wave appears only after
-    every app of the earlier waves was Healthy (the argocd-cm Application health check holds the
-    waves; without it all appear at once). Tenants do not wait for each other (issue 15, defect 7)."""
+    """Within the cluster root and within each tenant root, an app of a later wave is created only
+    after every app of the earlier waves was Healthy (the argocd-cm Application health check holds the
+    waves; without it all appear at once). Tenants do not wait for each other.
+
+    Read from the controller's own record, not from a poll: an app can be Healthy for less than a
+    second (a claim not yet in the controller's cache) and then Progressing again; the root moves on
+    at that moment. So "Healthy" is the controller's first ``Updated health status: ... -> Healthy``
+    Event on the Application and "appears" is the Application's creationTimestamp (both whole
+    seconds, from this machine's clock)."""
     apps = rendered_apps(argocd_bed)
+    created = {n: _stamp(a["metadata"]["creationTimestamp"]) for n, a in argocd_bed.argocd.apps().items()}
+    healthy: dict[str, float] = {}
+    for ev in argocd_bed.host.get_json("events", "-n", "argocd")["items"]:
+        obj, msg = ev.get("involvedObject") or {}, ev.get("message") or ""
+        when = ev.get("eventTime") or ev.get("firstTimestamp") or ev.get("lastTimestamp")
+        if obj.get("kind") == "Application" and msg.startswith("Updated health status:") and when:
+            if msg.endswith("-> Healthy"):
+                healthy[obj["name"]] = min(healthy.get(obj["name"], float("inf")), _stamp(when))
 
     def root_of(app: dict) -> str:  # the cluster root, or the tenant root that syncs it
         labels = app["metadata"].get("labels", {})
@@ -74,9 +89,15 @@ def test_children_appear_in_wave_order(argocd_bed: ArgoBed, synced: Synced) -> N
         for i, w in enumerate(waves[1:], 1):
             earlier = [n for n, a in members.items() if wave(a) < w]
             later = [n for n, a in members.items() if wave(a) == w]
-            healthy_by = max(synced.first_healthy[n] for n in earlier)
-            seen_at = min(synced.first_seen[n] for n in later)
+            healthy_by = max(healthy[n] for n in earlier)
+            seen_at = min(created[n] for n in later)
             assert seen_at >= healthy_by, (root, w, waves[i - 1], later, seen_at, healthy_by)
+    assert synced.seconds > 0
+
+
+def _stamp(text: str) -> float:
+    """An RFC 3339 time of the apiserver (``2026-11-27T13:07:26Z``, or with microseconds) in seconds."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def test_plain_manifest_apps_synced_healthy_on_real_apiserver(argocd_bed: ArgoBed, synced: Synced) -> None:

@@ -38,6 +38,8 @@ def commit(bed: ArgoBed, message: str) -> str:
 def copy_tenant(base: Path, src: str, dst: str) -> None:
     """A new tenant shaped like ``src`` (its projects, root and tree, names replaced)."""
     for f in (f"tenant-{src}-0-project.yaml", f"tenant-{src}-0-host-project.yaml", f"tenant-{src}.yaml"):
+        if not (base / "apps" / f).exists():  # a tenant without host objects of its own has no host project
+            continue
         text = (base / "apps" / f).read_text().replace(src, dst)
         (base / "apps" / f.replace(src, dst)).write_text(text)
     shutil.copytree(base / "tenants" / src, base / "tenants" / dst)
@@ -92,6 +94,14 @@ def test_a_stuck_tenant_does_not_hold_back_the_next_tenant(argocd_bed: ArgoBed, 
     host_app, tenant_root = f"{STUCK}-host", f"{STUCK}-root"
     try:
         (base / "tenants" / STUCK / "host" / "stuck.yaml").write_text(yaml.safe_dump(stuck_deployment()))
+        # Argo CD applies only what the render listed, in a project of exactly the host folder's kinds:
+        # the stuck Deployment is added to both, as a platform change would
+        host = base / "tenants" / STUCK / "apps" / "1-host.yaml"
+        host.write_text(host.read_text().replace("priority.yaml}'", "priority.yaml,stuck.yaml}'"))
+        project = base / "apps" / f"tenant-{STUCK}-0-host-project.yaml"
+        allow = "  namespaceResourceWhitelist:\n"
+        project.write_text(project.read_text().replace(allow, allow + "  - group: apps\n    kind: Deployment\n"))
+        assert "stuck.yaml" in host.read_text() and "kind: Deployment" in project.read_text()
         commit(bed, f"{STUCK}: a Deployment that never becomes available")
         bed.argocd.wait(
             [host_app, tenant_root],

@@ -43,8 +43,23 @@ def probe(name: str, tenant: str = TENANT) -> dict:
 
 
 def write_probe(bed: ArgoBed, name: str, tenant: str = TENANT) -> Path:
-    f = bed.repo / "gitops" / "clusters" / CLUSTER / "tenants" / tenant / "host" / f"{name}.yaml"
+    """A ConfigMap in the tenant's host folder. Argo CD applies only the files the render listed, in a
+    project of exactly the folder's kinds: the probe is added to both, as a platform change would."""
+    base = bed.repo / "gitops" / "clusters" / CLUSTER
+    f = base / "tenants" / tenant / "host" / f"{name}.yaml"
     f.write_text(yaml.safe_dump(probe(name, tenant)))
+    app = base / "tenants" / tenant / "apps" / "1-host.yaml"
+    text = app.read_text()
+    if f"{name}.yaml," not in text:
+        app.write_text(text.replace("include: '{", f"include: '{{{name}.yaml,", 1))
+    project = base / "apps" / f"tenant-{tenant}-0-host-project.yaml"
+    text = project.read_text()
+    if "kind: ConfigMap" not in text:
+        cm = "  - group: ''\n    kind: ConfigMap\n"
+        text = text.replace("  namespaceResourceWhitelist: []\n", "  namespaceResourceWhitelist:\n" + cm)
+        project.write_text(text.replace("  namespaceResourceWhitelist:\n", "  namespaceResourceWhitelist:\n" + cm, 1)
+                           if "kind: ConfigMap" not in text else text)  # fmt: skip
+    assert f"{name}.yaml," in app.read_text() and "kind: ConfigMap" in project.read_text()
     return f
 
 
