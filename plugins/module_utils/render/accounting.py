@@ -282,7 +282,6 @@ def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
     """ConfigMap with the sacctmgr script and the Job that runs it (named after the script hash)."""
     script = sacctmgr_script(tenant)
     digest = hashlib.sha256(script.encode()).hexdigest()[:10]
-    image = slurm_ready.login_image()
     # The Job is the readiness gate: the pinned slurm-operator writes no status on a Controller or an
     # Accounting, so it waits until the daemons answer (render/slurm_ready.py): sackd fetches
     # slurm.conf from slurmctld (configless, with the cluster's auth key), then ``scontrol ping`` and
@@ -327,7 +326,7 @@ def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
                         "containers": [
                             {
                                 "name": "sacctmgr",
-                                "image": image,
+                                "image": slurm_ready.login_image(),
                                 "command": ["/bin/sh", "-c", runner],
                                 "volumeMounts": [
                                     {"name": "script", "mountPath": "/gpufleet", "readOnly": True},
