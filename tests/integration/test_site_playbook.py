@@ -127,10 +127,13 @@ def test_check_mode_writes_nothing_and_diff_shows_the_change(work: Path):
 
     rc, out, recap = site(work)
     assert rc == 0 and recap["changed"] >= 1, out
-    changed = {f for f, h in tree(work / "gitops").items() if before.get(f) != h} - {".gpufleet-manifest"}
-    # only the file that carries the description is rewritten, the tenant's own report (the renderer's
-    # own manifest aside)
-    assert changed == {"clusters/gpu-east/tenants/research/REPORT.md"}, changed
+    changed = {f for f, h in tree(work / "gitops").items() if before.get(f) != h}
+    # only the file that carries the description is rewritten, the tenant's own report, and the
+    # tenant's own part of the render manifest (the root manifest is untouched)
+    assert changed == {
+        "clusters/gpu-east/tenants/research/REPORT.md",
+        "clusters/gpu-east/tenants/research/.gpufleet-manifest",
+    }, changed
     assert site(work)[2]["changed"] == 0
 
 
