@@ -120,17 +120,7 @@ class RealVCluster:
 
     # ---- host side -------------------------------------------------------------------------
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        p = subprocess.run(
-            [str(BIN_DIR / "kubectl"), "--kubeconfig", str(self.host_kubeconfig), *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        if check and p.returncode != 0:
-            raise VClusterError(f"kubectl {' '.join(args)}: {p.stderr}")
-        return p
+        return _kubectl([], self.host_kubeconfig, "kubectl", args, input, check)
 
     def apply_chart(self) -> dict[str, Any]:
         """Template the chart, apply what it renders for the host but the pod; return the StatefulSet."""
@@ -228,20 +218,8 @@ class RealVCluster:
 
     def vkubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         """kubectl against the virtual cluster, from inside its network namespace."""
-        p = subprocess.run(
-            [
-                *("ip", "netns", "exec", self.netns, str(BIN_DIR / "kubectl")),
-                *("--kubeconfig", str(self.state / "virtual-kubeconfig"), *args),
-            ],
-            input=input,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        if check and p.returncode != 0:
-            raise VClusterError(f"vcluster kubectl {' '.join(args)}: {p.stderr}")
-        return p
+        netns = ["ip", "netns", "exec", self.netns]
+        return _kubectl(netns, self.state / "virtual-kubeconfig", "vcluster kubectl", args, input, check)
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -277,3 +255,20 @@ class RealVCluster:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=10)
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
+
+
+def _kubectl(
+    prefix: list[str], kubeconfig: Path, what: str, args: tuple[str, ...], input: str | None, check: bool
+) -> subprocess.CompletedProcess[str]:
+    """The bed's kubectl against ``kubeconfig`` (run under ``prefix``, e.g. inside the netns)."""
+    p = subprocess.run(
+        [*prefix, str(BIN_DIR / "kubectl"), "--kubeconfig", str(kubeconfig), *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    if check and p.returncode != 0:
+        raise VClusterError(f"{what} {' '.join(args)}: {p.stderr}")
+    return p
