@@ -122,11 +122,14 @@ build_etcd() {
 
 build_kwok() {
   # kwok >= 0.8 has no built-in stages: ship the "fast" stages kwokctl uses.
-  if is_fresh kwok "$KWOK_VERSION" && [[ -f "$SHARE/kwok/stages.yaml" ]] &&
+  # The binary is cached per user, share/ is not: a fresh clone with a fresh binary only re-copies the stages.
+  local bin_fresh=0
+  is_fresh kwok "$KWOK_VERSION" && bin_fresh=1
+  if ((bin_fresh)) && [[ -f "$SHARE/kwok/stages.yaml" ]] &&
      [[ "$(cat "$SHARE/kwok/.version" 2>/dev/null)" == "$KWOK_VERSION" ]]; then
     return 10
   fi
-  GOBIN="$TMPB" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  ((bin_fresh)) || GOBIN="$TMPB" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
   local dir f
   dir="$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   [[ -d "$dir/kustomize/stage" ]] || die "kwok stage directory not found in module cache ($dir)"
@@ -140,7 +143,7 @@ build_kwok() {
   } >"$SHARE/kwok/stages.yaml.tmp"
   mv -f "$SHARE/kwok/stages.yaml.tmp" "$SHARE/kwok/stages.yaml"
   echo "$KWOK_VERSION" >"$SHARE/kwok/.version"
-  install_bins "$KWOK_VERSION" kwok
+  ((bin_fresh)) || install_bins "$KWOK_VERSION" kwok
 }
 
 build_helm() {
@@ -236,11 +239,12 @@ build_vcluster() {
 build_kueue() {
   # The Kueue controller manager plus, from the same module zip, its CRDs (config/components/crd/bases)
   # and webhook configurations (config/components/webhook), for the controller run as a process.
-  local dest="$SHARE/kueue" dir p=sigs.k8s.io/kueue/pkg/version
-  if is_fresh kueue "$KUEUE_VERSION" && [[ "$(cat "$dest/.version" 2>/dev/null)" == "$KUEUE_VERSION" ]]; then
+  local dest="$SHARE/kueue" dir p=sigs.k8s.io/kueue/pkg/version bin_fresh=0
+  is_fresh kueue "$KUEUE_VERSION" && bin_fresh=1
+  if ((bin_fresh)) && [[ "$(cat "$dest/.version" 2>/dev/null)" == "$KUEUE_VERSION" ]]; then
     return 10
   fi
-  GOBIN="$TMPB" go install -ldflags "-s -w -X $p.GitVersion=$KUEUE_VERSION -X $p.BuildDate=2000-01-01" \
+  ((bin_fresh)) || GOBIN="$TMPB" go install -ldflags "-s -w -X $p.GitVersion=$KUEUE_VERSION -X $p.BuildDate=2000-01-01" \
     "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION"
   dir="$(go mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   [[ -d "$dir/config/components/crd/bases" ]] || die "Kueue CRDs not found in module cache ($dir)"
@@ -249,7 +253,7 @@ build_kueue() {
   cp "$dir/config/components/webhook/manifests.yaml" "$dest.tmp/webhooks.yaml"
   echo "$KUEUE_VERSION" >"$dest.tmp/.version"
   rm -rf "$dest" && mv "$dest.tmp" "$dest"
-  install_bins "$KUEUE_VERSION" kueue
+  ((bin_fresh)) || install_bins "$KUEUE_VERSION" kueue
 }
 
 # Everything runs from main so that editing this file during a build is safe.
