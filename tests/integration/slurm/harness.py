@@ -482,7 +482,8 @@ class SlurmCluster:
             raise SlurmHarnessError("slurmrestd needs jwt=True (AuthAltTypes=auth/jwt)")
         self.restd_port = port or free_ports(1)[0]
         env = self.env | dict(SLURM_JWT="daemon", SLURMRESTD_SECURITY="disable_unshare_files,disable_unshare_sysv")
-        argv = [slurm_tool("slurmrestd"), "-u", str(pwd.getpwnam("nobody").pw_uid), "-g", str(grp.getgrnam("nogroup").gr_gid), "-s", "openapi/slurmctld"]
+        ids = [str(pwd.getpwnam("nobody").pw_uid), str(grp.getgrnam("nogroup").gr_gid)]  # it takes numbers only
+        argv = [slurm_tool("slurmrestd"), "-u", ids[0], "-g", ids[1], "-s", "openapi/slurmctld"]
         self._spawn("slurmrestd", [*argv, f"127.0.0.1:{self.restd_port}"], env=env)
 
         def listening() -> bool:
