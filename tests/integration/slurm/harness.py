@@ -469,10 +469,17 @@ class SlurmCluster:
         )
         self.timings["slurmctld"] = time.monotonic() - t0
         for node in self.nodes:
-            self._spawn(f"slurmd-{node}", [slurm_tool("slurmd"), "-D", "-N", node])
+            self.start_slurmd(node)
         self.wait_idle(self.nodes, timeout)
         self.timings["start"] = time.monotonic() - t0
         return self
+
+    def start_slurmd(self, node: str) -> None:
+        """Start the slurmd of one node of slurm.conf (also later, for a node left out of ``nodes``)."""
+        if node not in self.all_nodes:
+            raise SlurmHarnessError(f"{node} is not in any NodeName line")
+        (self.workdir / "spool" / node).mkdir(parents=True, exist_ok=True)
+        self._spawn(f"slurmd-{node}", [slurm_tool("slurmd"), "-D", "-N", node])
 
     def start_slurmrestd(self, port: int | None = None, timeout: float = 30) -> str:
         """Run the build's slurmrestd as the Slinky RestApi pod runs it: user ``nobody``, its own auth to

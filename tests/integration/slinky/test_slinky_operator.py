@@ -1,0 +1,231 @@
+"""The real Slinky operator v1.2.1 reconciling a tenant's rendered Slurm cluster against real Slurm.
+
+One bed for the module: the Slurm build's slurmctld (SlurmUser=slurm, ``AuthAltTypes=auth/jwt``) and
+slurmrestd (as the RestApi pod runs it); a local control plane (etcd, kube-apiserver, scheduler,
+controller-manager, KWOK nodes) with the v1.2.1 CRDs; the operator's manager as a process in its own
+network namespace (operator_process.py); the sample's ``research`` tenant: its rendered objects
+(namespace, PVC, ConfigMaps), PriorityClass and the chart's Controller, RestApi and the
+``research-batch`` NodeSet made from its rendered values (slinky_objects.py). Two KWOK nodes carry
+that pool's label and taint.
+
+What differs from a real pod (NodeSet pods are KWOK pods: no container runtime here): for each pod
+the operator creates, the test starts one slurmd process of the same build under the Slurm node name
+the operator gives the pod (its ``pod-hostname`` label: the Kubernetes node's name in DaemonSet
+mode). That slurmd is a static node of slurm.conf, not a dynamic one (``slurmd -Z --conf
+<extraConf>``) registering itself; it does not run inside the pod's cgroup, mounts or network, so
+the pod's volumes, resources and its own death do not touch it. The operator's Controller and
+RestApi pods are KWOK pods too: the slurmctld and slurmrestd the operator talks to are the test's,
+and the slurm.conf the operator renders for its Controller is not the one slurmctld reads.
+docs/adr/slinky-operator-bed.md has the whole list.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_tools, shared_test_helpers
+from gpufleet_testlib.slurm_build import usable_by_every_user
+from harness import SlurmCluster, require_slurm
+from operator_process import BIN, SlinkyOperator
+from slinky_objects import NAMESPACE, chart_values, controller, nodeset, restapi
+
+TENANT = REPO_ROOT / "gitops" / "clusters" / "gpu-east" / "tenants" / "research"
+CRDS = REPO_ROOT.parent / "shared" / "upstream" / "crds" / "slinky"
+POOL = "research-batch"
+NODES = [f"{POOL}-0", f"{POOL}-1"]
+POOL_LABEL = "node-restriction.kubernetes.io/gpufleet-pool"
+HOSTNAME_LABEL = "nodeset.slinky.slurm.net/pod-hostname"
+CORDON_REASON = "nodeset.slinky.slurm.net/node-cordon-reason"
+REASON_PREFIX = "slurm-operator: "
+
+
+def _wait(cond, timeout: float, what: str, every: float = 0.5):
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        last = cond()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timeout ({timeout}s) waiting for {what}; last: {last!r}")
+
+
+def _kwok_node(name: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {POOL_LABEL: POOL}},
+        "spec": {"taints": [{"key": POOL_LABEL, "value": POOL, "effect": "NoSchedule"}]},
+        "status": {
+            "capacity": {"cpu": "224", "memory": "2Ti", "nvidia.com/gpu": "8", "pods": "110"},
+            "allocatable": {"cpu": "224", "memory": "2Ti", "nvidia.com/gpu": "8", "pods": "110"},
+        },
+    }
+
+
+def _docs(path: Path, kinds: set[str]) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] in kinds]
+
+
+def _apply(plane: LocalControlPlane, objs: list[dict]) -> None:
+    plane.kubectl("apply", "--server-side", "--field-manager=gpufleet-tests", "-f", "-",
+                  input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))  # fmt: skip
+
+
+def _secret(name: str, key: str, data: bytes) -> dict:
+    import base64
+
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NAMESPACE},
+            "data": {key: base64.b64encode(data).decode()}}  # fmt: skip
+
+
+def _home_pv() -> dict:
+    """The rendered PV binds the vCluster's host copy of the claim; with no vCluster here the claim is
+    ``slurm/slurm-home`` itself (a test-side PV of the same shape, on hostPath)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "slinky-bed-slurm-home"},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "capacity": {"storage": "20Ti"},
+            "claimRef": {"namespace": NAMESPACE, "name": "slurm-home"},
+            "hostPath": {"path": "/nonexistent"},
+            "storageClassName": "",
+        },
+    }
+
+
+class Bed:
+    def __init__(self, plane, cluster, operator, values):
+        self.plane, self.cluster, self.operator, self.values = plane, cluster, operator, values
+
+    def pods(self) -> list[dict]:
+        """The NodeSet's pods (owned by it), by node."""
+        owner = ("NodeSet", f"slurm-worker-{POOL}")
+        items = [
+            p
+            for p in self.plane.get_json("pods", "-n", NAMESPACE)["items"]
+            if owner in {(o["kind"], o["name"]) for o in p["metadata"].get("ownerReferences", [])}
+        ]
+        return sorted(items, key=lambda p: p["spec"].get("nodeName", ""))
+
+    def running_pods(self) -> list[dict]:
+        pods = self.pods()
+        return pods if len(pods) == len(NODES) and all(p["status"].get("phase") == "Running" for p in pods) else []
+
+    def nodeset_status(self) -> dict:
+        return self.plane.get_json("nodesets.slinky.slurm.net", "-n", NAMESPACE, f"slurm-worker-{POOL}").get(
+            "status", {}
+        )
+
+    def node(self, name: str) -> str:
+        return self.cluster.scontrol("show", "node", name)
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    require_slurm()
+    require_control_plane_tools()
+    shared_test_helpers().require_path(BIN / "slurm-operator", "the Slinky operator: tools/build.sh slinky")
+    shared_test_helpers().require_path(CRDS, "the Slinky v1.2.1 CRDs (../shared/upstream/crds/slinky)")
+    values = chart_values(TENANT / "slurm" / "values.yaml")
+    work = Path(tempfile.mkdtemp(prefix="gf-slinky-", dir="/tmp"))
+    work.chmod(0o755)
+    reachable = usable_by_every_user()
+    reachable.__enter__()
+    conf = f"NodeName={POOL}-[0-1] CPUs=2 RealMemory=1000 State=UNKNOWN\nPartitionName=all Nodes=ALL Default=YES"
+    cluster = SlurmCluster(work / "slurm", conf, nodes=[], jwt=True, slurm_user="slurm",
+                           cluster_name=values["clusterName"])  # fmt: skip
+    plane = LocalControlPlane()
+    operator = None
+    try:
+        cluster.start()
+        cluster.start_slurmrestd()
+        plane.start(tmp_path_factory.mktemp("kube") / "cluster")
+        plane.apply_crds(sorted(CRDS.glob("*.yaml")))
+        plane.create_nodes_from_snapshot([_kwok_node(n) for n in NODES])
+        _apply(plane, _docs(TENANT / "objects" / "objects.yaml", {"Namespace"}))
+        _apply(plane, _docs(TENANT / "objects" / "objects.yaml", {"PersistentVolumeClaim", "ConfigMap"}))
+        _apply(plane, [*_docs(TENANT / "host" / "priority.yaml", {"PriorityClass"}), _home_pv()])
+        _apply(plane, [
+            _secret(values["slurmKey"]["secretRef"]["name"], values["slurmKey"]["secretRef"]["key"],
+                    secrets.token_bytes(1024)),
+            _secret(values["jwtKey"]["secretRef"]["name"], values["jwtKey"]["secretRef"]["key"],
+                    cluster.jwt_key_path.read_bytes()),
+        ])  # fmt: skip
+        service = f"slurm-restapi.{NAMESPACE}"  # the RestApi's Service, as the operator names it
+        operator = SlinkyOperator(work / "operator", plane.kubeconfig, cluster.restd_port, [service])
+        operator.start()
+        _apply(plane, [controller(values), restapi(values), nodeset(values, POOL)])
+        b = Bed(plane, cluster, operator, values)
+        pods = _wait(b.running_pods, 40, "the NodeSet's pods Running")
+        # one slurmd per pod, under the Slurm node name the operator gave the pod
+        for pod in pods:
+            cluster.start_slurmd(pod["metadata"]["labels"][HOSTNAME_LABEL])
+        cluster.wait_idle(NODES, 60)
+        yield b
+    finally:
+        if operator is not None:
+            operator.stop()
+            # kept with pytest's temporary files for a look after a failure
+            shutil.copy(operator.log, tmp_path_factory.getbasetemp() / "slinky-operator.log")
+        plane.stop()
+        cluster.stop()
+        reachable.__exit__(None, None, None)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_operator_names_pods_after_their_nodes_and_registers_them_in_slurm(bed):
+    pods = bed.pods()
+    assert [p["spec"]["nodeName"] for p in pods] == NODES
+    assert [p["metadata"]["labels"][HOSTNAME_LABEL] for p in pods] == NODES
+    # the operator writes each pod's identity into its Slurm node's comment (through slurmrestd)
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        shown = _wait(lambda n=pod["spec"]["nodeName"], p=name: p in bed.node(n) and bed.node(n), 60,
+                      f"pod {name} in the Slurm node's comment")  # fmt: skip
+        assert f'"namespace":"{NAMESPACE}"' in shown, shown
+    # and counts the Slurm nodes' states in the NodeSet status
+    status = _wait(lambda: (s := bed.nodeset_status()).get("slurmIdle") == len(NODES) and s, 60, "slurmIdle")
+    assert status.get("replicas") == len(NODES), status
+
+
+def test_cordon_drains_the_slurm_node_and_uncordon_resumes_it(bed):
+    node = NODES[0]
+    job = bed.cluster.sbatch("-w", node, wrap="sleep 15")
+    bed.cluster.wait_job(job)
+    bed.plane.kubectl("cordon", node)
+    pod = next(p for p in bed.pods() if p["spec"]["nodeName"] == node)["metadata"]["name"]
+    want = f"Reason={REASON_PREFIX}Node ({node}) was cordoned, Pod ({NAMESPACE}/{pod}) must be cordoned"
+    shown = _wait(lambda: "DRAIN" in (s := bed.node(node)) and s, 60, f"{node} DRAIN")
+    assert want in shown, shown
+    # the job is not killed: it runs to its end, then the node is drained
+    assert bed.cluster.job(job).state == "RUNNING"
+    bed.cluster.wait_job(job, ("COMPLETED",), timeout=60)
+    _wait(lambda: "State=IDLE+DRAIN" in bed.node(node), 30, f"{node} drained")
+    # the other node is untouched
+    assert "DRAIN" not in bed.node(NODES[1])
+    bed.plane.kubectl("uncordon", node)
+    _wait(lambda: "DRAIN" not in bed.node(node), 60, f"{node} resumed")
+    bed.cluster.wait_idle([node], 30)
+
+
+def test_cordon_reason_annotation_becomes_the_drain_reason(bed):
+    """The project's maintenance cordons with Slinky's cordon-reason annotation (node_pools)."""
+    node = NODES[1]
+    reason = "gpufleet maintenance: driver upgrade"
+    bed.plane.kubectl("annotate", "node", node, f"{CORDON_REASON}={reason}", "--overwrite")
+    bed.plane.kubectl("cordon", node)
+    shown = _wait(lambda: "DRAIN" in (s := bed.node(node)) and s, 60, f"{node} DRAIN")
+    assert f"Reason={REASON_PREFIX}{reason}" in shown, shown
+    bed.plane.kubectl("uncordon", node)
+    bed.plane.kubectl("annotate", "node", node, f"{CORDON_REASON}-")
+    _wait(lambda: "DRAIN" not in bed.node(node), 60, f"{node} resumed")
