@@ -166,7 +166,7 @@ def bed(tmp_path_factory):
         operator.start()
         _apply(plane, [controller(values), restapi(values), nodeset(values, POOL)])
         b = Bed(plane, cluster, operator, values)
-        pods = _wait(b.running_pods, 40, "the NodeSet's pods Running")
+        pods = _wait(b.running_pods, 90, "the NodeSet's pods Running")
         # one slurmd per pod, under the Slurm node name the operator gave the pod
         for pod in pods:
             cluster.start_slurmd(pod["metadata"]["labels"][HOSTNAME_LABEL])
