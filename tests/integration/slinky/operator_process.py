@@ -122,3 +122,75 @@ class SlinkyOperator:
             f.close()
         subprocess.run(["ip", "netns", "del", self.netns], check=False, capture_output=True)
         shutil.rmtree(Path("/etc/netns") / self.netns, ignore_errors=True)
+
+
+class SlinkyWebhook:
+    """The operator's admission webhook (``slurm-operator-webhook``, cmd/webhook) as a process on
+    127.0.0.1, with a self-signed serving certificate for that address (the chart gets one from
+    cert-manager), and a ValidatingWebhookConfiguration for NodeSets that calls it by URL (in a
+    cluster: by its Service). The configuration mirrors the webhook's own kubebuilder marker (path,
+    name, rules, ``failurePolicy: Fail``); ``namespace`` scopes it so other tests' objects are not
+    sent to it."""
+
+    PATH = "/validate-slinky-slurm-net-v1beta1-nodeset"
+    NAME = "nodeset-v1beta1.kb.io"
+
+    def __init__(self, workdir: Path, kubeconfig: Path, port: int, health_port: int):
+        self.workdir = Path(workdir)
+        self.kubeconfig = Path(kubeconfig)
+        self.port, self.health_port = port, health_port
+        self.log = self.workdir / "webhook.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> SlinkyWebhook:
+        binary = BIN / "slurm-operator-webhook"
+        if not binary.is_file():
+            raise OperatorError(f"{binary} missing: run tools/build.sh slinky")
+        # controller-runtime reads the serving pair from $TMPDIR/k8s-webhook-server/serving-certs
+        certs = self.workdir / "tmp" / "k8s-webhook-server" / "serving-certs"
+        certs.mkdir(parents=True, exist_ok=True)
+        pair = ["-keyout", str(certs / "tls.key"), "-out", str(certs / "tls.crt")]
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1", *pair],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        env = dict(os.environ, TMPDIR=str(self.workdir / "tmp"))
+        argv = [str(binary), f"--kubeconfig={self.kubeconfig}", f"--server-addr=127.0.0.1:{self.port}",
+                f"--health-addr=127.0.0.1:{self.health_port}", "--metrics-addr=0"]  # fmt: skip
+        self._out = open(self.log, "ab")  # closed in stop()
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=env, start_new_session=True)  # fmt: skip
+        return self
+
+    def configuration(self, namespace: str) -> dict:
+        import base64
+
+        ca = base64.b64encode((self.workdir / "tmp/k8s-webhook-server/serving-certs/tls.crt").read_bytes()).decode()
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "slinky-bed-nodeset"},
+            "webhooks": [{
+                "name": self.NAME,
+                "clientConfig": {"url": f"https://127.0.0.1:{self.port}{self.PATH}", "caBundle": ca},
+                "rules": [{"apiGroups": ["slinky.slurm.net"], "apiVersions": ["v1beta1"],
+                           "operations": ["CREATE", "UPDATE"], "resources": ["nodesets"]}],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "failurePolicy": "Fail",
+                "matchPolicy": "Equivalent",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }],
+        }  # fmt: skip
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+        if self.proc is not None:
+            self._out.close()

@@ -32,8 +32,8 @@ import pytest
 import yaml
 from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_tools, shared_test_helpers
 from gpufleet_testlib.slurm_build import usable_by_every_user
-from harness import SlurmCluster, require_slurm
-from operator_process import BIN, SlinkyOperator
+from harness import SlurmCluster, free_ports, require_slurm
+from operator_process import BIN, SlinkyOperator, SlinkyWebhook
 from slinky_objects import NAMESPACE, chart_values, controller, nodeset, restapi
 
 TENANT = REPO_ROOT / "gitops" / "clusters" / "gpu-east" / "tenants" / "research"
@@ -229,3 +229,55 @@ def test_cordon_reason_annotation_becomes_the_drain_reason(bed):
     bed.plane.kubectl("uncordon", node)
     bed.plane.kubectl("annotate", "node", node, f"{CORDON_REASON}-")
     _wait(lambda: "DRAIN" not in bed.node(node), 60, f"{node} resumed")
+
+
+WEBHOOK_NS = "slinky-webhook-check"
+
+
+@pytest.fixture(scope="module")
+def webhook(bed, tmp_path_factory):
+    import urllib.request
+
+    port, health = free_ports(2)
+    hook = SlinkyWebhook(tmp_path_factory.mktemp("webhook"), bed.plane.kubeconfig, port, health)
+    try:
+        hook.start()
+
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{health}/readyz", timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                assert hook.proc.poll() is None, hook.log.read_text()
+                return False
+
+        _wait(ready, 60, "the webhook ready")
+        bed.plane.create_namespace(WEBHOOK_NS)
+        _apply(bed.plane, [hook.configuration(WEBHOOK_NS)])
+        yield hook
+    finally:
+        bed.plane.kubectl("delete", "validatingwebhookconfiguration", "slinky-bed-nodeset", "--ignore-not-found")
+        hook.stop()
+
+
+def _dry_run(bed, obj: dict):
+    obj = json.loads(json.dumps(obj))
+    obj["metadata"]["namespace"] = WEBHOOK_NS
+    return bed.plane.kubectl("apply", "--dry-run=server", "-f", "-", input=json.dumps(obj), check=False)
+
+
+def test_webhook_admits_the_rendered_nodeset_and_refuses_a_bad_one(bed, webhook):
+    good = nodeset(bed.values, POOL)
+    r = _dry_run(bed, good)
+    assert r.returncode == 0, r.stderr
+    bad = json.loads(json.dumps(good))
+    bad["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = 0
+    r = _dry_run(bed, bad)
+    # the CRD schema takes any int-or-string here: the refusal is the webhook's
+    assert r.returncode != 0
+    assert f'admission webhook "{SlinkyWebhook.NAME}" denied the request' in r.stderr, r.stderr
+    assert "maxUnavailable must be > 0, got 0" in r.stderr, r.stderr
+    bad = json.loads(json.dumps(good))
+    bad["spec"]["template"]["spec"]["hostname"] = "Not_A_Hostname-"
+    r = _dry_run(bed, bad)
+    assert r.returncode != 0 and "template.spec.hostname" in r.stderr, r.stderr
