@@ -22,6 +22,7 @@ docs/adr/slinky-operator-bed.md has the whole list.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shutil
 import tempfile
@@ -44,6 +45,8 @@ POOL_LABEL = "node-restriction.kubernetes.io/gpufleet-pool"
 HOSTNAME_LABEL = "nodeset.slinky.slurm.net/pod-hostname"
 CORDON_REASON = "nodeset.slinky.slurm.net/node-cordon-reason"
 REASON_PREFIX = "slurm-operator: "
+# the drain reason the operator gives a node whose pod it is about to delete
+PENDING = re.compile(rf"Pod \({NAMESPACE}/(\S+)\) is pending termination for scale-in")
 
 
 def _wait(cond, timeout: float, what: str, every: float = 0.5):
@@ -193,8 +196,8 @@ def test_operator_names_pods_after_their_nodes_and_registers_them_in_slurm(bed):
         shown = _wait(lambda n=pod["spec"]["nodeName"], p=name: p in bed.node(n) and bed.node(n), 60,
                       f"pod {name} in the Slurm node's comment")  # fmt: skip
         assert f'"namespace":"{NAMESPACE}"' in shown, shown
-    # and counts the Slurm nodes' states in the NodeSet status
-    status = _wait(lambda: (s := bed.nodeset_status()).get("slurmIdle") == len(NODES) and s, 60, "slurmIdle")
+    # and counts the Slurm nodes' states in the NodeSet status (refreshed on its periodic resync, ~30 s)
+    status = _wait(lambda: (s := bed.nodeset_status()).get("slurmIdle") == len(NODES) and s, 120, "slurmIdle")
     assert status.get("replicas") == len(NODES), status
 
 
@@ -229,6 +232,55 @@ def test_cordon_reason_annotation_becomes_the_drain_reason(bed):
     bed.plane.kubectl("uncordon", node)
     bed.plane.kubectl("annotate", "node", node, f"{CORDON_REASON}-")
     _wait(lambda: "DRAIN" not in bed.node(node), 60, f"{node} resumed")
+
+
+def _available(pod: dict) -> bool:
+    conds = {c["type"]: c["status"] for c in pod["status"].get("conditions", [])}
+    return "deletionTimestamp" not in pod["metadata"] and conds.get("Ready") == "True"
+
+
+def test_rolling_update_keeps_max_unavailable_and_waits_for_the_job(bed):
+    """The rendered strategy (RollingUpdate, maxUnavailable 1) on the real operator: a template change
+    replaces the pods one at a time. Before deleting a pod the operator drains its Slurm node with
+    ``Pod (<ns>/<pod>) is pending termination for scale-in`` and waits until the node is drained, so
+    the pod whose node runs a job goes only after the job ended. (Seen here: the next pod's drain
+    starts as soon as the previous replacement is Ready, a moment before the operator undrains the
+    previous node; so at most one *existing* pod is pending termination, not at most one Slurm node
+    in DRAIN.)"""
+    strategy = bed.values["nodesets"][POOL]["updateStrategy"]
+    assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}, strategy
+    before = {p["spec"]["nodeName"]: p["metadata"]["name"] for p in bed.pods()}
+    job = bed.cluster.sbatch("-w", NODES[0], wrap="sleep 12")
+    bed.cluster.wait_job(job)
+    patch = {"spec": {"template": {"metadata": {"annotations": {"gpufleet.test/revision": "2"}}}}}
+    bed.plane.kubectl("patch", "nodesets.slinky.slurm.net", "-n", NAMESPACE, f"slurm-worker-{POOL}",
+                      "--type=merge", "-p", json.dumps(patch))  # fmt: skip
+    least_available, most_pending, job_states_without_pod, drained = len(NODES), 0, set(), set()
+    end = time.monotonic() + 150
+    while time.monotonic() < end:
+        pods = bed.pods()
+        names = {p["metadata"]["name"] for p in pods}
+        least_available = min(least_available, sum(_available(p) for p in pods))
+        shown = {n: bed.node(n) for n in NODES}
+        pending = {m for s in shown.values() for m in PENDING.findall(s)}
+        drained |= pending
+        most_pending = max(most_pending, len(pending & names))
+        if before[NODES[0]] not in names:
+            job_states_without_pod.add(bed.cluster.job(job).state)
+        replaced = len(pods) == len(NODES) and all(_available(p) and p["metadata"]["name"] not in before.values()
+                                                   for p in pods)  # fmt: skip
+        if replaced and not any("DRAIN" in s for s in shown.values()):
+            break
+        time.sleep(0.3)
+    else:
+        raise AssertionError(f"rolling update did not finish: {sorted(p['metadata']['name'] for p in bed.pods())}")
+    assert least_available >= len(NODES) - 1, least_available
+    assert most_pending == 1, most_pending
+    assert drained == set(before.values()), drained  # every old pod's node was drained before it went
+    # the job's node lost its pod only once the job was over: the job ran to its end
+    assert job_states_without_pod == {"COMPLETED"}, job_states_without_pod
+    status = _wait(lambda: (s := bed.nodeset_status()).get("updatedReplicas") == len(NODES) and s, 120, "updated")
+    _wait(lambda: bed.nodeset_status().get("slurmIdle") == len(NODES), 120, f"slurmIdle in {status}")
 
 
 WEBHOOK_NS = "slinky-webhook-check"
