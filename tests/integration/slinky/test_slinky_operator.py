@@ -137,8 +137,11 @@ class Bed:
 def bed(tmp_path_factory):
     require_slurm()
     require_control_plane_tools()
-    shared_test_helpers().require_path(BIN / "slurm-operator", "the Slinky operator: tools/build.sh slinky")
-    shared_test_helpers().require_path(CRDS, "the Slinky v1.2.1 CRDs (../shared/upstream/crds/slinky)")
+    helpers = shared_test_helpers()
+    helpers.require_tool("ip", "Debian package iproute2 (the operator's network namespace)")
+    helpers.require_tool("openssl", "Debian package openssl (the webhook's serving certificate)")
+    helpers.require_path(BIN / "slurm-operator", "the Slinky operator: tools/build.sh slinky")
+    helpers.require_path(CRDS, "the Slinky v1.2.1 CRDs (../shared/upstream/crds/slinky)")
     values = chart_values(TENANT / "slurm" / "values.yaml")
     work = Path(tempfile.mkdtemp(prefix="gf-slinky-", dir="/tmp"))
     work.chmod(0o755)
