@@ -172,11 +172,13 @@ def bed(tmp_path_factory):
         operator.start()
         _apply(plane, [controller(values), restapi(values), nodeset(values, POOL)])
         b = Bed(plane, cluster, operator, values)
-        pods = _wait(b.running_pods, 90, "the NodeSet's pods Running")
-        # one slurmd per pod, under the Slurm node name the operator gave the pod
+        # one slurmd per pod as soon as the operator made it (a pod's slurmd starts with the pod),
+        # under the Slurm node name the operator gave the pod
+        pods = _wait(lambda: len(p := b.pods()) == len(NODES) and p, 90, "the NodeSet's pods")
         for pod in pods:
             cluster.start_slurmd(pod["metadata"]["labels"][HOSTNAME_LABEL])
         cluster.wait_idle(NODES, 60)
+        _wait(b.running_pods, 90, "the NodeSet's pods Running")
         yield b
     finally:
         if operator is not None:
