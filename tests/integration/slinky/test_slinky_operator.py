@@ -191,6 +191,23 @@ def bed(tmp_path_factory):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def test_operator_reconciles_the_rendered_objects_without_error(bed):
+    # what the operator makes from the Controller and RestApi; the Service is the name its slurm
+    # client calls (and the name the bed's hosts file maps to the test's slurmrestd)
+    for kind, name in (("statefulset", "slurm-controller"), ("deployment", "slurm-restapi"),
+                       ("service", "slurm-restapi"), ("service", "slurm-controller")):  # fmt: skip
+        bed.plane.kubectl("get", kind, "-n", NAMESPACE, name)
+    assert bed.operator.logged('"msg":"Added slurm client"'), bed.operator.tail()
+    # optimistic-concurrency conflicts are a controller's normal retry, not a failure
+    errors = [
+        line
+        for line in bed.operator.log.read_text().splitlines()
+        if '"level":"error"' in line and "the object has been modified" not in line
+    ]
+    warnings = [line for line in bed.operator.log.read_text().splitlines() if '"type":"Warning"' in line]
+    assert errors == [] and warnings == [], (errors + warnings)[:5]
+
+
 def test_operator_names_pods_after_their_nodes_and_registers_them_in_slurm(bed):
     pods = bed.pods()
     assert [p["spec"]["nodeName"] for p in pods] == NODES
