@@ -1,4 +1,4 @@
-"""The Controller, RestApi and NodeSet objects the Slinky ``slurm`` chart v1.2.1 makes from a tenant's
+"""The Controller, Accounting, RestApi and NodeSet objects the Slinky ``slurm`` chart v1.2.1 makes from a tenant's
 rendered values (gitops/clusters/<c>/tenants/<t>/slurm/values.yaml), for the tests that run the real
 operator. The chart's templates cannot run here (the chart is not in ../shared and is not served
 by the Go module proxy), so this follows them by hand, field by field, for the parts these tests
@@ -10,6 +10,8 @@ tenant's values as Helm merges them:
 * Controller: ``clusterName``, ``slurmKeyRef``/``jwtKeyRef`` from ``slurmKey``/``jwtKey.secretRef``,
   ``accountingRef`` when accounting is on, ``extraConf`` as ``Key=v1,v2`` lines, the pod template's
   metadata and spec (priorityClassName from ``priorityClass``);
+* Accounting (when on): the key refs, ``extraConf``, the ``slurmdbd`` container, the pod template,
+  ``storageConfig`` (database host, user, password Secret) and ``service``;
 * RestApi: ``controllerRef``, ``replicas``, the pod template;
 * NodeSet: ``nodesetDefaults`` under the tenant's entry; ``scalingMode``, ``replicas``,
   ``partition``, ``updateStrategy``, the ``slurmd`` container (resources, volumeMounts), the pod
@@ -108,6 +110,23 @@ def controller(values: dict[str, Any]) -> dict[str, Any]:
         if c.get(key):
             spec[key] = copy.deepcopy(c[key])
     return {"apiVersion": API, "kind": "Controller", "metadata": _meta(RELEASE, c.get("metadata")), "spec": spec}
+
+
+def accounting(values: dict[str, Any]) -> dict[str, Any]:
+    a = values["accounting"]
+    spec: dict[str, Any] = {
+        "slurmKeyRef": dict(values["slurmKey"]["secretRef"]),
+        "jwtKeyRef": dict(values["jwtKey"]["secretRef"]),
+    }
+    extra = a.get("extraConf") or "\n".join(_to_list(a.get("extraConfMap") or {}))
+    if extra:
+        spec["extraConf"] = extra
+    spec["slurmdbd"] = _container(a["slurmdbd"], values["imagePullPolicy"])
+    spec["template"] = _template(a.get("metadata"), a.get("podSpec"), values)
+    for key in ("storageConfig", "service"):
+        if a.get(key):
+            spec[key] = copy.deepcopy(a[key])
+    return {"apiVersion": API, "kind": "Accounting", "metadata": _meta(RELEASE, a.get("metadata")), "spec": spec}
 
 
 def restapi(values: dict[str, Any]) -> dict[str, Any]:
