@@ -4,7 +4,7 @@ One bed for the module: the Slurm build's slurmctld (SlurmUser=slurm, ``AuthAltT
 slurmrestd (as the RestApi pod runs it); a local control plane (etcd, kube-apiserver, scheduler,
 controller-manager, KWOK nodes) with the v1.2.1 CRDs; the operator's manager as a process in its own
 network namespace (operator_process.py); the sample's ``research`` tenant: its rendered objects
-(namespace, PVC, ConfigMaps), PriorityClass and the chart's Controller, RestApi and the
+(namespace, PVC, ConfigMaps), PriorityClass and the chart's Controller, Accounting, RestApi and the
 ``research-batch`` NodeSet made from its rendered values (slinky_objects.py). Two KWOK nodes carry
 that pool's label and taint.
 
