@@ -19,6 +19,7 @@ would skip the Service-name lookup this wiring exercises.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
@@ -164,8 +165,6 @@ class SlinkyWebhook:
         return self
 
     def configuration(self, namespace: str) -> dict:
-        import base64
-
         ca = base64.b64encode((self.workdir / "tmp/k8s-webhook-server/serving-certs/tls.crt").read_bytes()).decode()
         return {
             "apiVersion": "admissionregistration.k8s.io/v1",

@@ -21,12 +21,14 @@ docs/adr/slinky-operator-bed.md has the whole list.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import secrets
 import shutil
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -83,8 +85,6 @@ def _apply(plane: LocalControlPlane, objs: list[dict]) -> None:
 
 
 def _secret(name: str, key: str, data: bytes) -> dict:
-    import base64
-
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NAMESPACE},
             "data": {key: base64.b64encode(data).decode()}}  # fmt: skip
 
@@ -315,8 +315,6 @@ WEBHOOK_NS = "slinky-webhook-check"
 
 @pytest.fixture(scope="module")
 def webhook(bed, tmp_path_factory):
-    import urllib.request
-
     port, health = free_ports(2)
     hook = SlinkyWebhook(tmp_path_factory.mktemp("webhook"), bed.plane.kubeconfig, port, health)
     try:
