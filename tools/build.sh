@@ -3,7 +3,7 @@
 # kustomize) from pinned Go modules into the git-ignored .build/bin/.
 #
 # Usage: tools/build.sh [GROUP...]     GROUP: k8s etcd kwok helm kustomize promcrds argocd
-#                                     kueue vcluster (default: all)
+#                                     kueue vcluster slinky (default: all)
 #
 # Idempotent: each binary has a stamp file (.build/bin/.stamps/<name>) holding
 # the pinned version and build recipe; a binary whose stamp matches is not
@@ -35,11 +35,12 @@ ARGOCD_VERSION=v3.5.1       # github.com/argoproj/argo-cd/v3; wrapper: tools/arg
 ARGOCD_COMMIT=109ca7ca71139e514114499d294a492e7910a965  # the tag's commit (../shared/upstream/SOURCES.md)
 KUEUE_VERSION=v0.19.2       # sigs.k8s.io/kueue (= the pinned kueue chart 0.19.2, appVersion v0.19.2)
 VCLUSTER_VERSION=0.36.1     # loft-sh/vcluster cmd/vcluster, from $UPSTREAM_SRC; = versions.py CHARTS["vcluster"]
+SLINKY_VERSION=1.2.1        # SlinkyProject slurm-operator + slurm-client, from $UPSTREAM_SRC; = versions.py CHARTS["slurm_operator"]
 RECIPE=1                    # bump when build flags change, forces a rebuild
 # Upstream sources the proxy does not serve (../shared/upstream/SOURCES.md), unpacked into $OUT/src.
 UPSTREAM_SRC="${GPUFLEET_UPSTREAM_SRC:-$ROOT/../shared/upstream/src}"
 
-ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd kueue vcluster)
+ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd kueue vcluster slinky)
 
 die() { echo "tools/build.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/build.sh: $*" >&2; }
@@ -234,6 +235,26 @@ build_vcluster() {
   [[ -f "$src/go.mod" ]] || die "$tgz did not unpack into $src"
   (cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$TMPB/vcluster" ./cmd/vcluster)
   install_bins "$v" vcluster
+}
+
+build_slinky() {
+  # The Slinky operator's two binaries (slurm-operator, slurm-operator-webhook: cmd/manager and
+  # cmd/webhook), from the release's source in $UPSTREAM_SRC; the operator module requires
+  # slurm-client at the same release, which the proxy does not serve: one replace points it at the
+  # unpacked slurm-client source (the CRDs the tests install are ../shared/upstream/crds/slinky).
+  local v tgz_op="$UPSTREAM_SRC/slurm-operator-$SLINKY_VERSION-src.tar.gz" names=(slurm-operator slurm-operator-webhook)
+  local tgz_cl="$UPSTREAM_SRC/slurm-client-$SLINKY_VERSION-src.tar.gz" src="$OUT/src/slinky-$SLINKY_VERSION" n todo=0
+  [[ -f "$tgz_op" && -f "$tgz_cl" ]] || die "Slinky sources not found: $tgz_op, $tgz_cl (see ../shared/upstream/SOURCES.md)"
+  v="$SLINKY_VERSION+$(cat "$tgz_op" "$tgz_cl" | sha256sum | cut -c1-12)"
+  for n in "${names[@]}"; do is_fresh "$n" "$v" || todo=1; done
+  ((todo)) || return 10
+  rm -rf "$src" && mkdir -p "$src" && tar -xzf "$tgz_op" -C "$src" && tar -xzf "$tgz_cl" -C "$src"
+  local op="$src/slurm-operator-$SLINKY_VERSION" cl="$src/slurm-client-$SLINKY_VERSION"
+  [[ -f "$op/go.mod" && -f "$cl/go.mod" ]] || die "unexpected layout of the Slinky sources in $src"
+  (cd "$op" && go mod edit -replace "github.com/SlinkyProject/slurm-client=$cl" &&
+    GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$TMPB/slurm-operator" ./cmd/manager &&
+    GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$TMPB/slurm-operator-webhook" ./cmd/webhook)
+  install_bins "$v" "${names[@]}"
 }
 
 build_kueue() {

@@ -24,7 +24,13 @@ harness writes a complete slurm.conf around it:
   than this host has;
 * ``AuthType=auth/munge`` with a private munged (own key made with dd, own socket), the default;
   ``auth="slurm"`` switches to what the Slinky chart runs: ``auth/slurm``/``cred/slurm`` with a
-  random ``slurm.key`` next to slurm.conf (no munged then).
+  random ``slurm.key`` next to slurm.conf (no munged then);
+* ``jwt=True`` adds what the Slinky chart adds for slurmrestd: ``AuthAltTypes=auth/jwt`` with a random
+  HS256 key (``jwt_hs256.key``, readable by SlurmUser only); ``start_slurmrestd()`` then runs the
+  build's slurmrestd as ``nobody`` the way the operator's RestApi pod does (``SLURM_JWT=daemon``,
+  ``-s openapi/slurmctld``), on 127.0.0.1, and ``token()`` asks ``scontrol token`` for a JWT;
+* ``slurm_user="slurm"`` runs slurmctld as that user (the chart's SlurmUser): the work dir is given
+  to it, so it must lie in a directory that user can reach.
 
 Keys the harness must own (ports, paths, auth, plugins that need root-only host features) are
 dropped from the given body and replaced; everything else (TopologyPlugin, TopologyParam,
@@ -39,8 +45,10 @@ started, found by their id. It runs on test failure too (context manager / fixtu
 from __future__ import annotations
 
 import contextlib
+import grp
 import importlib.util
 import os
+import pwd
 import re
 import secrets
 import shutil
@@ -80,7 +88,7 @@ OWNED_KEYS = {
         "SlurmctldLogFile SlurmdLogFile SlurmctldDebug SlurmdDebug ProctrackType TaskPlugin JobAcctGatherType "
         "AccountingStorageType AccountingStorageHost JobCompType SwitchType MpiDefault ReturnToService "
         "SlurmdParameters SlurmctldParameters PluginDir LaunchType PrologFlags "
-        "AccountingStoragePort AccountingStoragePass"
+        "AccountingStoragePort AccountingStoragePass AuthAltParameters"
     ).split()
 }
 NODE_OWNED = {"nodehostname", "nodeaddr", "port"}
@@ -178,12 +186,17 @@ class SlurmCluster:
         accounting=None,
         keep: Iterable[str] = (),
         files: dict[str, str] | None = None,
+        jwt: bool = False,
+        slurm_user: str = "root",
     ):
         """``keep``: owned keys to take from ``conf`` after all (e.g. PrologFlags, when the test
         brings what it needs)."""
         self.workdir = Path(workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.auth = auth
+        self.jwt = jwt
+        self.slurm_user = slurm_user
+        self.restd_port: int | None = None
         self.debug = debug
         self.gpu_devices = gpu_devices
         self.accounting = accounting  # accounting_db.AccountingDb or None
@@ -268,12 +281,14 @@ class SlurmCluster:
             self._write_slurm_key()
         else:
             raise SlurmHarnessError(f"unknown auth {self.auth!r} (known: {', '.join(AUTHS)})")
+        if self.jwt:
+            auth += ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={self.jwt_key_path}"]
         head = [
             f"ClusterName={name or 'harness'}",
             "SlurmctldHost=localhost",
             f"SlurmctldPort={self.ctld_port}",
             f"SlurmdPort={self.slurmd_port}",
-            "SlurmUser=root",
+            f"SlurmUser={self.slurm_user}",
             "SlurmdUser=root",
             *auth,
             f"StateSaveLocation={wd / 'state'}",
@@ -323,6 +338,20 @@ class SlurmCluster:
                     p.symlink_to("/dev/null")
         for node in self.nodes:
             (wd / "spool" / node).mkdir(parents=True, exist_ok=True)
+        if self.jwt and not self.jwt_key_path.exists():
+            self.jwt_key_path.touch(0o600)
+            self.jwt_key_path.write_bytes(secrets.token_bytes(32))
+        if self.slurm_user != "root":
+            # slurmctld runs as SlurmUser: its state, logs, pid file and the JWT key are its own
+            for path in (wd, wd / "state", self.log_dir, *([self.jwt_key_path] if self.jwt else [])):
+                shutil.chown(path, self.slurm_user, self.slurm_user)
+            if self.auth == "munge":
+                self._munge_socket().parent.chmod(0o755)
+
+    @property
+    def jwt_key_path(self) -> Path:
+        """The HS256 key slurmctld checks JWTs with (the chart's ``jwtKeyRef`` Secret)."""
+        return self.workdir / "jwt_hs256.key"
 
     def _accounting_lines(self) -> list[str]:
         if self.accounting is None:
@@ -440,10 +469,43 @@ class SlurmCluster:
         )
         self.timings["slurmctld"] = time.monotonic() - t0
         for node in self.nodes:
-            self._spawn(f"slurmd-{node}", [slurm_tool("slurmd"), "-D", "-N", node])
+            self.start_slurmd(node)
         self.wait_idle(self.nodes, timeout)
         self.timings["start"] = time.monotonic() - t0
         return self
+
+    def start_slurmd(self, node: str) -> None:
+        """Start the slurmd of one node of slurm.conf (also later, for a node left out of ``nodes``)."""
+        if node not in self.all_nodes:
+            raise SlurmHarnessError(f"{node} is not in any NodeName line")
+        (self.workdir / "spool" / node).mkdir(parents=True, exist_ok=True)
+        self._spawn(f"slurmd-{node}", [slurm_tool("slurmd"), "-D", "-N", node])
+
+    def start_slurmrestd(self, port: int | None = None, timeout: float = 30) -> str:
+        """Run the build's slurmrestd as the Slinky RestApi pod runs it: user ``nobody``, its own auth to
+        slurmctld is the caller's JWT (``SLURM_JWT=daemon``), only the slurmctld plugin (no accounting).
+        Returns the base URL. Needs ``jwt=True``; the build and slurm.conf must be reachable by nobody."""
+        if not self.jwt:
+            raise SlurmHarnessError("slurmrestd needs jwt=True (AuthAltTypes=auth/jwt)")
+        self.restd_port = port or free_ports(1)[0]
+        env = self.env | dict(SLURM_JWT="daemon", SLURMRESTD_SECURITY="disable_unshare_files,disable_unshare_sysv")
+        ids = [str(pwd.getpwnam("nobody").pw_uid), str(grp.getgrnam("nogroup").gr_gid)]  # it takes numbers only
+        argv = [slurm_tool("slurmrestd"), "-u", ids[0], "-g", ids[1], "-s", "openapi/slurmctld"]
+        self._spawn("slurmrestd", [*argv, f"127.0.0.1:{self.restd_port}"], env=env)
+
+        def listening() -> bool:
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", self.restd_port)) == 0
+
+        self._wait(listening, timeout, "slurmrestd to listen", "slurmrestd")
+        return f"http://127.0.0.1:{self.restd_port}"
+
+    def token(self, username: str = "slurm", lifespan: int = 600) -> str:
+        """A JWT from ``scontrol token`` (as root, the one user allowed to name another user)."""
+        out = self.scontrol("token", f"username={username}", f"lifespan={lifespan}").strip()
+        if not out.startswith("SLURM_JWT="):
+            raise SlurmHarnessError(f"scontrol token said {out!r}")
+        return out.split("=", 1)[1]
 
     def wait_idle(self, nodes: Iterable[str], timeout: float = 60) -> None:
         want = set(nodes)
@@ -476,7 +538,7 @@ class SlurmCluster:
                 while time.monotonic() < end and self._run(["squeue", "-h", "-o", "%i"], check=False).stdout.strip():
                     time.sleep(0.2)
                 self.timings["stop-drain"] = time.monotonic() - t0
-        order = [k for k in self._procs if k.startswith("slurmd-")] + ["slurmctld", "munged"]
+        order = ["slurmrestd"] + [k for k in self._procs if k.startswith("slurmd-")] + ["slurmctld", "munged"]
         for key in order:
             proc = self._procs.get(key)
             if proc is not None and proc.poll() is None:

@@ -1,0 +1,195 @@
+"""The real Slinky operator (``slurm-operator``, cmd/manager of v1.2.1, built by tools/build.sh slinky)
+run as a process against the test's control plane and the test's real slurmrestd.
+
+How the operator finds slurmrestd (read from its source, internal/controller/slurmclient): for each
+Controller it takes the oldest RestApi bound to it and calls ``http://<restapi>-restapi.<namespace>:6820``
+(the RestApi Service's short DNS name and slurmrestd's fixed port), with an HS256 JWT for user
+``slurm`` that it signs itself with the Controller's ``jwtKeyRef`` Secret. There is no cluster DNS
+here, so the operator runs in a network namespace of its own that has only ``lo``:
+
+* ``/etc/netns/<ns>/hosts`` maps the Service name to 127.0.0.1 (``ip netns exec`` bind-mounts it
+  over /etc/hosts for the operator alone; the machine's /etc/hosts is not touched);
+* tools/netns-forward.py listens inside the namespace on 127.0.0.1:6820 (to the test's slurmrestd)
+  and on the kube-apiserver's port (to the host's kube-apiserver), so the kubeconfig stays as is;
+* the operator's health and metrics ports are inside the namespace: no clash with other tests.
+
+The operator's own ``DEBUG=1`` switch (which points every client at localhost:6820) is not used: it
+would skip the Service-name lookup this wiring exercises.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+BIN = REPO / ".build" / "bin"
+FORWARD = REPO / "tools" / "netns-forward.py"
+SLURMRESTD_PORT = 6820  # the operator's restapibuilder.SlurmrestdPort
+
+
+class OperatorError(RuntimeError):
+    pass
+
+
+class SlinkyOperator:
+    """``start()`` the manager in its own netns; ``stop()`` ends it, the forwarder and the netns."""
+
+    def __init__(self, workdir: Path, kubeconfig: Path, restd_port: int, service_names: list[str]):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.kubeconfig = Path(kubeconfig)
+        self.restd_port = restd_port
+        self.service_names = service_names
+        self.netns = f"gf-slinky-{os.getpid()}"
+        self.log = self.workdir / "operator.log"
+        self._procs: list[subprocess.Popen] = []
+        self._files: list = []
+
+    def _apiserver_port(self) -> int:
+        cfg = yaml.safe_load(self.kubeconfig.read_text())
+        url = urlparse(cfg["clusters"][0]["cluster"]["server"])
+        if url.hostname != "127.0.0.1" or not url.port:
+            raise OperatorError(f"{self.kubeconfig}: server {url.geturl()} is not 127.0.0.1:<port>")
+        return url.port
+
+    def _spawn(self, argv: list[str], log: Path) -> subprocess.Popen:
+        out = open(log, "ab")  # closed in stop()
+        self._files.append(out)
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)  # fmt: skip
+        self._procs.append(proc)
+        return proc
+
+    def start(self) -> SlinkyOperator:
+        binary = BIN / "slurm-operator"
+        if not binary.is_file():
+            raise OperatorError(f"{binary} missing: run tools/build.sh slinky")
+        subprocess.run(["ip", "netns", "add", self.netns], check=True, capture_output=True)
+        subprocess.run(["ip", "-n", self.netns, "link", "set", "lo", "up"], check=True, capture_output=True)
+        etc = Path("/etc/netns") / self.netns
+        etc.mkdir(parents=True, exist_ok=True)
+        (etc / "hosts").write_text("127.0.0.1 localhost\n" + "".join(f"127.0.0.1 {n}\n" for n in self.service_names))
+        api = self._apiserver_port()
+        pairs = [f"{SLURMRESTD_PORT}={self.restd_port}", f"{api}={api}"]
+        fwd = self._spawn(["python3", str(FORWARD), f"/run/netns/{self.netns}", *pairs], self.workdir / "forward.log")
+        self._wait(lambda: "ready" in (self.workdir / "forward.log").read_text(), 10, "forwarder", fwd)
+        argv = ["ip", "netns", "exec", self.netns, str(binary), f"--kubeconfig={self.kubeconfig}",
+                "--health-addr=127.0.0.1:8081", "--metrics-addr=0", "--zap-log-level=2"]  # fmt: skip
+        self.proc = self._spawn(argv, self.log)
+        return self
+
+    def _wait(self, cond, timeout: float, what: str, proc: subprocess.Popen) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if cond():
+                return
+            if proc.poll() is not None:
+                raise OperatorError(f"{what} exited ({proc.returncode}):\n{self.tail()}")
+            time.sleep(0.2)
+        raise OperatorError(f"timeout ({timeout}s) waiting for {what}")
+
+    def tail(self, lines: int = 40) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def logged(self, needle: str) -> bool:
+        return self.log.exists() and needle in self.log.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        for proc in reversed(self._procs):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=5)
+        for f in self._files:
+            f.close()
+        subprocess.run(["ip", "netns", "del", self.netns], check=False, capture_output=True)
+        shutil.rmtree(Path("/etc/netns") / self.netns, ignore_errors=True)
+
+
+class SlinkyWebhook:
+    """The operator's admission webhook (``slurm-operator-webhook``, cmd/webhook) as a process on
+    127.0.0.1, with a self-signed serving certificate for that address (the chart gets one from
+    cert-manager), and a ValidatingWebhookConfiguration for NodeSets that calls it by URL (in a
+    cluster: by its Service). The configuration mirrors the webhook's own kubebuilder marker (path,
+    name, rules, ``failurePolicy: Fail``); ``namespace`` scopes it so other tests' objects are not
+    sent to it."""
+
+    PATH = "/validate-slinky-slurm-net-v1beta1-nodeset"
+    NAME = "nodeset-v1beta1.kb.io"
+
+    def __init__(self, workdir: Path, kubeconfig: Path, port: int, health_port: int):
+        self.workdir = Path(workdir)
+        self.kubeconfig = Path(kubeconfig)
+        self.port, self.health_port = port, health_port
+        self.log = self.workdir / "webhook.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> SlinkyWebhook:
+        binary = BIN / "slurm-operator-webhook"
+        if not binary.is_file():
+            raise OperatorError(f"{binary} missing: run tools/build.sh slinky")
+        # controller-runtime reads the serving pair from $TMPDIR/k8s-webhook-server/serving-certs
+        certs = self.workdir / "tmp" / "k8s-webhook-server" / "serving-certs"
+        certs.mkdir(parents=True, exist_ok=True)
+        pair = ["-keyout", str(certs / "tls.key"), "-out", str(certs / "tls.crt")]
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1", *pair],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        env = dict(os.environ, TMPDIR=str(self.workdir / "tmp"))
+        argv = [str(binary), f"--kubeconfig={self.kubeconfig}", f"--server-addr=127.0.0.1:{self.port}",
+                f"--health-addr=127.0.0.1:{self.health_port}", "--metrics-addr=0"]  # fmt: skip
+        self._out = open(self.log, "ab")  # closed in stop()
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=env, start_new_session=True)  # fmt: skip
+        return self
+
+    def configuration(self, namespace: str) -> dict:
+        ca = base64.b64encode((self.workdir / "tmp/k8s-webhook-server/serving-certs/tls.crt").read_bytes()).decode()
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "slinky-bed-nodeset"},
+            "webhooks": [{
+                "name": self.NAME,
+                "clientConfig": {"url": f"https://127.0.0.1:{self.port}{self.PATH}", "caBundle": ca},
+                "rules": [{"apiGroups": ["slinky.slurm.net"], "apiVersions": ["v1beta1"],
+                           "operations": ["CREATE", "UPDATE"], "resources": ["nodesets"]}],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "failurePolicy": "Fail",
+                "matchPolicy": "Equivalent",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }],
+        }  # fmt: skip
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+        if self.proc is not None:
+            self._out.close()

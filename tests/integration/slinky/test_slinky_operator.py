@@ -1,0 +1,360 @@
+"""The real Slinky operator v1.2.1 reconciling a tenant's rendered Slurm cluster against real Slurm.
+
+One bed for the module: the Slurm build's slurmctld (SlurmUser=slurm, ``AuthAltTypes=auth/jwt``) and
+slurmrestd (as the RestApi pod runs it); a local control plane (etcd, kube-apiserver, scheduler,
+controller-manager, KWOK nodes) with the v1.2.1 CRDs; the operator's manager as a process in its own
+network namespace (operator_process.py); the sample's ``research`` tenant: its rendered objects
+(namespace, PVC, ConfigMaps), PriorityClass and the chart's Controller, Accounting, RestApi and the
+``research-batch`` NodeSet made from its rendered values (slinky_objects.py). Two KWOK nodes carry
+that pool's label and taint.
+
+What differs from a real pod (NodeSet pods are KWOK pods: no container runtime here): for each pod
+the operator creates, the test starts one slurmd process of the same build under the Slurm node name
+the operator gives the pod (its ``pod-hostname`` label: the Kubernetes node's name in DaemonSet
+mode). That slurmd is a static node of slurm.conf, not a dynamic one (``slurmd -Z --conf
+<extraConf>``) registering itself; it does not run inside the pod's cgroup, mounts or network, so
+the pod's volumes, resources and its own death do not touch it. The operator's Controller and
+RestApi pods are KWOK pods too: the slurmctld and slurmrestd the operator talks to are the test's,
+and the slurm.conf the operator renders for its Controller is not the one slurmctld reads.
+docs/adr/slinky-operator-bed.md has the whole list.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import secrets
+import shutil
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_tools, shared_test_helpers
+from gpufleet_testlib.slurm_build import usable_by_every_user
+from harness import SlurmCluster, free_ports, require_slurm
+from operator_process import BIN, SlinkyOperator, SlinkyWebhook
+from slinky_objects import NAMESPACE, accounting, chart_values, controller, nodeset, restapi
+
+TENANT = REPO_ROOT / "gitops" / "clusters" / "gpu-east" / "tenants" / "research"
+CRDS = REPO_ROOT.parent / "shared" / "upstream" / "crds" / "slinky"
+POOL = "research-batch"
+NODES = [f"{POOL}-0", f"{POOL}-1"]
+POOL_LABEL = "node-restriction.kubernetes.io/gpufleet-pool"
+HOSTNAME_LABEL = "nodeset.slinky.slurm.net/pod-hostname"
+CORDON_REASON = "nodeset.slinky.slurm.net/node-cordon-reason"
+REASON_PREFIX = "slurm-operator: "
+# the drain reason the operator gives a node whose pod it is about to delete
+PENDING = re.compile(rf"Pod \({NAMESPACE}/(\S+)\) is pending termination for scale-in")
+
+
+def _wait(cond, timeout: float, what: str, every: float = 0.5):
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        last = cond()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timeout ({timeout}s) waiting for {what}; last: {last!r}")
+
+
+def _kwok_node(name: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {POOL_LABEL: POOL}},
+        "spec": {"taints": [{"key": POOL_LABEL, "value": POOL, "effect": "NoSchedule"}]},
+        "status": {
+            "capacity": {"cpu": "224", "memory": "2Ti", "nvidia.com/gpu": "8", "pods": "110"},
+            "allocatable": {"cpu": "224", "memory": "2Ti", "nvidia.com/gpu": "8", "pods": "110"},
+        },
+    }
+
+
+def _docs(path: Path, kinds: set[str]) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] in kinds]
+
+
+def _apply(plane: LocalControlPlane, objs: list[dict]) -> None:
+    plane.kubectl("apply", "--server-side", "--field-manager=gpufleet-tests", "-f", "-",
+                  input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))  # fmt: skip
+
+
+def _secret(name: str, key: str, data: bytes) -> dict:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NAMESPACE},
+            "data": {key: base64.b64encode(data).decode()}}  # fmt: skip
+
+
+def _home_pv() -> dict:
+    """The rendered PV binds the vCluster's host copy of the claim; with no vCluster here the claim is
+    ``slurm/slurm-home`` itself (a test-side PV of the same shape, on hostPath)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "slinky-bed-slurm-home"},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "capacity": {"storage": "20Ti"},
+            "claimRef": {"namespace": NAMESPACE, "name": "slurm-home"},
+            "hostPath": {"path": "/nonexistent"},
+            "storageClassName": "",
+        },
+    }
+
+
+class Bed:
+    def __init__(self, plane, cluster, operator, values):
+        self.plane, self.cluster, self.operator, self.values = plane, cluster, operator, values
+
+    def pods(self) -> list[dict]:
+        """The NodeSet's pods (owned by it), by node."""
+        owner = ("NodeSet", f"slurm-worker-{POOL}")
+        items = [
+            p
+            for p in self.plane.get_json("pods", "-n", NAMESPACE)["items"]
+            if owner in {(o["kind"], o["name"]) for o in p["metadata"].get("ownerReferences", [])}
+        ]
+        return sorted(items, key=lambda p: p["spec"].get("nodeName", ""))
+
+    def running_pods(self) -> list[dict]:
+        pods = self.pods()
+        return pods if len(pods) == len(NODES) and all(p["status"].get("phase") == "Running" for p in pods) else []
+
+    def nodeset_status(self) -> dict:
+        return self.plane.get_json("nodesets.slinky.slurm.net", "-n", NAMESPACE, f"slurm-worker-{POOL}").get(
+            "status", {}
+        )
+
+    def node(self, name: str) -> str:
+        return self.cluster.scontrol("show", "node", name)
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    require_slurm()
+    require_control_plane_tools()
+    helpers = shared_test_helpers()
+    helpers.require_tool("ip", "Debian package iproute2 (the operator's network namespace)")
+    helpers.require_tool("openssl", "Debian package openssl (the webhook's serving certificate)")
+    helpers.require_path(BIN / "slurm-operator", "the Slinky operator: tools/build.sh slinky")
+    helpers.require_path(CRDS, "the Slinky v1.2.1 CRDs (../shared/upstream/crds/slinky)")
+    values = chart_values(TENANT / "slurm" / "values.yaml")
+    db = values["accounting"]["storageConfig"]
+    work = Path(tempfile.mkdtemp(prefix="gf-slinky-", dir="/tmp"))
+    work.chmod(0o755)
+    reachable = usable_by_every_user()
+    reachable.__enter__()
+    conf = f"NodeName={POOL}-[0-1] CPUs=2 RealMemory=1000 State=UNKNOWN\nPartitionName=all Nodes=ALL Default=YES"
+    cluster = SlurmCluster(work / "slurm", conf, nodes=[], jwt=True, slurm_user="slurm",
+                           cluster_name=values["clusterName"])  # fmt: skip
+    plane = LocalControlPlane()
+    operator = None
+    try:
+        cluster.start()
+        cluster.start_slurmrestd()
+        plane.start(tmp_path_factory.mktemp("kube") / "cluster")
+        plane.apply_crds(sorted(CRDS.glob("*.yaml")))
+        plane.create_nodes_from_snapshot([_kwok_node(n) for n in NODES])
+        _apply(plane, _docs(TENANT / "objects" / "objects.yaml", {"Namespace"}))
+        _apply(plane, _docs(TENANT / "objects" / "objects.yaml", {"PersistentVolumeClaim", "ConfigMap"}))
+        _apply(plane, [*_docs(TENANT / "host" / "priority.yaml", {"PriorityClass"}), _home_pv()])
+        _apply(plane, [
+            _secret(values["slurmKey"]["secretRef"]["name"], values["slurmKey"]["secretRef"]["key"],
+                    secrets.token_bytes(1024)),
+            _secret(values["jwtKey"]["secretRef"]["name"], values["jwtKey"]["secretRef"]["key"],
+                    cluster.jwt_key_path.read_bytes()),
+            _secret(db["passwordKeyRef"]["name"], db["passwordKeyRef"]["key"], secrets.token_bytes(16)),
+        ])  # fmt: skip
+        service = f"slurm-restapi.{NAMESPACE}"  # the RestApi's Service, as the operator names it
+        operator = SlinkyOperator(work / "operator", plane.kubeconfig, cluster.restd_port, [service])
+        operator.start()
+        _apply(plane, [controller(values), accounting(values), restapi(values), nodeset(values, POOL)])
+        b = Bed(plane, cluster, operator, values)
+        # one slurmd per pod as soon as the operator made it (a pod's slurmd starts with the pod),
+        # under the Slurm node name the operator gave the pod
+        pods = _wait(lambda: len(p := b.pods()) == len(NODES) and p, 90, "the NodeSet's pods")
+        for pod in pods:
+            cluster.start_slurmd(pod["metadata"]["labels"][HOSTNAME_LABEL])
+        cluster.wait_idle(NODES, 60)
+        _wait(b.running_pods, 90, "the NodeSet's pods Running")
+        yield b
+    finally:
+        if operator is not None:
+            operator.stop()
+            # kept with pytest's temporary files for a look after a failure
+            shutil.copy(operator.log, tmp_path_factory.getbasetemp() / "slinky-operator.log")
+        plane.stop()
+        cluster.stop()
+        reachable.__exit__(None, None, None)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_operator_reconciles_the_rendered_objects_without_error(bed):
+    # what the operator makes from the Controller, Accounting and RestApi; the Service is the name its slurm
+    # client calls (and the name the bed's hosts file maps to the test's slurmrestd)
+    for kind, name in (("statefulset", "slurm-controller"), ("deployment", "slurm-restapi"),
+                       ("service", "slurm-restapi"), ("service", "slurm-controller")):  # fmt: skip
+        bed.plane.kubectl("get", kind, "-n", NAMESPACE, name)
+    owners = {o["kind"] for s in bed.plane.get_json("statefulsets", "-n", NAMESPACE)["items"]
+              for o in s["metadata"].get("ownerReferences", [])}  # fmt: skip
+    assert {"Controller", "Accounting"} <= owners, owners  # slurmctld's and slurmdbd's
+    assert bed.operator.logged('"msg":"Added slurm client"'), bed.operator.tail()
+    # optimistic-concurrency conflicts are a controller's normal retry, not a failure
+    errors = [
+        line
+        for line in bed.operator.log.read_text().splitlines()
+        if '"level":"error"' in line and "the object has been modified" not in line
+    ]
+    warnings = [line for line in bed.operator.log.read_text().splitlines() if '"type":"Warning"' in line]
+    assert errors == [] and warnings == [], (errors + warnings)[:5]
+
+
+def test_operator_names_pods_after_their_nodes_and_registers_them_in_slurm(bed):
+    pods = bed.pods()
+    assert [p["spec"]["nodeName"] for p in pods] == NODES
+    assert [p["metadata"]["labels"][HOSTNAME_LABEL] for p in pods] == NODES
+    # the operator writes each pod's identity into its Slurm node's comment (through slurmrestd)
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        shown = _wait(lambda n=pod["spec"]["nodeName"], p=name: p in bed.node(n) and bed.node(n), 60,
+                      f"pod {name} in the Slurm node's comment")  # fmt: skip
+        assert f'"namespace":"{NAMESPACE}"' in shown, shown
+    # and counts the Slurm nodes' states in the NodeSet status (refreshed on its periodic resync, ~30 s)
+    status = _wait(lambda: (s := bed.nodeset_status()).get("slurmIdle") == len(NODES) and s, 120, "slurmIdle")
+    assert status.get("replicas") == len(NODES), status
+
+
+def test_cordon_drains_the_slurm_node_and_uncordon_resumes_it(bed):
+    node = NODES[0]
+    job = bed.cluster.sbatch("-w", node, wrap="sleep 20")
+    bed.cluster.wait_job(job)
+    bed.plane.kubectl("cordon", node)
+    pod = next(p for p in bed.pods() if p["spec"]["nodeName"] == node)["metadata"]["name"]
+    want = f"Reason={REASON_PREFIX}Node ({node}) was cordoned, Pod ({NAMESPACE}/{pod}) must be cordoned"
+    shown = _wait(lambda: "DRAIN" in (s := bed.node(node)) and s, 90, f"{node} DRAIN")
+    assert want in shown, shown
+    # drained while the job runs (DRAINING), and the job is not killed: it runs to its end
+    assert re.search(r"State=(ALLOCATED|MIXED)\+DRAIN", shown), shown
+    bed.cluster.wait_job(job, ("COMPLETED",), timeout=60)
+    _wait(lambda: "State=IDLE+DRAIN" in bed.node(node), 30, f"{node} drained")
+    # the other node is untouched
+    assert "DRAIN" not in bed.node(NODES[1])
+    bed.plane.kubectl("uncordon", node)
+    _wait(lambda: "DRAIN" not in bed.node(node), 120, f"{node} resumed")
+    bed.cluster.wait_idle([node], 30)
+
+
+def test_cordon_reason_annotation_becomes_the_drain_reason(bed):
+    """The project's maintenance cordons with Slinky's cordon-reason annotation (node_pools)."""
+    node = NODES[1]
+    reason = "gpufleet maintenance: driver upgrade"
+    bed.plane.kubectl("annotate", "node", node, f"{CORDON_REASON}={reason}", "--overwrite")
+    bed.plane.kubectl("cordon", node)
+    shown = _wait(lambda: "DRAIN" in (s := bed.node(node)) and s, 90, f"{node} DRAIN")
+    assert f"Reason={REASON_PREFIX}{reason}" in shown, shown
+    bed.plane.kubectl("uncordon", node)
+    bed.plane.kubectl("annotate", "node", node, f"{CORDON_REASON}-")
+    _wait(lambda: "DRAIN" not in bed.node(node), 120, f"{node} resumed")
+
+
+def _available(pod: dict) -> bool:
+    conds = {c["type"]: c["status"] for c in pod["status"].get("conditions", [])}
+    return "deletionTimestamp" not in pod["metadata"] and conds.get("Ready") == "True"
+
+
+def test_rolling_update_keeps_max_unavailable_and_waits_for_the_job(bed):
+    """The rendered strategy (RollingUpdate, maxUnavailable 1) on the real operator: a template change
+    replaces the pods one at a time. Before deleting a pod the operator drains its Slurm node with
+    ``Pod (<ns>/<pod>) is pending termination for scale-in`` and waits until the node is drained, so
+    the pod whose node runs a job goes only after the job ended. (Seen here: the next pod's drain
+    starts as soon as the previous replacement is Ready, a moment before the operator undrains the
+    previous node; so at most one *existing* pod is pending termination, not at most one Slurm node
+    in DRAIN.)"""
+    strategy = bed.values["nodesets"][POOL]["updateStrategy"]
+    assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}, strategy
+    before = {p["spec"]["nodeName"]: p["metadata"]["name"] for p in bed.pods()}
+    job = bed.cluster.sbatch("-w", NODES[0], wrap="sleep 12")
+    bed.cluster.wait_job(job)
+    patch = {"spec": {"template": {"metadata": {"annotations": {"gpufleet.test/revision": "2"}}}}}
+    bed.plane.kubectl("patch", "nodesets.slinky.slurm.net", "-n", NAMESPACE, f"slurm-worker-{POOL}",
+                      "--type=merge", "-p", json.dumps(patch))  # fmt: skip
+    least_available, most_pending, job_states_without_pod, drained = len(NODES), 0, set(), set()
+    end = time.monotonic() + 150
+    while time.monotonic() < end:
+        pods = bed.pods()
+        names = {p["metadata"]["name"] for p in pods}
+        least_available = min(least_available, sum(_available(p) for p in pods))
+        shown = {n: bed.node(n) for n in NODES}
+        pending = {m for s in shown.values() for m in PENDING.findall(s)}
+        drained |= pending
+        most_pending = max(most_pending, len(pending & names))
+        if before[NODES[0]] not in names:
+            job_states_without_pod.add(bed.cluster.job(job).state)
+        replaced = len(pods) == len(NODES) and all(_available(p) and p["metadata"]["name"] not in before.values()
+                                                   for p in pods)  # fmt: skip
+        if replaced and not any("DRAIN" in s for s in shown.values()):
+            break
+        time.sleep(0.3)
+    else:
+        raise AssertionError(f"rolling update did not finish: {sorted(p['metadata']['name'] for p in bed.pods())}")
+    assert least_available >= len(NODES) - 1, least_available
+    assert most_pending == 1, most_pending
+    assert drained == set(before.values()), drained  # every old pod's node was drained before it went
+    # the job's node lost its pod only once the job was over: the job ran to its end
+    assert job_states_without_pod == {"COMPLETED"}, job_states_without_pod
+    status = _wait(lambda: (s := bed.nodeset_status()).get("updatedReplicas") == len(NODES) and s, 120, "updated")
+    _wait(lambda: bed.nodeset_status().get("slurmIdle") == len(NODES), 120, f"slurmIdle in {status}")
+
+
+WEBHOOK_NS = "slinky-webhook-check"
+
+
+@pytest.fixture(scope="module")
+def webhook(bed, tmp_path_factory):
+    port, health = free_ports(2)
+    hook = SlinkyWebhook(tmp_path_factory.mktemp("webhook"), bed.plane.kubeconfig, port, health)
+    try:
+        hook.start()
+
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{health}/readyz", timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                assert hook.proc.poll() is None, hook.log.read_text()
+                return False
+
+        _wait(ready, 60, "the webhook ready")
+        bed.plane.create_namespace(WEBHOOK_NS)
+        _apply(bed.plane, [hook.configuration(WEBHOOK_NS)])
+        yield hook
+    finally:
+        bed.plane.kubectl("delete", "validatingwebhookconfiguration", "slinky-bed-nodeset", "--ignore-not-found")
+        hook.stop()
+
+
+def _dry_run(bed, obj: dict):
+    obj = json.loads(json.dumps(obj))
+    obj["metadata"]["namespace"] = WEBHOOK_NS
+    return bed.plane.kubectl("apply", "--dry-run=server", "-f", "-", input=json.dumps(obj), check=False)
+
+
+def test_webhook_admits_the_rendered_nodeset_and_refuses_a_bad_one(bed, webhook):
+    good = nodeset(bed.values, POOL)
+    r = _dry_run(bed, good)
+    assert r.returncode == 0, r.stderr
+    bad = json.loads(json.dumps(good))
+    bad["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = 0
+    r = _dry_run(bed, bad)
+    # the CRD schema takes any int-or-string here: the refusal is the webhook's
+    assert r.returncode != 0
+    assert f'admission webhook "{SlinkyWebhook.NAME}" denied the request' in r.stderr, r.stderr
+    assert "maxUnavailable must be > 0, got 0" in r.stderr, r.stderr
+    bad = json.loads(json.dumps(good))
+    bad["spec"]["template"]["spec"]["hostname"] = "Not_A_Hostname-"
+    r = _dry_run(bed, bad)
+    assert r.returncode != 0 and "template.spec.hostname" in r.stderr, r.stderr
