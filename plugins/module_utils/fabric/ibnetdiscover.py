@@ -404,17 +404,14 @@ def _ports_line(
     return int(m.group(3)), m.group(6)[0], m.group(8), "", m.group(9), m.group(10), m.group(11)
 
 
-def _port_block(
-    nodes: dict[str, Switch | CA], ids: _Ids, mask: dict[str, int], letter: str, lhex: str
-) -> tuple[str, str, Switch | CA | None, int]:
-    """The local end of a run of lines (id, kind, node or None while unseen, port mask): once per
-    device and spelling of its GUID, off the per-port path."""
-    kind = _PKIND[letter]
-    cur = kind + "-" + lhex if len(lhex) == 16 and lhex.lower() == lhex else ids.odd_id(kind, lhex)
-    node = nodes.get(cur)
-    if node is not None:
-        cur = node.id  # one string object per device
-    return cur, kind, node, mask.get(cur, 0)
+def _line_head(line: str) -> tuple[str, str, str]:
+    """A line's local end by _PHEAD: type letter, port, GUID; no port for a longer port number (no
+    skip: the checks name it), nothing for a line with no such head (the checks refuse it)."""
+    h = _PHEAD.match(line)
+    if h is None:
+        return "", "", ""
+    ltype, ps, lhex = h.groups()
+    return ltype, ps if len(ps) <= _MAX_PORT_DIGITS else "", lhex
 
 
 def parse_ports(text: Text, source: str = "<text>") -> Fabric:
@@ -436,22 +433,23 @@ def _parse_ports(text: Text, source: str) -> Fabric:
     mask_get = mask.get
     big: set[tuple[str, int]] = set()  # the same for ports >= 256 (not valid IB, parsed as before)
     cur, cur_kind, cur_node, cur_mask, cur_type, cur_hex = "", "", None, 0, "", ""
-    tail_match, head_match = _PTAIL.match, _PHEAD.match
+    tail_match = _PTAIL.match
     lineno = 0
     for chunk in chunks(text):
         rows, rest = _port_rows(chunk)
         for pre, head, ltype, ps, lhex, tail, line in rows:
             lineno += pre.count("\n") + 1 if pre else 1
-            if line:  # not split by the regex pass: its head by _PHEAD (a long port: no skip, the checks name it)
-                h = head_match(line)
-                ltype, ps, lhex = ("", "", "") if h is None else h.groups()
-                if len(ps) > _MAX_PORT_DIGITS:
-                    ps = ""
-            if lhex and (lhex != cur_hex or ltype != cur_type):  # the next device's lines
+            if line:  # not split by the regex pass: its head by _PHEAD
+                ltype, ps, lhex = _line_head(line)
+            if lhex and (lhex != cur_hex or ltype != cur_type):  # the next device's lines: open it
                 if cur:
                     mask[cur] = cur_mask
-                cur_type, cur_hex = ltype, lhex
-                cur, cur_kind, cur_node, cur_mask = _port_block(nodes, ids, mask, ltype, lhex)
+                cur_type, cur_hex, cur_kind = ltype, lhex, _PKIND[ltype]
+                cur = cur_kind + "-" + lhex if len(lhex) == 16 and lhex.lower() == lhex else ids.odd_id(cur_kind, lhex)
+                cur_node = nodes_get(cur)
+                if cur_node is not None:
+                    cur = cur_node.id  # one string object per device
+                cur_mask = mask_get(cur, 0)
             if ps:  # the same cable printed from its other end? (on the local port alone)
                 p = int(ps)
                 if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
