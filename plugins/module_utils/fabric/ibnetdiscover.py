@@ -355,7 +355,7 @@ _PROWS = re.compile(
 # GUID (canonical: 16 lower-case hex digits, else as printed), the two descriptions. Where it matches,
 # _PLINE matches with the same groups: the remote end is the first ' - ' the rest of the line follows.
 _PTAIL = re.compile(
-    r"[ \t](?:[ \t]+|[ \t]*(?:[^ \t']+[ \t]+)+?)-[ \t]+(?=SW|CA|RT)([SCR])[WAT][ \t]+[0-9]+[ \t]+([0-9]{1,6})[ \t]+"
+    r"[ \t][^']*?[ \t]-[ \t]+(?=SW|CA|RT)([SCR])[WAT][ \t]+[0-9]+[ \t]+([0-9]{1,6})[ \t]+"
     r"0x(?:([0-9a-f]{16})|([0-9a-fA-F]{1,16}))[ \t]+\([ \t]*'([^']*)'[ \t]+-[ \t]+'([^']*)'[ \t]*\)\Z"
 )  # on the rest of one line (no line break in it): [^'] is the regex engine's fastest loop
 # pre, head, the type's first letter, port, GUID, rest of a port line; any other line
