@@ -160,7 +160,7 @@ def _mutate(line: str, op: str, data: st.DataObject) -> str:
 @given(st.data())
 def test_mutated_reports_match_the_reference(data: st.DataObject) -> None:
     lines = _SMALL.splitlines()
-    for _ in range(data.draw(st.integers(1, 5))):
+    for _edit in range(data.draw(st.integers(1, 5))):
         i = data.draw(st.integers(0, len(lines) - 1))
         op = data.draw(st.sampled_from(["guid", "router", "self", "junk", "drop", "move", "dup", "del"]))
         if op == "move":  # away from its device's run of lines
