@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from render_checks import CHART_OF_DIR
+from render_checks import CHART_OF_DIR, unknown_values_keys
 from render_fixtures import edit_vars, make_inventory
 
 from ansible_collections.gpufleet.core.plugins.module_utils import versions
@@ -103,12 +103,15 @@ def test_the_cached_chart_is_the_pinned_release(chart: str) -> None:
 
 
 @pytest.mark.parametrize("chart", sorted(CHARTS))
-def test_every_image_the_chart_templates_comes_from_the_mirror(chart: str, renders, tmp_path: Path) -> None:
+def test_every_image_the_chart_templates_comes_from_the_mirror(
+    chart: str, renders, tmp_path: Path, shared_dir: Path
+) -> None:
     rows = [img for img in images.IMAGES if img.chart == CHARTS[chart]]
     assert rows and CHARTS[chart] not in images.NOT_REVIEWED
     mirrored = chart_values(renders["mirrored"], chart)
     assert mirrored, f"the sample renders no {chart} values"
     for rel, body in mirrored.items():
+        assert unknown_values_keys(yaml.safe_load(body), chart, shared_dir) == [], rel  # the keys the tests allow
         refs = pulled(template(chart, body, tmp_path))
         assert refs, rel
         assert {r for r in refs if not r.startswith(MIRROR + "/")} == set(), rel
