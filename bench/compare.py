@@ -203,23 +203,29 @@ def report(figs: list[Figure], header: str, threshold: float = THRESHOLD) -> int
 
 
 def _against_render(figs: list[Figure]) -> None:
-    """Figures measured against the uncached render of the same run (pair by pair: the same minute of
-    the machine), per side: the median of figure / render over the pairs, wall and CPU."""
-    ref = next((f for f in figs if f.kind == "render" and f.args["head"][-1] == "uncached"), None)
-    rel = [f for f in figs if f.kind == "review"]
-    if ref is None or not rel:
-        return
-    print()
-    print("| figure | base x uncached render | head x uncached render | head cpu x uncached render cpu |")
-    print("| --- | ---: | ---: | ---: |")
-    for f in rel:
-        cells = []
-        for side, key in (("base", "seconds"), ("head", "seconds"), ("head", "cpu")):
-            pairs = [a[key] / b[key] for a, b in zip(f.samples[side], ref.samples[side], strict=False) if b[key] > 0]
-            cells.append(f"{statistics.median(pairs):.2f} ({min(pairs):.2f}-{max(pairs):.2f})" if pairs else "-")
-        print(f"| {f.name} | {' | '.join(cells)} |")
-    print()
-    print("x uncached render: the figure's time over the uncached render's in the same pair (medians, range).")
+    """Figures measured against another figure of the same run (pair by pair: the same minute of the
+    machine), per side: the median of figure / reference over the pairs, wall and CPU. The reviews
+    against the uncached render; the ports format against the default format of the same fabric."""
+    render = next((f for f in figs if f.kind == "render" and f.args["head"][-1] == "uncached"), None)
+    default = next((f for f in figs if f.kind == "topology" and f.name == SIZES["16k"][0]), None)
+    for ref, rel, what in (
+        (render, [f for f in figs if f.kind == "review"], "uncached render"),
+        (default, [f for f in figs if f.kind == "topology" and f.name == SIZES["16k-ports"][0]], "default format"),
+    ):
+        if ref is None or not rel:
+            continue
+        print()
+        print(f"| figure | base x {what} | head x {what} | head cpu x {what} cpu |")
+        print("| --- | ---: | ---: | ---: |")
+        for f in rel:
+            cells = []
+            for side, key in (("base", "seconds"), ("head", "seconds"), ("head", "cpu")):
+                together = zip(f.samples[side], ref.samples[side], strict=False)
+                pairs = [a[key] / b[key] for a, b in together if b[key] > 0]
+                cells.append(f"{statistics.median(pairs):.2f} ({min(pairs):.2f}-{max(pairs):.2f})" if pairs else "-")
+            print(f"| {f.name} | {' | '.join(cells)} |")
+        print()
+        print(f"x {what}: the figure's time over the {what}'s in the same pair (medians, range).")
 
 
 SIZES = {  # tag -> (label, hosts, tiers, headline)

@@ -3,7 +3,7 @@
 # kustomize) from pinned Go modules into the git-ignored .build/bin/.
 #
 # Usage: tools/build.sh [GROUP...]     GROUP: k8s etcd kwok helm kustomize promcrds argocd
-#                                     kueue vcluster slinky (default: all)
+#                                     kueue vcluster slinky charts (default: all)
 #
 # Idempotent: each binary has a stamp file (.build/bin/.stamps/<name>) holding
 # the pinned version and build recipe; a binary whose stamp matches is not
@@ -36,11 +36,12 @@ ARGOCD_COMMIT=109ca7ca71139e514114499d294a492e7910a965  # the tag's commit (../s
 KUEUE_VERSION=v0.19.2       # sigs.k8s.io/kueue (= the pinned kueue chart 0.19.2, appVersion v0.19.2)
 VCLUSTER_VERSION=0.36.1     # loft-sh/vcluster cmd/vcluster, from $UPSTREAM_SRC; = versions.py CHARTS["vcluster"]
 SLINKY_VERSION=1.2.1        # SlinkyProject slurm-operator + slurm-client, from $UPSTREAM_SRC; = versions.py CHARTS["slurm_operator"]
+CERT_MANAGER_VERSION=v1.19.1  # github.com/cert-manager/cert-manager (its chart only); = versions.py CHARTS["cert_manager"]
 RECIPE=1                    # bump when build flags change, forces a rebuild
 # Upstream sources the proxy does not serve (../shared/upstream/SOURCES.md), unpacked into $OUT/src.
 UPSTREAM_SRC="${GPUFLEET_UPSTREAM_SRC:-$ROOT/../shared/upstream/src}"
 
-ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd kueue vcluster slinky)
+ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd kueue vcluster slinky charts)
 
 die() { echo "tools/build.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/build.sh: $*" >&2; }
@@ -275,6 +276,35 @@ build_kueue() {
   echo "$KUEUE_VERSION" >"$dest.tmp/.version"
   rm -rf "$dest" && mv "$dest.tmp" "$dest"
   ((bin_fresh)) || install_bins "$KUEUE_VERSION" kueue
+}
+
+build_charts() {
+  # Charts of the pinned releases that ../shared/upstream does not carry, for the tests that template
+  # them (image mirror): each from its release's module zip on the Go module proxy, with what the
+  # release's packaging step changes (kueue: hack/helm-chart-package.sh points the images at
+  # registry.k8s.io and the tag; cert-manager: Chart.template.yaml gets the version). Nothing runs them.
+  local dest="$SHARE/charts" dir rc=10
+  if [[ "$(cat "$dest/kueue/.version" 2>/dev/null)" != "$KUEUE_VERSION" ]]; then
+    dir="$(go mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    [[ -f "$dir/charts/kueue/Chart.yaml" ]] || die "Kueue chart not found in the module cache ($dir)"
+    rm -rf "$dest/kueue.tmp" && mkdir -p "$dest" && cp -r "$dir/charts/kueue" "$dest/kueue.tmp" && chmod -R u+w "$dest/kueue.tmp"
+    sed -i -e 's#us-central1-docker.pkg.dev/k8s-staging-images/kueue/#registry.k8s.io/kueue/#' \
+      -e "s#^\\( *tag: \\)release-[0-9.]*\$#\\1$KUEUE_VERSION#" "$dest/kueue.tmp/values.yaml"
+    echo "$KUEUE_VERSION" >"$dest/kueue.tmp/.version"
+    rm -rf "$dest/kueue" && mv "$dest/kueue.tmp" "$dest/kueue" && rc=0
+  fi
+  if [[ "$(cat "$dest/cert-manager/.version" 2>/dev/null)" != "$CERT_MANAGER_VERSION" ]]; then
+    dir="$(go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    [[ -f "$dir/deploy/charts/cert-manager/Chart.template.yaml" ]] || die "cert-manager chart not found ($dir)"
+    rm -rf "$dest/cert-manager.tmp" && mkdir -p "$dest" && cp -r "$dir/deploy/charts/cert-manager" "$dest/cert-manager.tmp"
+    chmod -R u+w "$dest/cert-manager.tmp"
+    sed -e "s/^\\(version\\|appVersion\\): v0.0.0$/\\1: $CERT_MANAGER_VERSION/" -e 's/{{IS_PRERELEASE}}/false/' \
+      "$dest/cert-manager.tmp/Chart.template.yaml" >"$dest/cert-manager.tmp/Chart.yaml"
+    echo "$CERT_MANAGER_VERSION" >"$dest/cert-manager.tmp/.version"
+    rm -rf "$dest/cert-manager" && mv "$dest/cert-manager.tmp" "$dest/cert-manager" && rc=0
+  fi
+  return $rc  # 10: both current
 }
 
 # Everything runs from main so that editing this file during a build is safe.

@@ -136,12 +136,12 @@ class _Ids:
         return known.id if known is not None else gid
 
 
-def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -> None:
+def _add_node(fab: Fabric, kind: str, gid: str, desc: str | None, lineno: int) -> Switch | CA | None:
     if kind == "S":
-        fab.switch(gid, desc, lineno)
-    elif kind == "H":
-        fab.ca(gid, desc, lineno)
-    # routers: links through them are not part of a Slurm tree; ignored
+        return fab.switch(gid, desc, lineno)
+    if kind == "H":
+        return fab.ca(gid, desc, lineno)
+    return None  # routers: links through them are not part of a Slurm tree; ignored
 
 
 # port, remote id, remote kind and hex (a non-canonical id), remote port, comment; node type, kind, hex, description
@@ -333,21 +333,33 @@ _PLINE = re.compile(
     r"0x([0-9a-fA-F]{1,16})\s+\(\s*'(.*)'\s+-\s+'(.*)'\s*\)$"
 )
 _PDOWN = re.compile(r"^(SW|CA|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]{1,16})\s+(.*?)\s*'(.*)'$")
-_PKIND = {"SW": "S", "CA": "H", "RT": "R"}
+# A line's local end as _PLINE reads it: type, port, GUID (what the second-sighting skip needs)
+_PHEAD = re.compile(r"(?=SW|CA|RT)([SCR])[WAT]\s+\d+\s+(\d+)\s+0x([0-9a-fA-F]{1,16})\s")
+_PKIND = {"SW": "S", "CA": "H", "RT": "R", "S": "S", "C": "H", "R": "R"}  # by type, or its first letter
+_PID = {"S": "S-", "C": "H-", "R": "R-"}  # by the type's first letter
 
 # The ports report's one regex pass per block (plain ASCII without odd separators, as ``_ROWS``): a
 # row per line that is not blank or a comment (those fold into the next row's ``pre``). A line that
-# starts as a port line does (type, LID, port of at most 6 digits, 0x GUID, then more) comes with its
-# local type, port and GUID, enough to skip a cable seen from its other end without splitting the
-# line; any other line comes whole, for the plain checks. Both give the stripped line.
+# starts as a port line does (type, LID, port of at most 6 digits, 0x GUID, then more) comes as its
+# head (type, LID, port, GUID) with the local type, port and GUID in their own groups, and the rest of
+# the line: enough to skip a cable seen from its other end without looking at the rest. Any other line
+# comes whole, for the plain checks. Both give the stripped line (head + rest, or the whole).
 _PROWS = re.compile(
     r"\n((?:[ \t]*(?:#[^\n]*)?\n)" + _RUN + r")[ \t]*(?:"
-    r"((SW|CA|RT)[ \t]+[0-9]+[ \t]+([0-9]{1,6})[ \t]+0x([0-9a-fA-F]{1,16})[ \t]+[^\n]*[^ \t\n])"
+    r"((?=SW|CA|RT)([SCR])[WAT][ \t]+[0-9]+[ \t]+([0-9]{1,6})[ \t]+0x([0-9a-fA-F]{1,16}))([ \t][^\n]*[^ \t\n])"
     r"|([^\n]*[^ \t\n])"
     r"|\Z)"
 )
-# pre, port line (fast), its type, port and GUID; any other line
-_PRow = tuple[str, str, str, str, str, str]
+# The rest of a port line (after the local GUID) as _PLINE takes it when neither the speed nor the
+# descriptions hold a quote (the common case; any other line goes to _PLINE whole): remote type, port,
+# GUID (canonical: 16 lower-case hex digits, else as printed), the two descriptions. Where it matches,
+# _PLINE matches with the same groups: the remote end is the first ' - ' the rest of the line follows.
+_PTAIL = re.compile(
+    r"[ \t][^']*?[ \t]-[ \t]+(?=SW|CA|RT)([SCR])[WAT][ \t]+[0-9]+[ \t]+([0-9]{1,6})[ \t]+"
+    r"0x(?:([0-9a-f]{16})|([0-9a-fA-F]{1,16}))[ \t]+\([ \t]*'([^']*)'[ \t]+-[ \t]+'([^']*)'[ \t]*\)\Z"
+)  # on the rest of one line (no line break in it): [^'] is the regex engine's fastest loop
+# pre, head, the type's first letter, port, GUID, rest of a port line; any other line
+_PRow = tuple[str, str, str, str, str, str, str]
 
 
 def _port_rows(chunk: str) -> tuple[list[_PRow], int]:
@@ -363,24 +375,51 @@ def _port_rows(chunk: str) -> tuple[list[_PRow], int]:
         if not line or line[0] == "#":
             gap += 1
             continue
-        out.append(("\n" * gap, "", "", "", "", line))
+        out.append(("\n" * gap, "", "", "", "", "", line))
         gap = 0
     return out, gap
 
 
-def _second_sighting(line: str, sighted: dict[str, str], mask: dict[str, int], big: set[tuple[str, int]]) -> bool:
-    """A line the regex pass did not split: is it a cable already seen from its other end?"""
-    head = line.split(None, 4)
-    if len(head) == 5 and head[2].isdigit() and head[2].isascii() and len(head[2]) <= _MAX_PORT_DIGITS:
-        known = sighted.get(head[0][:1] + head[3][2:])
-        if known is not None:
-            p = int(head[2])
-            return (mask.get(known, 0) >> p) & 1 == 1 if p < _MASK_PORTS else (known, p) in big
-    return False
+# local port; remote type, port, canonical GUID, GUID as printed; local and remote description
+_PFields = tuple[int, str, str, str, str, str, str]
+
+
+def _ports_line(
+    fab: Fabric, ids: _Ids, nodes: dict[str, Switch | CA], line: str, source: str, lineno: int
+) -> _PFields | None:
+    """A port line the fast split did not take, by _PLINE whole: its far end as ``_PTAIL`` gives it, or
+    None for a down port (a device line, added here)."""
+    m = _PLINE.match(line)
+    if m is None:
+        d = _PDOWN.match(line)
+        if d is None:
+            raise FabricError(f"cannot parse ports line: {_clip(line)}", source, lineno)
+        k = _PKIND[d.group(1)]
+        node = _add_node(fab, k, ids.get(k, d.group(4)), d.group(6), lineno)
+        if node is not None:
+            nodes[node.id] = node
+        return None
+    if len(m.group(3)) > _MAX_PORT_DIGITS or len(m.group(8)) > _MAX_PORT_DIGITS:
+        raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
+    return int(m.group(3)), m.group(6)[0], m.group(8), "", m.group(9), m.group(10), m.group(11)
+
+
+def _line_head(line: str) -> tuple[str, str, str]:
+    """A line's local end by _PHEAD: type letter, port, GUID; no port for a longer port number (no
+    skip: the checks name it), nothing for a line with no such head (the checks refuse it)."""
+    h = _PHEAD.match(line)
+    if h is None:
+        return "", "", ""
+    ltype, ps, lhex = h.groups()
+    return ltype, ps if len(ps) <= _MAX_PORT_DIGITS else "", lhex
 
 
 def parse_ports(text: Text, source: str = "<text>") -> Fabric:
-    """Parse ``ibnetdiscover -p`` (one line per port: local end, ``-``, remote end, both descriptions)."""
+    """Parse ``ibnetdiscover -p`` (one line per port: local end, ``-``, remote end, both descriptions).
+
+    The lines of one device's ports follow each other (ibnetdiscover prints them so): the device and
+    its port mask are looked up once per run of lines with the same local GUID, and a line whose local
+    port is linked already (the cable was printed from its other end) is skipped on its head alone."""
     with bulk_build():
         return _parse_ports(text, source)
 
@@ -388,79 +427,77 @@ def parse_ports(text: Text, source: str = "<text>") -> Fabric:
 def _parse_ports(text: Text, source: str) -> Fabric:
     fab = Fabric(source=source, kind="ibnetdiscover-ports")
     ids = _Ids(fab)
+    nodes: dict[str, Switch | CA] = {}  # every switch and HCA by id
+    nodes_get = nodes.get
     mask: dict[str, int] = {}  # node id -> bit mask of its ports already linked (cables print twice)
     mask_get = mask.get
     big: set[tuple[str, int]] = set()  # the same for ports >= 256 (not valid IB, parsed as before)
-    sighted: dict[str, str] = {}  # "S" + hex as printed -> id, for the cheap second-sighting skip
-    sighted_get = sighted.get
-    match = _PLINE.match
-    switches_get, cas_get = fab.switches.get, fab.cas.get
+    cur, cur_kind, cur_node, cur_mask, cur_type, cur_hex = "", "", None, 0, "", ""
+    tail_match = _PTAIL.match
     lineno = 0
     for chunk in chunks(text):
         rows, rest = _port_rows(chunk)
-        for pre, line, t0, ps, hexid, other in rows:
+        for pre, head, ltype, ps, lhex, tail, line in rows:
             lineno += pre.count("\n") + 1 if pre else 1
-            if line:  # split by the regex pass: the same cable printed from its other end?
-                known = sighted_get(t0[0] + hexid)
+            if line:  # not split by the regex pass: its head by _PHEAD
+                ltype, ps, lhex = _line_head(line)
+            if lhex and (lhex != cur_hex or ltype != cur_type):  # the next device's lines: open it
+                if cur:
+                    mask[cur] = cur_mask
+                cur_type, cur_hex, cur_kind = ltype, lhex, _PKIND[ltype]
+                cur = cur_kind + "-" + lhex if len(lhex) == 16 and lhex.lower() == lhex else ids.odd_id(cur_kind, lhex)
+                cur_node = nodes_get(cur)
+                if cur_node is not None:
+                    cur = cur_node.id  # one string object per device
+                cur_mask = mask_get(cur, 0)
+            if ps:  # the same cable printed from its other end? (on the local port alone)
+                p = int(ps)
+                if (cur_mask >> p) & 1 if p < _MASK_PORTS else (cur, p) in big:
+                    continue
+            m = None if line else tail_match(tail)
+            if m is not None:
+                t2, rps, rcanon, rhex, d1, d2 = m.groups()
+            else:
+                got = _ports_line(fab, ids, nodes, line or head + tail, source, lineno)
+                if got is None:
+                    continue
+                p, t2, rps, rcanon, rhex, d1, d2 = got
+            if cur_node is None or not cur_node.desc:
+                cur_node = _add_node(fab, cur_kind, cur, d1, lineno)
+                if cur_node is not None:
+                    nodes[cur] = cur_node
+            rid = _PID[t2] + rcanon if rcanon else ids.odd_id(_PKIND[t2], rhex)
+            known = nodes_get(rid)
+            if known is None or not known.desc:
+                known = _add_node(fab, rid[0], rid, d2, lineno)
                 if known is not None:
-                    p = int(ps)
-                    if (mask_get(known, 0) >> p) & 1 if p < _MASK_PORTS else (known, p) in big:
-                        continue
+                    nodes[rid] = known
+            if cur_kind == "R" or known is None:
+                continue  # routers: links through them are not part of a Slurm tree
+            rid = known.id
+            if p < _MASK_PORTS:
+                cur_mask |= 1 << p
             else:
-                line = other
-                if _second_sighting(line, sighted, mask, big):
-                    continue
-            m = match(line)
-            if m is None:
-                d = _PDOWN.match(line)
-                if d is None:
-                    raise FabricError(f"cannot parse ports line: {_clip(line)}", source, lineno)
-                k = _PKIND[d.group(1)]
-                _add_node(fab, k, ids.get(k, d.group(4)), d.group(6), lineno)
-                continue
-            t1, p1, g1, t2, p2, g2, d1, d2 = m.group(1, 3, 4, 6, 8, 9, 10, 11)
-            if len(p1) > _MAX_PORT_DIGITS or len(p2) > _MAX_PORT_DIGITS:
-                raise FabricError(f"port number out of range: {_clip(line)}", source, lineno)
-            ka, kb = _PKIND[t1], _PKIND[t2]
-            a = ka + "-" + g1 if len(g1) == 16 and g1.lower() == g1 else ids.odd_id(ka, g1)
-            b = kb + "-" + g2 if len(g2) == 16 and g2.lower() == g2 else ids.odd_id(kb, g2)
-            na = switches_get(a) if ka == "S" else cas_get(a) if ka == "H" else None
-            nb = switches_get(b) if kb == "S" else cas_get(b) if kb == "H" else None
-            if na is not None:
-                a = na.id  # one string object per device
-            if nb is not None:
-                b = nb.id
-            sighted[t1[:1] + g1] = a
-            sighted[t2[:1] + g2] = b
-            if na is None or not na.desc:
-                _add_node(fab, ka, a, d1, lineno)
-                if b == a:
-                    nb = switches_get(b) if kb == "S" else cas_get(b) if kb == "H" else None
-            if nb is None or not nb.desc:
-                _add_node(fab, kb, b, d2, lineno)
-            if ka == "R" or kb == "R":
-                continue
-            pa, pb = int(p1), int(p2)
-            if pa < _MASK_PORTS:  # the local port linked already (a second sighting in other words)
-                ma = mask_get(a, 0)
-                if (ma >> pa) & 1:
-                    continue
-                mask[a] = ma | (1 << pa)
-            elif (a, pa) in big:
-                continue
+                big.add((cur, p))
+            rport = int(rps)
+            if rport >= _MASK_PORTS:
+                big.add((rid, rport))
+            elif rid == cur:
+                cur_mask |= 1 << rport
             else:
-                big.add((a, pa))
-            if pb < _MASK_PORTS:
-                mask[b] = mask_get(b, 0) | (1 << pb)
-            else:
-                big.add((b, pb))
-            if ka != "S":
-                if kb == "S":
-                    fab.link_ca(a, b)
-            elif kb == "S":
-                fab.link_switches(a, b)
-            else:
-                fab.link_ca(b, a)
+                mask[rid] = mask_get(rid, 0) | (1 << rport)
+            if cur_kind == "S":
+                if rid[0] == "S":
+                    if rid != cur:  # switch peers, counted per cable
+                        pa, pb = cur_node.peers, known.peers  # type: ignore[union-attr]
+                        pa[rid] = pa.get(rid, 0) + 1
+                        pb[cur] = pb.get(cur, 0) + 1
+                elif cur not in known.switches:  # type: ignore[union-attr]
+                    known.switches.append(cur)  # type: ignore[union-attr]
+                    cur_node.cas.append(rid)  # type: ignore[union-attr]
+            elif rid[0] == "S" and rid not in cur_node.switches:  # type: ignore[union-attr]
+                cur_node.switches.append(rid)  # type: ignore[union-attr]
+                known.cas.append(cur)  # type: ignore[union-attr]
         lineno += rest
     return fab.finish()
 

@@ -15,6 +15,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES as TAGS
 
 
@@ -31,6 +32,8 @@ def _i(chart: str, path: str, style: str, upstream: str) -> Image:
 
 
 _ENVOY = "v1.37.5-1782911245-7cffc778c923f68a77954a53b1a98d6b5353f004"
+_CERT_MANAGER = CHARTS["cert_manager"]["version"]  # the chart's appVersion, its images' default tag
+_KUEUE = "v" + CHARTS["kueue"]["version"]  # the released chart's image tag (its packaging sets it)
 # style: "repository" (registry in image.repository), "registry" (image.registry + image.repository),
 # "directory" (gpu-operator: repository is registry/dir, image the name), "base" (csi-driver-nfs:
 # image.baseRepo + repository), "default-registry" (vCluster's defaultImageRegistry: images the
@@ -108,6 +111,24 @@ IMAGES: tuple[Image, ...] = (
             ("nodesetDefaults.logfile.image", "docker.io/library/alpine:latest"),
         )
     ),
+    *(
+        _i("cert_manager", k, "repository", f"quay.io/jetstack/cert-manager-{n}:{_CERT_MANAGER}")
+        for k, n in (
+            ("image", "controller"),
+            ("webhook.image", "webhook"),
+            ("cainjector.image", "cainjector"),
+            ("acmesolver.image", "acmesolver"),  # the controller's --acme-http01-solver-image
+            ("startupapicheck.image", "startupapicheck"),
+        )
+    ),
+    *(
+        _i("kueue", k, "repository", f"registry.k8s.io/kueue/{n}:{_KUEUE}")
+        for k, n in (
+            ("controllerManager.manager.image", "kueue"),
+            ("kueueViz.backend.image", "kueueviz-backend"),
+            ("kueueViz.frontend.image", "kueueviz-frontend"),
+        )
+    ),
     _i("slurm_operator", "operator.image", "repository", "ghcr.io/slinkyproject/slurm-operator"),
     _i("slurm_operator", "webhook.image", "repository", "ghcr.io/slinkyproject/slurm-operator-webhook"),
     _i("vcluster", "controlPlane.statefulSet.image", "registry", "ghcr.io/loft-sh/vcluster-pro"),
@@ -118,9 +139,10 @@ IMAGES: tuple[Image, ...] = (
        "mirror.gcr.io/library/alpine:3.20"),
     _i("vcluster", "controlPlane.advanced", "default-registry", "docker.io/coredns/coredns:1.14.2"),
 )
-# charts whose upstream values are not in ../shared/upstream: their image keys are not reviewed, so
-# the mirror does not reach them yet (listed as such in IMAGES.md)
-NOT_REVIEWED = ("argocd", "cert_manager", "kueue", "mariadb_operator", "mariadb_operator_crds", "slurm_operator_crds")
+# charts whose values at the pinned version gpufleet could not read (not in ../shared/upstream, and no
+# registry this project reaches serves the chart): their image keys are not reviewed, so the mirror does
+# not reach them yet (listed as such in IMAGES.md)
+NOT_REVIEWED = ("argocd", "mariadb_operator", "mariadb_operator_crds", "slurm_operator_crds")
 # images gpufleet's own manifests name (the accounts Job runs the Slinky login image)
 OWN = (Image("accounting", (), "own", f"ghcr.io/slinkyproject/login:{TAGS['slurm']}"),)
 

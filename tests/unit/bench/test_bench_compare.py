@@ -71,3 +71,16 @@ def test_unknown_revision_fails_clearly() -> None:
         check=False,
     )
     assert p.returncode != 0
+
+
+def test_ports_format_over_the_default_format_pair_by_pair(capsys) -> None:
+    """The ports figure over the default-format figure of the same pairs: a slow pair hits both."""
+    default = compare.Figure(compare.SIZES["16k"][0], "topology", {}, True, 3)
+    ports = compare.Figure(compare.SIZES["16k-ports"][0], "topology", {}, True, 3)
+    for fig, scale in ((default, 1.0), (ports, 0.9)):
+        for side in ("base", "head"):
+            fig.samples[side] = [{"seconds": s * scale, "cpu": s * scale, "rss": 100} for s in (1.0, 4.0, 2.0)]
+    compare.report([default, ports], "# header")
+    out = capsys.readouterr().out.splitlines()
+    at = out.index("| figure | base x default format | head x default format | head cpu x default format cpu |")
+    assert out[at + 2] == f"| {ports.name} | 0.90 (0.90-0.90) | 0.90 (0.90-0.90) | 0.90 (0.90-0.90) |"
