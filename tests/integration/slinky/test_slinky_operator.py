@@ -427,6 +427,10 @@ def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
     """``ScheduledUpdate`` as render/rollout.py writes an update window (``startTime`` RFC 3339 UTC,
     ``duration`` a Go duration): the operator makes a Slurm reservation with MAINT over [start, start +
     duration] on the NodeSet's nodes, and replaces the pods only once their nodes are in it."""
+    # the operator makes the reservation on the nodes of the NodeSet's pods, once its status counts Slurm
+    # nodes (resync)
+    _wait(bed.running_pods, 60, "the NodeSet's pods Running")
+    _wait(lambda: (s := bed.nodeset_status()).get("slurmIdle", 0) + s.get("slurmAllocated", 0), 120, "slurm counts")
     before = _revisions(bed)
     start = int(time.time()) + 12
     window = {"startTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)), "duration": "2m"}
