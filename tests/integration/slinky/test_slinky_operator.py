@@ -6,8 +6,7 @@ controller-manager, KWOK nodes) with the v1.2.1 CRDs; the operator's manager as 
 network namespace (operator_process.py); the sample's ``research`` tenant: its rendered objects
 (namespace, PVC, ConfigMaps), PriorityClass and the chart's Controller, Accounting, RestApi, the
 ``research-batch`` NodeSet, the ``main`` LoginSet and the sssd.conf Secret made from its rendered
-values (slinky_objects.py). Two KWOK nodes carry
-that pool's label and taint.
+values (slinky_objects.py). Two KWOK nodes carry that pool's label and taint.
 
 What differs from a real pod (NodeSet pods are KWOK pods: no container runtime here): for each pod
 the operator creates, the test starts one slurmd process of the same build under the Slurm node name
@@ -456,7 +455,7 @@ def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
 
     _wait(replaced, 120, "the pods replaced in the window")
     assert start <= first_gone < start + 120, (start, first_gone)
-    assert "MAINT" in bed.node(NODES[0]), bed.node(NODES[0])
+    assert all(re.search(r"State=\S*\+MAINT", bed.node(n)) for n in NODES), [bed.node(n) for n in NODES]
     # back to the rendered strategy: the operator deletes its reservation
     rendered = bed.values["nodesets"][POOL]["updateStrategy"]
     _patch_nodeset(bed, {**rendered, "scheduledUpdate": None})
