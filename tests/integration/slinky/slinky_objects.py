@@ -1,9 +1,10 @@
-"""The Controller, Accounting, RestApi and NodeSet objects the Slinky ``slurm`` chart v1.2.1 makes from a tenant's
-rendered values (gitops/clusters/<c>/tenants/<t>/slurm/values.yaml), for the tests that run the real
-operator. The chart's templates cannot run here (the chart is not in ../shared and is not served
-by the Go module proxy), so this follows them by hand, field by field, for the parts these tests
-use, with the chart's own defaults (../shared/upstream/charts/slurm/values.yaml) under the
-tenant's values as Helm merges them:
+"""The Controller, Accounting, RestApi, NodeSet and LoginSet objects (and the sssd.conf Secret) the
+Slinky ``slurm`` chart v1.2.1 makes from a tenant's rendered values
+(gitops/clusters/<c>/tenants/<t>/slurm/values.yaml), for the tests that run the real operator. The
+chart's templates cannot run here (the chart is not in ../shared and is not served by the Go module
+proxy), so this follows them (helm/slurm/templates of slurm-operator v1.2.1) by hand, field by field,
+for the parts these tests use, with the chart's own defaults (../shared/upstream/charts/slurm/values.yaml)
+under the tenant's values as Helm merges them:
 
 * names: release ``slurm`` in namespace ``slurm`` (the tenant's Argo CD app), so the Controller and
   RestApi are ``slurm`` and each NodeSet is ``slurm-worker-<key>``;
@@ -17,11 +18,17 @@ tenant's values as Helm merges them:
   ``partition``, ``updateStrategy``, the ``slurmd`` container (resources, volumeMounts), the pod
   template with the pool's nodeSelector, tolerations and volumes, ``hostname: <key>-``, the flags
   ``ordinalPadding``/``pinToNode``/``workloadDisruptionProtection``/``pruneSlurmNodeRecords``/
-  ``oversubscribeNode``, and ``extraConf`` (``--conf`` for slurmd) from ``extraConfMap``.
+  ``oversubscribeNode``, ``extraConf`` (``--conf`` for slurmd) from ``extraConfMap``, and ``ssh`` with
+  the ``sssdConfRef`` the chart adds when ``ssh.enabled``;
+* LoginSet: ``loginsetDefaults`` under the tenant's entry, named ``slurm-login-<key>``;
+  ``extraSshdConfig``, ``sssdConfRef``, ``rootSshAuthorizedKeys``, ``replicas``, ``strategy``, the
+  ``login`` and ``initconf`` containers, the pod template and ``service``;
+* the sssd Secret ``slurm-sssd-conf`` (key ``sssd.conf``) holding ``sssd.conf`` as the values give it,
+  made when an enabled LoginSet or a NodeSet with ``ssh.enabled`` exists and ``sssd.secretRef`` names
+  no Secret of its own.
 
-Left out (no bearing on what the operator does with Slurm here): container images' digests and the
-``ssh``/sssd wiring of the NodeSet (the chart adds an ``sssdConfRef`` to the sssd Secret it makes;
-without ``ssh`` the operator needs no such Secret).
+Left out (no bearing on what the operator does here): container images' digests and the chart's
+``app.kubernetes.io``/``helm.sh`` labels.
 """
 
 from __future__ import annotations
@@ -155,6 +162,8 @@ def nodeset(values: dict[str, Any], key: str) -> dict[str, Any]:
         spec["partition"] = part
     spec.update(scalingMode=n["scalingMode"], replicas=n["replicas"])
     spec["slurmd"] = _container(n["slurmd"], values["imagePullPolicy"])
+    if (n.get("ssh") or {}).get("enabled"):
+        spec["ssh"] = dict(copy.deepcopy(n["ssh"]), sssdConfRef=sssd_ref(values))
     spec["logfile"] = _container(n["logfile"], values["imagePullPolicy"])
     spec["template"] = _template(n.get("metadata"), pod_spec, values)
     if n.get("updateStrategy"):
@@ -164,3 +173,43 @@ def nodeset(values: dict[str, Any], key: str) -> dict[str, Any]:
         spec[flag] = n[flag]
     name = f"{RELEASE}-worker-{key}"
     return {"apiVersion": API, "kind": "NodeSet", "metadata": _meta(name, n.get("metadata")), "spec": spec}
+
+
+def sssd_ref(values: dict[str, Any]) -> dict[str, str]:
+    """The chart's ``slurm.sssdConf.name``/``.key``: ``sssd.secretRef`` or the Secret it makes."""
+    ref = values["sssd"].get("secretRef") or {}
+    return {"name": ref.get("name") or f"{RELEASE}-sssd-conf", "key": ref.get("key") or "sssd.conf"}
+
+
+def sssd_secret(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chart's sssd.conf Secret (none when ``sssd.secretRef`` names one or nothing needs it)."""
+    logins = [_merge(values.get("loginsetDefaults") or {}, v) for v in (values.get("loginsets") or {}).values()]
+    nodesets = [_merge(values.get("nodesetDefaults") or {}, v) for v in (values.get("nodesets") or {}).values()]
+    needed = any(x.get("enabled") for x in logins) or any(
+        n.get("enabled") and (n.get("ssh") or {}).get("enabled") for n in nodesets
+    )
+    if not needed or (values["sssd"].get("secretRef") or {}).get("name"):
+        return []
+    ref = sssd_ref(values)
+    return [{"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": _meta(ref["name"], None),
+             "stringData": {ref["key"]: values["sssd"]["conf"]}}]  # fmt: skip
+
+
+def loginset(values: dict[str, Any], key: str) -> dict[str, Any]:
+    n = _merge(values.get("loginsetDefaults") or {}, values["loginsets"][key])
+    spec: dict[str, Any] = {"controllerRef": {"name": RELEASE}}
+    if n.get("extraSshdConfig"):
+        spec["extraSshdConfig"] = n["extraSshdConfig"]
+    spec["sssdConfRef"] = sssd_ref(values)
+    if n.get("rootSshAuthorizedKeys"):
+        spec["rootSshAuthorizedKeys"] = n["rootSshAuthorizedKeys"]
+    spec["replicas"] = n["replicas"]
+    if n.get("strategy"):
+        spec["strategy"] = copy.deepcopy(n["strategy"])
+    spec["login"] = _container(n["login"], values["imagePullPolicy"])
+    spec["template"] = _template(n.get("metadata"), n.get("podSpec"), values)
+    spec["initconf"] = _container(n["initconf"], values["imagePullPolicy"])
+    if n.get("service"):
+        spec["service"] = copy.deepcopy(n["service"])
+    name = f"{RELEASE}-login-{key}"
+    return {"apiVersion": API, "kind": "LoginSet", "metadata": _meta(name, n.get("metadata")), "spec": spec}

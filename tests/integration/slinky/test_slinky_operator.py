@@ -4,9 +4,9 @@ One bed for the module: the Slurm build's slurmctld (SlurmUser=slurm, ``AuthAltT
 slurmrestd (as the RestApi pod runs it); a local control plane (etcd, kube-apiserver, scheduler,
 controller-manager, KWOK nodes) with the v1.2.1 CRDs; the operator's manager as a process in its own
 network namespace (operator_process.py); the sample's ``research`` tenant: its rendered objects
-(namespace, PVC, ConfigMaps), PriorityClass and the chart's Controller, Accounting, RestApi and the
-``research-batch`` NodeSet made from its rendered values (slinky_objects.py). Two KWOK nodes carry
-that pool's label and taint.
+(namespace, PVC, ConfigMaps), PriorityClass and the chart's Controller, Accounting, RestApi, the
+``research-batch`` NodeSet, the ``main`` LoginSet and the sssd.conf Secret made from its rendered
+values (slinky_objects.py). Two KWOK nodes carry that pool's label and taint.
 
 What differs from a real pod (NodeSet pods are KWOK pods: no container runtime here): for each pod
 the operator creates, the test starts one slurmd process of the same build under the Slurm node name
@@ -22,6 +22,7 @@ docs/adr/slinky-operator-bed.md has the whole list.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import secrets
@@ -37,15 +38,27 @@ from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_too
 from gpufleet_testlib.slurm_build import usable_by_every_user
 from harness import SlurmCluster, free_ports, require_slurm
 from operator_process import BIN, SlinkyOperator, SlinkyWebhook
-from slinky_objects import NAMESPACE, accounting, chart_values, controller, nodeset, restapi
+from slinky_objects import (
+    NAMESPACE,
+    accounting,
+    chart_values,
+    controller,
+    loginset,
+    nodeset,
+    restapi,
+    sssd_ref,
+    sssd_secret,
+)
 
 TENANT = REPO_ROOT / "gitops" / "clusters" / "gpu-east" / "tenants" / "research"
 CRDS = REPO_ROOT.parent / "shared" / "upstream" / "crds" / "slinky"
 POOL = "research-batch"
+LOGINSET = "main"
 NODES = [f"{POOL}-0", f"{POOL}-1"]
 POOL_LABEL = "node-restriction.kubernetes.io/gpufleet-pool"
 HOSTNAME_LABEL = "nodeset.slinky.slurm.net/pod-hostname"
 CORDON_REASON = "nodeset.slinky.slurm.net/node-cordon-reason"
+REVISION_LABEL = "controller.kubernetes.io/hash"  # the pod's revision (the NodeSet's status.nodeSetHash)
 REASON_PREFIX = "slurm-operator: "
 # the drain reason the operator gives a node whose pod it is about to delete
 PENDING = re.compile(rf"Pod \({NAMESPACE}/(\S+)\) is pending termination for scale-in")
@@ -172,7 +185,9 @@ def bed(tmp_path_factory):
         service = f"slurm-restapi.{NAMESPACE}"  # the RestApi's Service, as the operator names it
         operator = SlinkyOperator(work / "operator", plane.kubeconfig, cluster.restd_port, [service])
         operator.start()
-        _apply(plane, [controller(values), accounting(values), restapi(values), nodeset(values, POOL)])
+        _apply(plane, sssd_secret(values))
+        _apply(plane, [controller(values), accounting(values), restapi(values), nodeset(values, POOL),
+                       loginset(values, LOGINSET)])  # fmt: skip
         b = Bed(plane, cluster, operator, values)
         # one slurmd per pod as soon as the operator made it (a pod's slurmd starts with the pod),
         # under the Slurm node name the operator gave the pod
@@ -203,11 +218,13 @@ def test_operator_reconciles_the_rendered_objects_without_error(bed):
               for o in s["metadata"].get("ownerReferences", [])}  # fmt: skip
     assert {"Controller", "Accounting"} <= owners, owners  # slurmctld's and slurmdbd's
     assert bed.operator.logged('"msg":"Added slurm client"'), bed.operator.tail()
-    # optimistic-concurrency conflicts are a controller's normal retry, not a failure
+    # a controller's normal retries are not failures: optimistic-concurrency conflicts, and the LoginSet's
+    # status read of the Deployment it has just made through its cache before the cache has it
+    retries = ("the object has been modified", 'Deployment.apps \\"slurm-login-main\\" not found')
     errors = [
         line
         for line in bed.operator.log.read_text().splitlines()
-        if '"level":"error"' in line and "the object has been modified" not in line
+        if '"level":"error"' in line and not any(r in line for r in retries)
     ]
     warnings = [line for line in bed.operator.log.read_text().splitlines() if '"type":"Warning"' in line]
     assert errors == [] and warnings == [], (errors + warnings)[:5]
@@ -226,6 +243,59 @@ def test_operator_names_pods_after_their_nodes_and_registers_them_in_slurm(bed):
     # and counts the Slurm nodes' states in the NodeSet status (refreshed on its periodic resync, ~30 s)
     status = _wait(lambda: (s := bed.nodeset_status()).get("slurmIdle") == len(NODES) and s, 120, "slurmIdle")
     assert status.get("replicas") == len(NODES), status
+
+
+def _owned_pods(bed, selector: dict[str, str]) -> list[dict]:
+    sel = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    return bed.plane.get_json("pods", "-n", NAMESPACE, "-l", sel)["items"]
+
+
+def test_loginset_makes_login_pods_with_the_rendered_sssd_conf(bed):
+    """The rendered LoginSet and the sssd.conf Secret the chart makes from the values: the operator's
+    Deployment makes the login pod with that sssd.conf mounted at /etc/sssd/sssd.conf next to the
+    rendered bind-password and CA mounts, and the LoginSet reports its replicas."""
+    want = bed.values["loginsets"][LOGINSET]
+    name = f"slurm-login-{LOGINSET}"
+    ref = sssd_ref(bed.values)
+    conf = bed.values["sssd"]["conf"]
+    secret = bed.plane.get_json("secret", "-n", NAMESPACE, ref["name"])
+    assert base64.b64decode(secret["data"][ref["key"]]).decode() == conf
+    owner = [("LoginSet", name)]
+
+    def deployments() -> list[dict]:
+        items = bed.plane.get_json("deployments", "-n", NAMESPACE)["items"]
+        return [d for d in items if [(o["kind"], o["name"]) for o in d["metadata"]["ownerReferences"]] == owner]
+
+    deploy = _wait(deployments, 60, "the login Deployment")
+    assert len(deploy) == 1, deploy
+    selector = deploy[0]["spec"]["selector"]["matchLabels"]
+    pods = _wait(lambda: len(p := _owned_pods(bed, selector)) == want["replicas"] and p, 60, "login pods")
+    spec = pods[0]["spec"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    projected = [src["secret"] for src in volumes["sssd-conf"]["projected"]["sources"]]
+    assert projected == [{"name": ref["name"], "items": [{"key": ref["key"], "path": "sssd.conf", "mode": 0o600}]}]
+    login = next(c for c in spec["containers"] if c["name"] == "login")
+    mounts = {m["mountPath"]: m for m in login["volumeMounts"]}
+    assert mounts["/etc/sssd/sssd.conf"]["name"] == "sssd-conf" and mounts["/etc/sssd/sssd.conf"]["readOnly"]
+    for m in want["login"]["volumeMounts"]:  # the rendered bind password, CA and home
+        assert {k: v for k, v in mounts[m["mountPath"]].items() if k in m} == m, mounts[m["mountPath"]]
+        assert m["name"] in volumes
+    # the pod restarts when sssd.conf changes: it carries the hash of the Secret's sssd.conf
+    annotations = pods[0]["metadata"]["annotations"]
+    assert annotations["slinky.slurm.net/sssd-conf-hash"] == hashlib.sha256(conf.encode()).hexdigest()
+    assert spec["priorityClassName"] == bed.values["priorityClass"]["name"]
+    sshd = bed.plane.get_json("configmap", "-n", NAMESPACE, f"{name}-ssh-config")["data"]["sshd_config"]
+    assert all(line in sshd.splitlines() for line in want["extraSshdConfig"].splitlines()), sshd
+    # the rendered LoginSet carries no pool toleration of its own (in the fleet the vCluster adds the
+    # pools' tolerations and the tenant's node selector when it syncs the pod to the host): here, with
+    # only the pool's tainted nodes, the scheduler keeps it off them
+    assert not any(t.get("key") == POOL_LABEL for t in spec.get("tolerations", [])), spec.get("tolerations")
+    scheduled = _wait(lambda: next((c for c in _owned_pods(bed, selector)[0]["status"].get("conditions", [])
+                                    if c["type"] == "PodScheduled"), None), 30, "PodScheduled")  # fmt: skip
+    assert scheduled["status"] == "False" and "untolerated taint" in scheduled["message"], scheduled
+    replicas = _wait(lambda: bed.plane.get_json("loginsets.slinky.slurm.net", "-n", NAMESPACE, name)
+                     .get("status", {}).get("replicas"), 60, "LoginSet status.replicas")  # fmt: skip
+    assert replicas == want["replicas"], replicas
 
 
 def test_cordon_drains_the_slurm_node_and_uncordon_resumes_it(bed):
@@ -308,6 +378,88 @@ def test_rolling_update_keeps_max_unavailable_and_waits_for_the_job(bed):
     assert job_states_without_pod == {"COMPLETED"}, job_states_without_pod
     status = _wait(lambda: (s := bed.nodeset_status()).get("updatedReplicas") == len(NODES) and s, 120, "updated")
     _wait(lambda: bed.nodeset_status().get("slurmIdle") == len(NODES), 120, f"slurmIdle in {status}")
+
+
+def _patch_nodeset(bed, strategy: dict, revision: str | None = None) -> None:
+    """Set the NodeSet's ``updateStrategy`` (merge patch) and, with ``revision``, change its pod template."""
+    spec: dict = {"updateStrategy": strategy}
+    if revision:
+        spec["template"] = {"metadata": {"annotations": {"gpufleet.test/revision": revision}}}
+    bed.plane.kubectl("patch", "nodesets.slinky.slurm.net", "-n", NAMESPACE, f"slurm-worker-{POOL}",
+                      "--type=merge", "-p", json.dumps({"spec": spec}))  # fmt: skip
+
+
+def _revisions(bed) -> dict[str, tuple[str, str]]:
+    """node -> (pod name, pod revision) of the NodeSet's live pods."""
+    return {p["spec"]["nodeName"]: (p["metadata"]["name"], p["metadata"]["labels"][REVISION_LABEL])
+            for p in bed.pods() if "deletionTimestamp" not in p["metadata"]}  # fmt: skip
+
+
+def _new_revision(bed, old: set[str]) -> str:
+    """The NodeSet's revision once the operator has seen the change (not one of ``old``)."""
+    gen = int(bed.plane.get_json("nodesets.slinky.slurm.net", "-n", NAMESPACE, f"slurm-worker-{POOL}")
+              ["metadata"]["generation"])  # fmt: skip
+    status = _wait(lambda: (s := bed.nodeset_status()).get("observedGeneration", 0) >= gen
+                   and s.get("nodeSetHash") not in old and s, 60, "the new revision")  # fmt: skip
+    return status["nodeSetHash"]
+
+
+def test_on_delete_replaces_a_pod_only_when_it_is_deleted(bed):
+    before = _revisions(bed)
+    _patch_nodeset(bed, {"type": "OnDelete", "rollingUpdate": None}, revision="3")
+    new = _new_revision(bed, {rev for _, rev in before.values()})
+    # the template changed, yet no pod goes and no Slurm node is drained for it
+    end = time.monotonic() + 8
+    while time.monotonic() < end:
+        assert _revisions(bed) == before, _revisions(bed)
+        assert not any("DRAIN" in bed.node(n) for n in NODES)
+        time.sleep(0.5)
+    bed.plane.kubectl("delete", "pod", "-n", NAMESPACE, before[NODES[1]][0], "--wait=false")
+    now = _wait(lambda: (r := _revisions(bed)).get(NODES[1], ("", ""))[1] == new and r, 60, "the replacement pod")
+    assert now[NODES[0]] == before[NODES[0]], now  # the other pod stays at the old revision
+    _wait(lambda: bed.nodeset_status().get("updatedReplicas") == 1, 60, "updatedReplicas 1")
+
+
+def _reservations(bed) -> list[dict]:
+    return json.loads(bed.cluster.scontrol("--json", "show", "reservation"))["reservations"]
+
+
+def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
+    """``ScheduledUpdate`` as render/rollout.py writes an update window (``startTime`` RFC 3339 UTC,
+    ``duration`` a Go duration): the operator makes a Slurm reservation with MAINT over [start, start +
+    duration] on the NodeSet's nodes, and replaces the pods only once their nodes are in it."""
+    # the operator makes the reservation on the nodes of the NodeSet's pods, once its status counts Slurm
+    # nodes (resync)
+    _wait(bed.running_pods, 60, "the NodeSet's pods Running")
+    _wait(lambda: (s := bed.nodeset_status()).get("slurmIdle", 0) + s.get("slurmAllocated", 0), 120, "slurm counts")
+    before = _revisions(bed)
+    start = int(time.time()) + 12
+    window = {"startTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)), "duration": "2m"}
+    _patch_nodeset(bed, {"type": "ScheduledUpdate", "scheduledUpdate": window}, revision="4")
+    name = f"SlurmOperatorMaint-slurm-worker-{POOL}"
+    res = _wait(lambda: next((r for r in _reservations(bed) if r["name"] == name), None), 10, f"reservation {name}")
+    assert time.time() < start, "the reservation came after its start"
+    assert {"MAINT", "IGNORE_JOBS"} <= set(res["flags"]), res["flags"]
+    assert res["start_time"]["number"] == start and res["end_time"]["number"] == start + 120, res
+    assert res["node_list"] == f"{POOL}-[0-1]" and res["users"] == "slurm", res
+    assert _revisions(bed) == before  # nothing replaced before the window opens
+    first_gone = None
+    new = _new_revision(bed, {rev for _, rev in before.values()})
+
+    def replaced():
+        nonlocal first_gone
+        now = _revisions(bed)
+        if first_gone is None and any(now.get(n) != before[n] for n in NODES):
+            first_gone = time.time()
+        return len(now) == len(NODES) and all(rev == new for _, rev in now.values())
+
+    _wait(replaced, 120, "the pods replaced in the window")
+    assert start <= first_gone < start + 120, (start, first_gone)
+    assert all(re.search(r"State=\S*\+MAINT", bed.node(n)) for n in NODES), [bed.node(n) for n in NODES]
+    # back to the rendered strategy: the operator deletes its reservation
+    rendered = bed.values["nodesets"][POOL]["updateStrategy"]
+    _patch_nodeset(bed, {**rendered, "scheduledUpdate": None})
+    _wait(lambda: all(r["name"] != name for r in _reservations(bed)), 60, f"reservation {name} deleted")
 
 
 WEBHOOK_NS = "slinky-webhook-check"
