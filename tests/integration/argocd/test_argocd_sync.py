@@ -1,17 +1,17 @@
 """A real Argo CD (v3.5.1, the release production runs; tools/build.sh argocd) syncs the sample fleet's rendered tree.
 
-Real: kube-apiservers (host + one stand-in per tenant vCluster API), KWOK GPU nodes, Argo CD's
-repo-server and application controller, redis, git, helm, ansible-playbook (tenant registration).
+Real: kube-apiservers, KWOK GPU nodes, the host's kube-scheduler, Argo CD's repo-server and
+application controller, redis, git, helm, ansible-playbook (tenant registration), the vcluster chart
+and one vCluster 0.36.1 per tenant (its syncer puts the tenants' pods, claims, Services, ConfigMaps
+and Secrets into ``vc-<tenant>``), reached as ``<tenant>.vc-<tenant>:443``.
 
 Doubled, because it cannot run or be downloaded here:
-- the upstream charts (Cilium, cert-manager, GPU Operator, vCluster, Slinky, Kueue, ...): small
-  charts served from a local Helm repository through ``gpufleet_chart_mirrors``; each renders its
-  values into a ConfigMap ``<release>-values`` so the ``$values`` wiring can be checked, and the
-  Kueue double ships the four Kueue CRDs the tenant objects use (as the real chart does);
-- a tenant's vCluster: a second control plane per tenant, reached as ``<tenant>.vc-<tenant>:443``
-  (its certificate covers that name), with vCluster's syncer and the tenant operators doubled by
-  ``vcluster_double.py`` (claims, pods, services synced to ``vc-<tenant>`` under translated names,
-  claims bound, operator CRs made ready only when their dependencies exist);
+- the other upstream charts (Cilium, cert-manager, GPU Operator, Slinky, Kueue, ...): small charts
+  served from a local Helm repository through ``gpufleet_chart_mirrors``; each renders its values
+  into a ConfigMap ``<release>-values`` so the ``$values`` wiring can be checked, and the Kueue
+  double ships the four Kueue CRDs the tenant objects use (as the real chart does);
+- inside the vClusters, the Slinky and MariaDB operators and the host's volume provisioner
+  (operator_doubles.py, limits written there);
 - the Cilium operator's CRD registration: the CiliumClusterwideNetworkPolicy CRD is applied here.
 """
 
