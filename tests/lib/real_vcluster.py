@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from controlplane import KWOK_STAGES, LocalControlPlane  # tests/integration/kube, on the callers' path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(os.environ.get("GPUFLEET_BIN", REPO_ROOT / ".build" / "bin"))
@@ -76,6 +77,32 @@ exec chroot "$R" /binaries/vcluster start --config /var/lib/vcluster/config.yaml
 
 class VClusterError(RuntimeError):
     pass
+
+
+def kubelet_like_stages(src: Path, dst: Path) -> Path:
+    """KWOK's upstream stages, with ``pod-ready`` also taking Running pods whose Ready condition is
+    not True. vCluster copies pod conditions both ways (``pods/translate/diff.go``); when its copy
+    races KWOK's one-shot ``pod-ready`` the host pod is left Running without Ready, which a kubelet
+    would set again on its next status sync. KWOK then does the same."""
+    docs = [d for d in yaml.safe_load_all(src.read_text()) if d]
+    for d in docs:
+        if d.get("kind") == "Stage" and d["metadata"]["name"] == "pod-ready":
+            for e in d["spec"]["selector"]["matchExpressions"]:
+                if e["key"] == ".status.phase":
+                    e["values"] = ["Pending", "Running"]
+    dst.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return dst
+
+
+class FenceHost(LocalControlPlane):
+    """The host control plane the vClusters sync into: KWOK with ``kubelet_like_stages``."""
+
+    def _env(self) -> dict[str, str]:
+        env = super()._env()
+        if self.state_dir is not None:
+            stages = self.state_dir.parent / f"{self.state_dir.name}-kwok-stages.yaml"
+            env["GPUFLEET_KWOK_STAGES"] = str(kubelet_like_stages(KWOK_STAGES, stages))
+        return env
 
 
 def translated(name: str, namespace: str, vcluster: str) -> str:

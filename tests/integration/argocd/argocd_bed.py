@@ -47,7 +47,7 @@ from argocd_harness import (
 )
 from controlplane import load_node_snapshot
 from operator_doubles import OperatorDoubles
-from real_vcluster import CHART, RealVCluster, fence_nodes
+from real_vcluster import CHART, FenceHost, RealVCluster, fence_nodes
 
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
@@ -108,6 +108,15 @@ class ArgoBed:
         self.root_app = self.repo / "gitops" / "clusters" / CLUSTER / "root-app.yaml"
 
 
+def with_ephemeral_storage(node: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot keeps no ``ephemeral-storage`` (every kubelet reports it): without it no pod that
+    requests some (the vcluster chart's control plane does, 1Gi) fits on a KWOK node."""
+    status = node.setdefault("status", {})
+    for key in ("capacity", "allocatable"):
+        status.setdefault(key, {}).setdefault("ephemeral-storage", "1Ti")
+    return node
+
+
 def _parallel(jobs: list[Any]) -> None:
     """Run the callables at once (most of their time is waiting); raise the first error."""
     errors: list[BaseException] = []
@@ -129,7 +138,7 @@ def _parallel(jobs: list[Any]) -> None:
 
 @contextmanager
 def start_bed(base: Path) -> Iterator[ArgoBed]:
-    host = LocalControlPlane()
+    host = FenceHost()
     helm = HelmRepo(base / "helm-repo")
     argocd = LocalArgoCD(host, base / "argocd")
     vclusters: dict[str, RealVCluster] = {}
@@ -137,7 +146,7 @@ def start_bed(base: Path) -> Iterator[ArgoBed]:
     try:
         host.start(base / "host")
         nodes = fence_nodes(load_node_snapshot(SAMPLE_NODES), SAMPLE, SAMPLE_NODES.parent / "pools.lock.yaml", CLUSTER)
-        host.create_nodes_from_snapshot(nodes)
+        host.create_nodes_from_snapshot([with_ephemeral_storage(n) for n in nodes])
         charts = sorted({(c["chart"], c["version"]) for c in CHARTS.values()})
         helm.publish(charts, base / "chart-src", real={"vcluster": CHART})
         mirrors = {c["repo_url"]: helm.url for c in CHARTS.values()}

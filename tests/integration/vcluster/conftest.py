@@ -15,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "kube"))
 
 from controlplane import LocalControlPlane, load_node_snapshot, require_control_plane_tools, shared_test_helpers
-from real_vcluster import BIN_DIR, CHART, RealVCluster, fence_nodes
+from real_vcluster import BIN_DIR, CHART, FenceHost, RealVCluster, fence_nodes
 
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
 
@@ -45,7 +45,7 @@ def host(tmp_path_factory: pytest.TempPathFactory, pools: dict[str, str]) -> Ite
     if os.geteuid() != 0:
         helpers.require_path(Path("/nonexistent/root"), "root: vCluster runs in its own network and mount namespaces")
     nodes = fence_nodes(load_node_snapshot(SNAPSHOT / "nodes.yaml"), SAMPLE, SNAPSHOT / "pools.lock.yaml", "gpu-east")
-    plane = LocalControlPlane()
+    plane = FenceHost()
     try:
         plane.start(tmp_path_factory.mktemp("vc-host") / "cluster")
         plane.create_nodes_from_snapshot(nodes)
