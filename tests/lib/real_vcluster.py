@@ -32,6 +32,7 @@ What differs from the chart's pod (no container runtime here):
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 import shutil
@@ -79,18 +80,51 @@ class VClusterError(RuntimeError):
     pass
 
 
+SYNCED_OWNERS = '(.metadata.annotations."vcluster.loft.sh/owner-references" // "[]") | fromjson | .[].kind'
+READY_AGAIN = """{{ $now := Now }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Initialized
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Ready
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: ContainersReady
+{{ range .spec.readinessGates }}
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: {{ .conditionType | Quote }}
+{{ end }}
+"""
+
+
 def kubelet_like_stages(src: Path, dst: Path) -> Path:
-    """KWOK's upstream stages, with ``pod-ready`` also taking Running pods whose Ready condition is
-    not True. vCluster copies pod conditions both ways (``pods/translate/diff.go``); when its copy
-    races KWOK's one-shot ``pod-ready`` the host pod is left Running without Ready, which a kubelet
-    would set again on its next status sync. KWOK then does the same."""
+    """KWOK's upstream stages plus two a kubelet makes unnecessary, for the pods vCluster syncs:
+
+    * ``pod-ready-again``: a Running pod whose Ready condition is not True gets it back. vCluster
+      copies pod conditions both ways (``pods/translate/diff.go``); when its copy of the virtual
+      conditions races KWOK's one-shot ``pod-ready``, the host pod is left Running without Ready,
+      which a kubelet would report again on its next status sync.
+    * ``pod-complete-synced``: ``pod-complete`` for pods whose owner is a Job by vCluster's
+      ``vcluster.loft.sh/owner-references`` annotation (the host copy's ownerReference is the
+      vCluster's Service), where a kubelet would run the container to completion.
+    """
     docs = [d for d in yaml.safe_load_all(src.read_text()) if d]
-    for d in docs:
-        if d.get("kind") == "Stage" and d["metadata"]["name"] == "pod-ready":
-            for e in d["spec"]["selector"]["matchExpressions"]:
-                if e["key"] == ".status.phase":
-                    e["values"] = ["Pending", "Running"]
-    dst.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    by_name = {d["metadata"]["name"]: d for d in docs}
+    ready = copy.deepcopy(by_name["pod-ready"])
+    ready["metadata"]["name"] = "pod-ready-again"
+    for e in ready["spec"]["selector"]["matchExpressions"]:
+        if e["key"] == ".status.phase":
+            e["values"] = ["Running"]
+    ready["spec"]["next"] = {"statusTemplate": READY_AGAIN}
+    complete = copy.deepcopy(by_name["pod-complete"])
+    complete["metadata"]["name"] = "pod-complete-synced"
+    for e in complete["spec"]["selector"]["matchExpressions"]:
+        if e["key"] == ".metadata.ownerReferences.[].kind":
+            e["key"] = SYNCED_OWNERS
+    dst.write_text(yaml.safe_dump_all([*docs, ready, complete], sort_keys=False))
     return dst
 
 
