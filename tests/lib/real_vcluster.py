@@ -46,6 +46,8 @@ from typing import Any
 import yaml
 from controlplane import KWOK_STAGES, LocalControlPlane  # tests/integration/kube, on the callers' path
 
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(os.environ.get("GPUFLEET_BIN", REPO_ROOT / ".build" / "bin"))
 # the chart of the pinned release (tools/build.sh vcluster puts it here when its source has chart/)
@@ -53,7 +55,7 @@ CHART = Path(os.environ.get("GPUFLEET_VCLUSTER_CHART", REPO_ROOT / ".build" / "s
 FORWARD = REPO_ROOT / "tools" / "netns-forward.py"
 SHIM = Path(__file__).resolve().parent / "kine_shim.py"
 CONTROL_PLANE_KINDS = {"StatefulSet", "Deployment"}  # the chart's pod: run as a process instead
-VERSION = "0.36.1"  # the release tools/build.sh vcluster builds (versions.py names it)
+VERSION = CHARTS["vcluster"]["version"]  # the release tools/build.sh vcluster builds and the bed deploys
 
 MOUNT_SCRIPT = r"""
 set -eu
