@@ -273,7 +273,7 @@ class Synced:
 
 
 def prepare(bed: ArgoBed) -> str:
-    """What the platform provides before the root app: Cilium's CRD, the stand-ins' PVs, and the
+    """What the platform provides before the root app: Cilium's CRD, the PodMonitor CRD, and the
     tenants' registration (returns the playbook output)."""
     bed.host.kubectl(
         "apply",

@@ -11,7 +11,7 @@ not be. Runs late in the bed (it rewrites the branch), each fault on the same sh
 "Mid-sync": a commit adds a probe to each tenant's host app; the fault hits once the controller has
 seen the commit (an app OutOfSync or its sync operation running). After each: every app
 Synced+Healthy, every probe applied, the live objects and a sample of uids (Applications, tenant
-namespaces and claims, stand-in namespaces) as before (nothing pruned or re-created). Recovery times
+namespaces and claims, the vClusters' namespaces) as before (nothing pruned or re-created). Recovery times
 are printed (``-s``) for the bench table; nothing asserts a duration.
 """
 
