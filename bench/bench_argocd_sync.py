@@ -25,6 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "tests" / "integration" / "argocd"))
+sys.path.insert(0, str(REPO / "tests" / "lib"))  # real_vcluster (one real vCluster per tenant)
 sys.path.insert(0, str(REPO / "tests" / "integration" / "kube"))
 os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", str(REPO / ".build" / "collections"))
 sys.path.insert(0, str(REPO / ".build" / "collections"))
@@ -34,7 +35,7 @@ def missing() -> list[str]:
     from controlplane import BIN_DIR, missing_binaries
 
     out = missing_binaries()
-    out += [b for b in ("argocd", "helm") if not os.access(BIN_DIR / b, os.X_OK)]
+    out += [b for b in ("argocd", "helm", "vcluster") if not os.access(BIN_DIR / b, os.X_OK)]
     out += [t for t in ("redis-server", "git", "ip") if shutil.which(t) is None]
     if not (REPO / ".build" / "share" / "prometheus-operator-crds").is_dir():
         out.append("prometheus-operator CRDs (tools/build.sh promcrds)")

@@ -2,14 +2,16 @@
 
 ``start_bed`` starts, all on 127.0.0.1:
 - the host cluster (tools/cluster.sh: etcd, kube-apiserver, scheduler, controller-manager, KWOK
-  with the sample snapshot's GPU nodes);
-- one stand-in control plane per tenant for the tenant's vCluster API (certificate for
-  ``<tenant>.vc-<tenant>``, the name the rendered Applications target), with vCluster's syncer and
-  the tenant operators doubled (vcluster_double.py);
-- a Helm repository holding test-double charts (the upstream charts cannot be downloaded here);
+  with the sample snapshot's GPU nodes, labelled and tainted for their pools as the apply step does);
+- a Helm repository holding the real vcluster chart of the pinned release and test-double charts
+  for the rest (the other upstream charts cannot be downloaded here);
 - the sample inventory as shipped (accounting, monitoring, health on) rendered with ``repo_url`` = a
-  local ``file://`` Git repository and
-  ``gpufleet_chart_mirrors`` mapping every upstream chart repository to the local one;
+  local ``file://`` Git repository and ``gpufleet_chart_mirrors`` mapping every upstream chart
+  repository to the local one;
+- one real vCluster per tenant (real_vcluster.py: the vcluster 0.36.1 binary started with the
+  configuration the real chart renders from the tenant's rendered values, host access through the
+  chart's ServiceAccount and RBAC), reached at ``<tenant>.vc-<tenant>:443`` as the rendered
+  Applications say; inside them the Slinky and MariaDB operators are doubled (operator_doubles.py);
 - Argo CD v3.5.1 (tools/argocd.sh) in a loopback-only network namespace.
 ``sync_root`` registers the tenants (the tenant role, for real), applies the root app and records
 when each child app appeared and became healthy. Used by the tests and by bench/.
@@ -17,7 +19,6 @@ when each child app appeared and became healthy. Used by the tests and by bench/
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -32,96 +33,147 @@ from typing import Any
 
 import yaml
 from argocd_harness import (
+    BIN_DIR,
     CILIUM_CRDS,
     REPO_ROOT,
     HelmRepo,
     LocalArgoCD,
     LocalControlPlane,
-    StandInAPI,
     bed_inventory,
     fleet_repository,
     status_of,
     summary,
     synced_healthy,
 )
-from vcluster_double import VClusterDoubles
+from controlplane import load_node_snapshot
+from operator_doubles import OperatorDoubles
+from real_vcluster import CHART, FenceHost, RealVCluster, fence_nodes
 
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
 TENANTS = ("inference", "llm-pretrain", "research")
 PROMETHEUS_CRDS = REPO_ROOT / ".build" / "share" / "prometheus-operator-crds"
-SAMPLE_NODES = REPO_ROOT / "inventories" / "sample" / "snapshots" / "gpu-east" / "nodes.yaml"
+SAMPLE = REPO_ROOT / "inventories" / "sample"
+SAMPLE_NODES = SAMPLE / "snapshots" / "gpu-east" / "nodes.yaml"
 WAVE = "argocd.argoproj.io/sync-wave"
 CLUSTER = "gpu-east"
 ROOT_APP = f"{CLUSTER}-root"
 
 
+class TenantAPI:
+    """A tenant's real vCluster as the tests reach it from here: its API through the forwarded port,
+    under the name the rendered Applications use (``<tenant>.vc-<tenant>``)."""
+
+    def __init__(self, vc: RealVCluster) -> None:
+        self.vc = vc
+        self.host = f"{vc.tenant}.vc-{vc.tenant}"
+        self.kubeconfig = vc.state / "api-kubeconfig"
+
+    def write_kubeconfig(self) -> None:
+        cfg = yaml.safe_load(self.vc.virtual_kubeconfig().read_text())
+        for c in cfg["clusters"]:
+            c["cluster"]["server"] = f"https://127.0.0.1:{self.vc.port}"
+            c["cluster"]["tls-server-name"] = self.host
+        self.kubeconfig.write_text(yaml.safe_dump(cfg))
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        p = subprocess.run(
+            [str(BIN_DIR / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        if check and p.returncode != 0:
+            raise RuntimeError(f"kubectl ({self.host}) {' '.join(args)}: {p.stderr}")
+        return p
+
+    def get_json(self, *args: str) -> Any:
+        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+
 @dataclass
 class ArgoBed:
     host: LocalControlPlane
-    tenants: dict[str, StandInAPI]
+    tenants: dict[str, TenantAPI]
     argocd: LocalArgoCD
     helm: HelmRepo
     repo: Path
     inventory: Path
-    doubles: VClusterDoubles
+    doubles: OperatorDoubles
     root_app: Path = field(init=False)
 
     def __post_init__(self) -> None:
         self.root_app = self.repo / "gitops" / "clusters" / CLUSTER / "root-app.yaml"
 
 
+def with_ephemeral_storage(node: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot keeps no ``ephemeral-storage`` (every kubelet reports it): without it no pod that
+    requests some (the vcluster chart's control plane does, 1Gi) fits on a KWOK node."""
+    status = node.setdefault("status", {})
+    for key in ("capacity", "allocatable"):
+        status.setdefault(key, {}).setdefault("ephemeral-storage", "1Ti")
+    return node
+
+
+def _parallel(jobs: list[Any]) -> None:
+    """Run the callables at once (most of their time is waiting); raise the first error."""
+    errors: list[BaseException] = []
+
+    def run(job: Any) -> None:
+        try:
+            job()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(j,)) for j in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
 @contextmanager
 def start_bed(base: Path) -> Iterator[ArgoBed]:
-    host = LocalControlPlane()
-    tenants = {t: StandInAPI(f"{t}.vc-{t}") for t in TENANTS}
+    host = FenceHost()
     helm = HelmRepo(base / "helm-repo")
     argocd = LocalArgoCD(host, base / "argocd")
-    doubles: VClusterDoubles | None = None
+    vclusters: dict[str, RealVCluster] = {}
+    doubles: OperatorDoubles | None = None
     try:
-        # the four control planes start in parallel (most of the time is waiting)
-        errors: list[BaseException] = []
-
-        def up(plane: LocalControlPlane, name: str) -> None:
-            try:
-                plane.start(base / name)
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=up, args=(host, "host"))] + [
-            threading.Thread(target=up, args=(plane, f"tenant-{t}")) for t, plane in tenants.items()
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
-        host.create_nodes_from_snapshot(SAMPLE_NODES)
-        # vCluster's syncer and the tenant operators (vcluster_double.py), from the first install on
-        doubles = VClusterDoubles(
-            {t: plane.kubeconfig for t, plane in tenants.items() if plane.kubeconfig},
-            host.kubeconfig,
-            lambda: untainted_node(host),
-        )
-        doubles.start()
-
+        host.start(base / "host")
+        nodes = fence_nodes(load_node_snapshot(SAMPLE_NODES), SAMPLE, SAMPLE_NODES.parent / "pools.lock.yaml", CLUSTER)
+        host.create_nodes_from_snapshot([with_ephemeral_storage(n) for n in nodes])
         charts = sorted({(c["chart"], c["version"]) for c in CHARTS.values()})
-        helm.publish(charts, base / "chart-src")
+        helm.publish(charts, base / "chart-src", real={"vcluster": CHART})
         mirrors = {c["repo_url"]: helm.url for c in CHARTS.values()}
         repo = base / "fleet.git"
         inventory = bed_inventory(base / "inventory", f"file://{repo}", mirrors)
         fleet_repository(repo, inventory)
+        assert host.kubeconfig is not None
+        tenant_dir = repo / "gitops" / "clusters" / CLUSTER / "tenants"
+        for t in TENANTS:
+            values = tenant_dir / t / "vcluster" / "values.yaml"
+            vclusters[t] = RealVCluster(t, values, host.kubeconfig, base / f"vc-{t}")
+        _parallel([vc.start for vc in vclusters.values()])
+        tenants = {t: TenantAPI(vc) for t, vc in vclusters.items()}
+        for api in tenants.values():
+            api.write_kubeconfig()
+        doubles = OperatorDoubles({t: api.kubeconfig for t, api in tenants.items()}, host.kubeconfig)
+        doubles.start()
 
         argocd.install_config()
         # each tenant API is https://<tenant>.vc-<tenant>:443 in the rendered tree: inside Argo CD's
-        # namespace that name resolves to its own loopback address, forwarded to the stand-in
+        # namespace that name resolves to its own loopback address, forwarded to the vCluster
         forwards = {str(helm.port): helm.port}
         hosts = {}
-        for i, plane in enumerate(tenants.values()):
+        for i, api in enumerate(tenants.values()):
             addr = f"127.0.1.{i + 1}"
-            hosts[plane.host] = addr
-            forwards[f"{addr}:443"] = plane.port
+            hosts[api.host] = addr
+            forwards[f"{addr}:443"] = api.vc.port
         argocd.start(forwards=forwards, hosts=hosts)
         yield ArgoBed(
             host=host, tenants=tenants, argocd=argocd, helm=helm, repo=repo, inventory=inventory, doubles=doubles
@@ -131,11 +183,12 @@ def start_bed(base: Path) -> Iterator[ArgoBed]:
             doubles.stop()
         argocd.stop()
         helm.close()
-        for plane in [*tenants.values(), host]:
+        for vc in vclusters.values():
             try:
-                plane.stop()
+                vc.stop()
             except Exception:
                 pass
+        host.stop()
 
 
 def rendered(bed: ArgoBed) -> dict[str, dict[str, Any]]:
@@ -163,19 +216,7 @@ def wave(app: dict[str, Any]) -> int:
 
 
 def register_tenants(bed: ArgoBed) -> subprocess.CompletedProcess[str]:
-    """Export each stand-in's kubeconfig the way vCluster does, then run the tenant role's register tasks."""
-    for tenant, plane in bed.tenants.items():
-        assert plane.kubeconfig is not None
-        kcfg = yaml.safe_load(plane.kubeconfig.read_text())
-        kcfg["clusters"][0]["cluster"]["server"] = f"https://{plane.host}:443"
-        bed.host.create_namespace(f"vc-{tenant}")
-        secret = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": f"vc-{tenant}", "namespace": f"vc-{tenant}"},
-            "data": {"config": base64.b64encode(yaml.safe_dump(kcfg).encode()).decode()},
-        }
-        bed.host.kubectl("apply", "-f", "-", input=json.dumps(secret))
+    """Run the tenant role's register tasks (each vCluster exported its kubeconfig Secret itself)."""
     play = bed.repo.parent / "register.yml"
     play.write_text(
         yaml.safe_dump(
@@ -220,14 +261,6 @@ def register_tenants(bed: ArgoBed) -> subprocess.CompletedProcess[str]:
     )
 
 
-def untainted_node(host: LocalControlPlane) -> dict[str, Any] | None:
-    """A host node without taints (a system node), for the doubles to copy into the stand-ins."""
-    for node in host.get_json("nodes")["items"]:
-        if not (node.get("spec") or {}).get("taints"):
-            return node
-    return None
-
-
 class Synced:
     """What the sync of the root app looked like from outside (polled once a second)."""
 
@@ -240,7 +273,7 @@ class Synced:
 
 
 def prepare(bed: ArgoBed) -> str:
-    """What the platform provides before the root app: Cilium's CRD, the stand-ins' PVs, and the
+    """What the platform provides before the root app: Cilium's CRD, the PodMonitor CRD, and the
     tenants' registration (returns the playbook output)."""
     bed.host.kubectl(
         "apply",
@@ -252,7 +285,6 @@ def prepare(bed: ArgoBed) -> str:
     # the site's monitoring stack (prometheus-operator) provides the PodMonitor CRD; the real
     # upstream CRDs come from tools/build.sh promcrds
     bed.host.apply_crds(sorted(PROMETHEUS_CRDS.glob("*.yaml")))
-    # the Slurm tenants' home claims bind through the syncer double to the rendered static volumes
     # the bootstrap installs Argo CD with the values of its own rendered Application
     # (platform/argocd/values.yaml): seed their configs.cm (the Application health check that holds
     # the waves) into this Argo CD's argocd-cm, as that install would

@@ -41,34 +41,6 @@ class ArgoCDError(RuntimeError):
     """The local Argo CD could not be started or did not reach the expected state."""
 
 
-class StandInAPI(LocalControlPlane):
-    """A second control plane standing in for a tenant's vCluster API.
-
-    Its serving certificate also covers ``<name>.<namespace>`` (what the rendered Applications and
-    the Argo CD cluster Secret use), which resolves to 127.0.0.1 inside Argo CD's namespace.
-    """
-
-    def __init__(self, host: str, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.host = host
-
-    def _env(self) -> dict[str, str]:
-        env = super()._env()
-        env["GPUFLEET_APISERVER_SANS"] = self.host
-        return env
-
-    @property
-    def port(self) -> int:
-        return apiserver_port(self.kubeconfig)
-
-
-def apiserver_port(kubeconfig: Path | None) -> int:
-    if kubeconfig is None:
-        raise ArgoCDError("control plane not started")
-    server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-    return int(server.rsplit(":", 1)[1])
-
-
 # --------------------------------------------------------------------------- Helm repository
 
 
@@ -103,8 +75,8 @@ KUEUE_CRDS = [
 ]
 # the mariadb-operator-crds chart ships the MariaDB CRD the tenants' accounting database uses
 MARIADB_CRDS = [minimal_crd("k8s.mariadb.com", "v1alpha1", "MariaDB", "mariadbs")]
-# the slurm-operator-crds chart ships the Slinky CRDs (stand-ins: the operators double in
-# vcluster_double.py writes their status through the status subresource)
+# the slurm-operator-crds chart ships the Slinky CRDs (stand-ins: the operator double in
+# operator_doubles.py writes their status through the status subresource)
 SLINKY_CRDS = [
     {**c, "spec": {**c["spec"], "versions": [{**c["spec"]["versions"][0], "subresources": {"status": {}}}]}}
     for c in (
@@ -122,43 +94,9 @@ MARIADB_CRDS = [
     for c in MARIADB_CRDS
 ]
 CHART_EXTRAS = {"kueue": KUEUE_CRDS, "mariadb-operator-crds": MARIADB_CRDS, "slurm-operator-crds": SLINKY_CRDS}
-# what the doubles of the vcluster and slurm charts render besides the values ConfigMap: the
-# objects of the real charts the rendered tree and the health checks rely on
-VCLUSTER_TEMPLATE = """{{- $q := default dict (default dict .Values.policies).resourceQuota }}
-{{- if $q.enabled }}
-apiVersion: v1
-kind: ResourceQuota
-metadata:
-  name: vc-{{ .Release.Name }}
-  namespace: {{ .Release.Namespace }}
-spec:
-  hard:
-{{- range $k, $v := $q.quota }}
-{{- if not (kindIs "invalid" $v) }}
-    {{ $k | quote }}: {{ $v | quote }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- $cp := default dict .Values.controlPlane }}
-{{- $sts := default dict $cp.statefulSet }}
-{{- $p := default dict $sts.persistence }}
-{{- $vc := default dict $p.volumeClaim }}
----
-# the StatefulSet's data claim (volumeClaimTemplates), as the statefulset controller makes it
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: data-{{ .Release.Name }}-0
-  namespace: {{ .Release.Namespace }}
-spec:
-  accessModes: [ReadWriteOnce]
-  {{- with $vc.storageClass }}
-  storageClassName: {{ . }}
-  {{- end }}
-  resources:
-    requests:
-      storage: {{ $vc.size | default "5Gi" }}
-"""
+# what the double of the slurm chart (slurm 1.2.1) renders besides the values ConfigMap: the custom
+# resources the real chart renders, under the real chart's names, with the fields the operator
+# double (operator_doubles.py) reads; the vcluster chart is the real one (real_vcluster.CHART)
 SLURM_TEMPLATE = """apiVersion: slinky.slurm.net/v1beta1
 kind: Controller
 metadata:
@@ -183,10 +121,13 @@ spec:
 apiVersion: slinky.slurm.net/v1beta1
 kind: NodeSet
 metadata:
-  name: {{ $.Release.Name }}-{{ $name }}
+  name: {{ $.Release.Name }}-worker-{{ $name }}
   namespace: {{ $.Release.Namespace }}
 spec:
-  replicas: {{ $ns.replicas | default 0 }}
+  replicas: {{ $ns.replicas | default 1 }}
+  scalingMode: {{ $ns.scalingMode | default "StatefulSet" }}
+  template:
+    spec: {{ toJson (pick (default dict $ns.podSpec) "nodeSelector" "tolerations" "affinity") }}
 {{- end }}
 {{- end }}
 {{- range $name, $ls := .Values.loginsets }}
@@ -199,10 +140,12 @@ metadata:
   namespace: {{ $.Release.Namespace }}
 spec:
   replicas: {{ $ls.replicas | default 1 }}
+  template:
+    spec: {{ toJson (pick (default dict $ls.podSpec) "nodeSelector" "tolerations" "affinity") }}
 {{- end }}
 {{- end }}
 """
-CHART_TEMPLATES = {"vcluster": VCLUSTER_TEMPLATE, "slurm": SLURM_TEMPLATE}
+CHART_TEMPLATES = {"slurm": SLURM_TEMPLATE}
 # the Cilium operator (not the chart) registers Cilium's CRDs when it starts
 CILIUM_CRDS = [
     minimal_crd("cilium.io", "v2", "CiliumClusterwideNetworkPolicy", "ciliumclusterwidenetworkpolicies", "Cluster"),
@@ -268,11 +211,16 @@ class HelmRepo:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
-    def publish(self, charts: list[tuple[str, str]], work: Path) -> None:
-        """Package a double of each (name, version) and (re)write index.yaml."""
+    def publish(self, charts: list[tuple[str, str]], work: Path, real: dict[str, Path] | None = None) -> None:
+        """Package each (name, version): the chart directory ``real[name]`` where given (its version
+        must be the pinned one), else a double; (re)write index.yaml."""
+        real = real or {}
+        for name, version in charts:
+            if name in real and yaml.safe_load((real[name] / "Chart.yaml").read_text())["version"] != version:
+                raise ArgoCDError(f"{real[name]}: not chart {name} {version}")
         helm = str(BIN_DIR / "helm")
         for name, version in charts:
-            src = double_chart(work, name, version)
+            src = real.get(name) or double_chart(work, name, version)
             run([helm, "package", str(src), "--destination", str(self.root)])
         run([helm, "repo", "index", str(self.root), "--url", self.url])
 

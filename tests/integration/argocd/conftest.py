@@ -1,8 +1,8 @@
 """Fixtures: a real Argo CD syncing the sample fleet's rendered tree into real kube-apiservers.
 
-``argocd_bed`` (session scope) is ``bed.start_bed``: host cluster, one stand-in API per tenant
-vCluster, a local Helm repository of chart doubles, the rendered tree in a local Git repository and
-Argo CD v3.5.1 in a loopback-only network namespace. Teardown stops everything on success, failure
+``argocd_bed`` (session scope) is ``bed.start_bed``: host cluster, one real vCluster per tenant, a
+local Helm repository (the real vcluster chart, doubles of the others), the rendered tree in a local
+Git repository and Argo CD v3.5.1 in a loopback-only network namespace. Teardown stops everything on success, failure
 and interpreter exit (the shell runners also watch this process's pid).
 """
 
@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from argocd_bed import PROMETHEUS_CRDS, ArgoBed, Synced, prepare, start_bed, sync_root
 from argocd_harness import ARGOCD_CRDS, BIN_DIR
+from real_vcluster import CHART
 
 
 def _require() -> None:
@@ -28,6 +29,8 @@ def _require() -> None:
     helpers = shared_test_helpers()
     helpers.require_path(BIN_DIR / "argocd", "Argo CD; build it with tools/build.sh argocd")
     helpers.require_path(BIN_DIR / "helm", "helm; build it with tools/build.sh helm")
+    helpers.require_path(BIN_DIR / "vcluster", "vcluster; build it with tools/build.sh vcluster")
+    helpers.require_path(CHART / "Chart.yaml", "the vcluster chart of the pinned release (tools/build.sh vcluster)")
     helpers.require_path(ARGOCD_CRDS, "Argo CD CRDs")
     helpers.require_path(PROMETHEUS_CRDS, "prometheus-operator CRDs; tools/build.sh promcrds")
     for tool in ("redis-server", "git", "ip"):

@@ -1,17 +1,17 @@
 """A real Argo CD (v3.5.1, the release production runs; tools/build.sh argocd) syncs the sample fleet's rendered tree.
 
-Real: kube-apiservers (host + one stand-in per tenant vCluster API), KWOK GPU nodes, Argo CD's
-repo-server and application controller, redis, git, helm, ansible-playbook (tenant registration).
+Real: kube-apiservers, KWOK GPU nodes, the host's kube-scheduler, Argo CD's repo-server and
+application controller, redis, git, helm, ansible-playbook (tenant registration), the vcluster chart
+and one vCluster 0.36.1 per tenant (its syncer puts the tenants' pods, claims, Services, ConfigMaps
+and Secrets into ``vc-<tenant>``), reached as ``<tenant>.vc-<tenant>:443``.
 
 Doubled, because it cannot run or be downloaded here:
-- the upstream charts (Cilium, cert-manager, GPU Operator, vCluster, Slinky, Kueue, ...): small
-  charts served from a local Helm repository through ``gpufleet_chart_mirrors``; each renders its
-  values into a ConfigMap ``<release>-values`` so the ``$values`` wiring can be checked, and the
-  Kueue double ships the four Kueue CRDs the tenant objects use (as the real chart does);
-- a tenant's vCluster: a second control plane per tenant, reached as ``<tenant>.vc-<tenant>:443``
-  (its certificate covers that name), with vCluster's syncer and the tenant operators doubled by
-  ``vcluster_double.py`` (claims, pods, services synced to ``vc-<tenant>`` under translated names,
-  claims bound, operator CRs made ready only when their dependencies exist);
+- the other upstream charts (Cilium, cert-manager, GPU Operator, Slinky, Kueue, ...): small charts
+  served from a local Helm repository through ``gpufleet_chart_mirrors``; each renders its values
+  into a ConfigMap ``<release>-values`` so the ``$values`` wiring can be checked, and the Kueue
+  double ships the four Kueue CRDs the tenant objects use (as the real chart does);
+- inside the vClusters, the Slinky and MariaDB operators and the host's volume provisioner
+  (operator_doubles.py, limits written there);
 - the Cilium operator's CRD registration: the CiliumClusterwideNetworkPolicy CRD is applied here.
 """
 
@@ -149,6 +149,15 @@ def test_tenant_apps_sync_into_the_tenant_api_not_the_host(argocd_bed: ArgoBed, 
     assert bed.tenants["research"].kubectl("get", "namespace", "serving", check=False).returncode != 0
 
 
+def values_not_in(values: Any, config: Any, path: str = "") -> list[str]:
+    """Paths of the set (non-null) leaves of ``values`` that ``config`` does not hold unchanged."""
+    if not isinstance(values, dict):
+        return [] if values == config else [path]
+    if not isinstance(config, dict):
+        return [path]
+    return [p for k, v in values.items() if v is not None for p in values_not_in(v, config.get(k), f"{path}.{k}")]
+
+
 def test_chart_apps_use_the_mirror_and_the_values_files(argocd_bed: ArgoBed, synced: Synced) -> None:
     """Multi-source apps: chart from the mirror, values from ``$values/<path>`` of this repository."""
     bed = argocd_bed
@@ -165,11 +174,17 @@ def test_chart_apps_use_the_mirror_and_the_values_files(argocd_bed: ArgoBed, syn
         for p in bed.tenants.values():
             if dest["server"] == f"https://{p.host}:443":
                 plane = p
+        values_file = chart_src["helm"]["valueFiles"][0].removeprefix("$values/")
+        want = yaml.safe_load((bed.repo / values_file).read_text()) or {}
+        if chart_src["chart"] == "vcluster":  # the real chart: its config Secret merges our values in
+            secret = plane.get_json("secret", f"vc-config-{release}", "-n", dest["namespace"])
+            assert secret["metadata"]["labels"]["chart"] == f"vcluster-{chart_src['targetRevision']}", name
+            config = yaml.safe_load(base64.b64decode(secret["data"]["config.yaml"]))
+            assert not values_not_in(want, config), (name, values_not_in(want, config))
+            continue
         cm = plane.get_json("configmap", f"{release}-values", "-n", dest["namespace"])
         assert cm["data"]["chart"] == chart_src["chart"]
         assert cm["data"]["version"] == chart_src["targetRevision"]
-        values_file = chart_src["helm"]["valueFiles"][0].removeprefix("$values/")
-        want = yaml.safe_load((bed.repo / values_file).read_text()) or {}
         assert json.loads(cm["data"]["values.json"]) == want, name
     ours = {k.split("/", 1)[1] for k in rendered(bed) if k.startswith("AppProject/")}
     assert ours

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from argocd_bed import CLUSTER, ROOT_APP, ArgoBed, Synced, argocd_status, rendered_apps
 from argocd_harness import git, synced_healthy
-from vcluster_double import translated
+from real_vcluster import translated
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render.quota import quantity_bytes
 

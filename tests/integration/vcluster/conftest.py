@@ -12,14 +12,11 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "kube"))
 
 from controlplane import LocalControlPlane, load_node_snapshot, require_control_plane_tools, shared_test_helpers
-from real_vcluster import BIN_DIR, CHART, RealVCluster
+from real_vcluster import BIN_DIR, CHART, FenceHost, RealVCluster, fence_nodes
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
 
 REPO = HERE.parents[2]
@@ -47,15 +44,8 @@ def host(tmp_path_factory: pytest.TempPathFactory, pools: dict[str, str]) -> Ite
     helpers.require_path(CHART / "Chart.yaml", "the vcluster chart of the pinned release (GPUFLEET_VCLUSTER_CHART)")
     if os.geteuid() != 0:
         helpers.require_path(Path("/nonexistent/root"), "root: vCluster runs in its own network and mount namespaces")
-    fleet = load_fleet(SAMPLE)
-    nodes = []
-    for node in load_node_snapshot(SNAPSHOT / "nodes.yaml"):
-        pool = pools.get(node["metadata"]["name"])
-        if pool is not None:
-            node["metadata"].setdefault("labels", {}).update(fence.node_labels(fleet.pools[pool]))
-            node.setdefault("spec", {})["taints"] = fence.node_taints(fleet.pools[pool])
-        nodes.append(node)
-    plane = LocalControlPlane()
+    nodes = fence_nodes(load_node_snapshot(SNAPSHOT / "nodes.yaml"), SAMPLE, SNAPSHOT / "pools.lock.yaml", "gpu-east")
+    plane = FenceHost()
     try:
         plane.start(tmp_path_factory.mktemp("vc-host") / "cluster")
         plane.create_nodes_from_snapshot(nodes)

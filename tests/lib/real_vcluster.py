@@ -24,29 +24,38 @@ What differs from the chart's pod (no container runtime here):
   and serves it on the unix socket vCluster gives kine. Storage only: the API the syncer and the
   virtual apiserver use is the real one.
 * Pods: the host copies of pods are scheduled by the host's real kube-scheduler and run by KWOK.
+* Reached from outside: the syncer's port 8443 in the namespace is forwarded to a free port on the
+  caller's loopback (``port``), as the chart's Service ``<release>.vc-<tenant>:443`` would route to
+  the pod; the serving certificate is vCluster's own (it covers the Service names).
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
+from controlplane import KWOK_STAGES, LocalControlPlane  # tests/integration/kube, on the callers' path
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(os.environ.get("GPUFLEET_BIN", REPO_ROOT / ".build" / "bin"))
 # the chart of the pinned release (tools/build.sh vcluster puts it here when its source has chart/)
 CHART = Path(os.environ.get("GPUFLEET_VCLUSTER_CHART", REPO_ROOT / ".build" / "share" / "vcluster-chart"))
 FORWARD = REPO_ROOT / "tools" / "netns-forward.py"
 SHIM = Path(__file__).resolve().parent / "kine_shim.py"
 CONTROL_PLANE_KINDS = {"StatefulSet", "Deployment"}  # the chart's pod: run as a process instead
+VERSION = CHARTS["vcluster"]["version"]  # the release tools/build.sh vcluster builds and the bed deploys
 
 MOUNT_SCRIPT = r"""
 set -eu
@@ -71,6 +80,90 @@ exec chroot "$R" /binaries/vcluster start --config /var/lib/vcluster/config.yaml
 
 class VClusterError(RuntimeError):
     pass
+
+
+SYNCED_OWNERS = '(.metadata.annotations."vcluster.loft.sh/owner-references" // "[]") | fromjson | .[].kind'
+READY_AGAIN = """{{ $now := Now }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Initialized
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Ready
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: ContainersReady
+{{ range .spec.readinessGates }}
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: {{ .conditionType | Quote }}
+{{ end }}
+"""
+
+
+def kubelet_like_stages(src: Path, dst: Path) -> Path:
+    """KWOK's upstream stages plus two a kubelet makes unnecessary, for the pods vCluster syncs:
+
+    * ``pod-ready-again``: a Running pod whose Ready condition is not True gets it back. vCluster
+      copies pod conditions both ways (``pods/translate/diff.go``); when its copy of the virtual
+      conditions races KWOK's one-shot ``pod-ready``, the host pod is left Running without Ready,
+      which a kubelet would report again on its next status sync.
+    * ``pod-complete-synced``: ``pod-complete`` for pods whose owner is a Job by vCluster's
+      ``vcluster.loft.sh/owner-references`` annotation (the host copy's ownerReference is the
+      vCluster's Service), where a kubelet would run the container to completion.
+    """
+    docs = [d for d in yaml.safe_load_all(src.read_text()) if d]
+    by_name = {d["metadata"]["name"]: d for d in docs}
+    ready = copy.deepcopy(by_name["pod-ready"])
+    ready["metadata"]["name"] = "pod-ready-again"
+    for e in ready["spec"]["selector"]["matchExpressions"]:
+        if e["key"] == ".status.phase":
+            e["values"] = ["Running"]
+    ready["spec"]["next"] = {"statusTemplate": READY_AGAIN}
+    complete = copy.deepcopy(by_name["pod-complete"])
+    complete["metadata"]["name"] = "pod-complete-synced"
+    for e in complete["spec"]["selector"]["matchExpressions"]:
+        if e["key"] == ".metadata.ownerReferences.[].kind":
+            e["key"] = SYNCED_OWNERS
+    dst.write_text(yaml.safe_dump_all([*docs, ready, complete], sort_keys=False))
+    return dst
+
+
+class FenceHost(LocalControlPlane):
+    """The host control plane the vClusters sync into: KWOK with ``kubelet_like_stages``."""
+
+    def _env(self) -> dict[str, str]:
+        env = super()._env()
+        if self.state_dir is not None:
+            stages = self.state_dir.parent / f"{self.state_dir.name}-kwok-stages.yaml"
+            env["GPUFLEET_KWOK_STAGES"] = str(kubelet_like_stages(KWOK_STAGES, stages))
+        return env
+
+
+def translated(name: str, namespace: str, vcluster: str) -> str:
+    """The syncer's host name for a namespaced object (``pkg/util/translate``); names past 63
+    characters are hashed by the syncer, which the tests' short names never reach."""
+    out = f"{name}-x-{namespace}-x-{vcluster}"
+    if len(out) > 63:
+        raise ValueError(f"{out}: past 63 characters the syncer hashes the name")
+    return out
+
+
+def fence_nodes(nodes: list[dict[str, Any]], inventory: Path, lock: Path, cluster: str) -> list[dict[str, Any]]:
+    """The snapshot's Nodes with the pool labels and taints the apply step sets (pools.lock.yaml)."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
+
+    fleet = load_fleet(inventory)
+    pools = parse_lock(lock.read_text(), cluster=cluster)
+    for node in nodes:
+        pool = pools.get(node["metadata"]["name"])
+        if pool is not None:
+            node["metadata"].setdefault("labels", {}).update(fence.node_labels(fleet.pools[pool]))
+            node.setdefault("spec", {})["taints"] = fence.node_taints(fleet.pools[pool])
+    return nodes
 
 
 def helm_template(release: str, namespace: str, values: Path) -> list[dict[str, Any]]:
@@ -117,6 +210,7 @@ class RealVCluster:
         self.netns = f"gpfvc-{tenant}"[:15]
         self.procs: list[subprocess.Popen[bytes]] = []
         self.objects: list[dict[str, Any]] = []
+        self.port = 0  # the syncer's 8443 on the caller's loopback (``expose``)
 
     # ---- host side -------------------------------------------------------------------------
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -195,6 +289,50 @@ class RealVCluster:
             env=env,
         )
         self.wait_ready(timeout)
+        self.expose()
+
+    def expose(self) -> None:
+        """Forward a free port on this process's loopback to the syncer's 8443 in the namespace: the
+        forwarder starts inside the namespace, listens in ours and connects in its own."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        here = f"/proc/{os.getpid()}/ns/net"
+        self._spawn("expose", ["python3", str(FORWARD), here, f"{self.port}=8443"], netns=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise VClusterError(f"vCluster {self.tenant}: forward of 8443 to {self.port} did not open")
+
+    def syncer_pid(self) -> int:
+        """The running ``vcluster start`` process of this tenant (the one whose root holds our state)."""
+        for proc in Path("/proc").iterdir():
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+                if argv[:2] != [b"/binaries/vcluster", b"start"]:
+                    continue
+                if os.path.samefile(proc / "root" / "state", self.state):
+                    return int(proc.name)
+            except OSError:
+                continue
+        raise VClusterError(f"no running vcluster syncer for {self.tenant}")
+
+    def syncer_build(self) -> tuple[str, str]:
+        """What the running syncer process executes: the Go main package of its executable (from the
+        build info Go embeds) and the build stamp of the identical binary tools/build.sh installed
+        (``vcluster <release>+<source sha> ...``). The binary's own ``version`` prints ``dev`` (the
+        build leaves SyncerVersion unset, which keeps its telemetry off)."""
+        exe = Path(f"/proc/{self.syncer_pid()}/exe")
+        info = subprocess.run(["go", "version", "-m", str(exe)], capture_output=True, text=True, check=True).stdout
+        main = next(line.split()[1] for line in info.splitlines() if line.strip().startswith("path"))
+        built = BIN_DIR / "vcluster"
+        if exe.read_bytes() != built.read_bytes():
+            raise VClusterError(f"the syncer of {self.tenant} does not run {built}")
+        return main, (BIN_DIR / ".stamps" / "vcluster").read_text().strip()
 
     def _spawn(self, name: str, cmd: list[str], netns: bool, env: dict[str, str] | None = None) -> None:
         if netns:
