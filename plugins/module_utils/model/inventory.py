@@ -23,7 +23,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.model import tenant_files
+from ansible_collections.gpufleet.core.plugins.module_utils.model import components, tenant_files
 
 try:
     import yaml
@@ -167,19 +167,19 @@ def other_vars_files(inventory_dir: Path) -> list[Path]:
 _ALL_NAMES = {"all", *(f"all{ext}" for ext in VARS_EXTENSIONS)}
 # Variables the collection's roles and playbooks read: never from the inventory (the playbooks set
 # them from the validated model). A test keeps this list equal to the roles/ folder.
-ROLES = (
-    "argocd",
-    "cilium",
-    "cluster_access",
-    "component",
-    "fabric_discovery",
-    "gitops_render",
-    "gpu_operator",
-    "node_pools",
-    "shared_storage",
-    "slurm_operator",
-    "tenant",
-    "validate_inventory",
+ROLES = tuple(
+    sorted(
+        {
+            *components.ROLES,
+            "cluster_access",
+            "component",
+            "fabric_discovery",
+            "gitops_render",
+            "node_pools",
+            "tenant",
+            "validate_inventory",
+        }
+    )
 )
 # Connection variables an inventory may set (anything else ansible_* can run commands on the
 # controller: *_args with a ProxyCommand, *_executable, become methods and exes, interpreters).

@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue,
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting,
     bounds,
+    components,
     grammar,
     identity,
     maintenance,
@@ -546,7 +547,7 @@ def _component(name: str, spec: dict[str, Any] | None) -> Component:
     spec = spec or {}
     return Component(
         name=name,
-        enabled=spec.get("enabled", name != "shared_storage" or bool(spec)),
+        enabled=spec.get("enabled", not components.ROWS[name].opt_in or bool(spec)),
         install_method=spec.get("install_method", "gitops"),
         namespace=spec.get("namespace"),
         values=spec.get("values", {}),

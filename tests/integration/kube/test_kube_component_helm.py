@@ -244,7 +244,7 @@ def test_site_apply_installs_helm_components_with_the_values_it_rendered(bed, tm
     clusters = yaml.safe_load(clusters_file.read_text())
     comps = clusters["gpufleet_clusters"][0]["components"]
     for name in ("cilium", "gpu_operator", "shared_storage", "slurm_operator"):
-        comps[name] = {**(comps.get(name) or {}), "install_method": "helm"}
+        comps[name] = {**(comps.get(name) or {}), "install_method": "helm", "namespace": f"hs-{name.replace('_', '-')}"}
     clusters_file.write_text(yaml.safe_dump(clusters, sort_keys=False))
     gitops = tmp_path / "gitops"
     local = {"chart_ref": str(bed["chart"]), "chart_repo_url": "", "version": CHART_VERSION}
@@ -258,17 +258,13 @@ def test_site_apply_installs_helm_components_with_the_values_it_rendered(bed, tm
         "gpufleet_register_tenants": False,
         "gpufleet_apply_status": False,
         "gpufleet_root_application": "",
-        # the local values-echo chart for every release, in this test's namespaces
-        **{
-            f"{c}_chart": local
-            for c in ("cilium", "gpu_operator", "shared_storage", "slurm_operator", "slurm_operator_crds", "argocd")
+        # the local values-echo chart for every release (by chart key), in this test's namespaces
+        "component_chart_overrides": {
+            c: local for c in ("cilium", "gpu_operator", "csi_driver_nfs", "slurm_operator", "slurm_operator_crds")
         },
+        "argocd_chart": local,
+        "argocd_namespace": "hs-argocd",
         "cluster_access_wait": False,
-        **{
-            f"{c}_namespace": f"hs-{c.replace('_', '-')}"
-            for c in ("cilium", "gpu_operator", "shared_storage", "slurm_operator", "argocd")
-        },
-        "shared_storage_storage_class": "hs-shared",
     }
     extra_file = tmp_path / "extra.json"
     extra_file.write_text(json.dumps(extra))
