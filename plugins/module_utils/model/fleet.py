@@ -85,7 +85,7 @@ class Cluster:
     monitoring: ClusterMonitoring = field(default_factory=ClusterMonitoring)
     # platform-owned chart values per tenant (outside the tenants' allow-list): tenant -> chart -> values
     tenant_overrides: dict[str, Any] = field(default_factory=dict)
-    # platform-owned: hostlists of nodes a pin may take from another tenant (pools/assign.py)
+    # platform-owned: hostlists of nodes a pin may take from another tenant (pools/owner_moves.py)
     allow_node_moves: tuple[str, ...] = ()
 
     def tenant_override(self, tenant: str, chart: str) -> dict[str, Any]:

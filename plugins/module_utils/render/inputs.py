@@ -14,12 +14,8 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import (
-    assign,
-    check_owner_moves,
-    node_resources,
-    render_pool_tables,
-)
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assignment import node_resources
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     LOCK_NAME,
     lock_text_at,
@@ -28,6 +24,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     render_lock,
     verify_lock,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.owner_moves import check_owner_moves
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.pool_table import render_pool_tables
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import topology_guard
 
