@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from render_fixtures import copy_sample, edit_vars
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import components, fleet, inventory, schema
+from ansible_collections.gpufleet.core.plugins.module_utils.model import components, fleet, schema, variables
 from ansible_collections.gpufleet.core.plugins.module_utils.model.facts import fleet_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.render import identity, platform
 from ansible_collections.gpufleet.core.plugins.module_utils.scaffold import fleet_repo
@@ -42,7 +42,7 @@ def test_every_derived_place_agrees_with_the_table() -> None:
         assert (row.name in identity.HOST_COMPONENTS) == row.host
         assert all(r.chart in CHARTS for r in row.releases), row.name
         if row.role:
-            assert row.name in inventory.ROLES
+            assert row.name in variables.ROLES
             assert (REPO / "roles" / row.name / "meta" / "argument_specs.yml").is_file(), row.name
     assert set(platform.VALUES) == {r.name for r in components.COMPONENTS if r.host}
 
