@@ -48,7 +48,7 @@ _STRICT_LABELS = {
     "propertyNames": {"pattern": _LABEL_KEY},
     "additionalProperties": {"type": "string", "pattern": _LABEL_VALUE},
 }
-# Observability and GPU health (issue 13): per cluster where Prometheus lives, per tenant what runs.
+# Observability and GPU health: per cluster where Prometheus lives, per tenant what runs.
 HEALTH_CHECKS = ("dcgm", "ecc", "nvlink", "xid")
 HEALTH_NODE_STATES = ("ANY", "IDLE", "ALLOC", "MIXED", "NONDRAINED_IDLE")
 # XIDs that mean the GPU needs an operator (NVIDIA XID catalog): double-bit ECC (48), row remap /

@@ -1,4 +1,4 @@
-"""Tenant chart values (issue 18): every allow-listed key keeps the fence the platform set.
+"""Tenant chart values: every allow-listed key keeps the fence the platform set.
 
 For each key path of the allow-lists in model/tenant_values.py, the sample inventory's tenant sets
 it to the largest value the schema accepts; the schema accepts it, and the rendered vcluster values
