@@ -24,8 +24,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory impo
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo, load_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import load as topology_load
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology, TreeSwitch
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import topology_load as topology_load
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology, TreeSwitch
 
 try:
     import yaml
@@ -285,7 +285,7 @@ def cached_nodes(cluster: Cluster, cache: Path | None, digests: InputDigests | N
 def cached_topology(
     cluster: Cluster, nodes: tuple[NodeInfo, ...], cache: Path | None, digests: InputDigests | None = None
 ) -> Any | None:
-    """The cluster's topology (``topology.load.cluster_topology``), parsed once per fabric input,
+    """The cluster's topology (``topology.topology_load.cluster_topology``), parsed once per fabric input,
     nodes snapshot (its NVLink domains) and settings."""
     fab = cluster.fabric
     if fab.source == "none":

@@ -1,7 +1,7 @@
 """What the renderer needs per cluster, read from the snapshots: nodes, topology, pool assignment.
 
 A thin adapter over the pool (``pools.assign``, ``pools.lock``), node (``model.nodes``) and topology
-(``topology.load``) modules, so the render modules depend on one
+(``topology.topology_load``) modules, so the render modules depend on one
 small interface (:class:`ClusterInputs`) and not on each module's signature.
 """
 

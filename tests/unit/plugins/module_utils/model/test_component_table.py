@@ -15,7 +15,7 @@ from render_fixtures import copy_sample, edit_vars
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import components, fleet, schema, variables
 from ansible_collections.gpufleet.core.plugins.module_utils.model.facts import fleet_facts
-from ansible_collections.gpufleet.core.plugins.module_utils.render import identity, platform
+from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions, platform
 from ansible_collections.gpufleet.core.plugins.module_utils.scaffold import fleet_repo
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
@@ -39,7 +39,7 @@ def test_every_derived_place_agrees_with_the_table() -> None:
         assert row.chart in CHARTS, row.name
         assert platform.DEFAULT_NAMESPACES[row.name] == row.namespace
         assert platform.COMPONENT_CHART[row.name] == row.chart
-        assert (row.name in identity.HOST_COMPONENTS) == row.host
+        assert (row.name in collisions.HOST_COMPONENTS) == row.host
         assert all(r.chart in CHARTS for r in row.releases), row.name
         if row.role:
             assert row.name in variables.ROLES
@@ -103,7 +103,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from ansible_collections.gpufleet.core.plugins.module_utils.model import fleet, schema
 from ansible_collections.gpufleet.core.plugins.module_utils.model.facts import fleet_facts
-from ansible_collections.gpufleet.core.plugins.module_utils.render import identity
+from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory, write_render
 from ansible_collections.gpufleet.core.plugins.module_utils.scaffold import fleet_repo
 inv, out = Path(sys.argv[2]), Path(sys.argv[3])
@@ -112,7 +112,7 @@ comps = schema.SCHEMA["properties"]["gpufleet_clusters"]["items"]["properties"][
 print(json.dumps({
     "model": "fake_operator" in fleet.COMPONENTS,
     "schema": "fake_operator" in comps,
-    "host": "fake_operator" in identity.HOST_COMPONENTS,
+    "host": "fake_operator" in collisions.HOST_COMPONENTS,
     "releases": fleet_facts(inv)["clusters"][0]["components"]["fake_operator"]["releases"],
     "scaffold": "fake_operator: {}" in fleet_repo._components_yml("east"),
 }))

@@ -23,7 +23,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology
 
 
 def _as_list(v: Any) -> list:
