@@ -23,11 +23,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import tenant_files
-from ansible_collections.gpufleet.core.plugins.module_utils.model.variables import (
-    PREFIX,
-    jinja_path,
-    variable_problem,
-)
+from ansible_collections.gpufleet.core.plugins.module_utils.model.variables import PREFIX, jinja_path, variable_problem
 
 try:
     import yaml

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 from controlplane import BIN_DIR, REPO_ROOT, LocalControlPlane, shared_test_helpers
+from playbook_runner import playbook_env, run_playbook, task_results
 
 pytestmark = pytest.mark.kube
 
@@ -137,28 +138,20 @@ def play(bed: dict, argocd_cm: Path | None = None, gpu_values: Path | None = Non
     return path
 
 
-def run(bed: dict, playbook: Path, *flags: str, ok: bool = True) -> list[dict]:
-    helpers = shared_test_helpers()
-    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
-    if not playbook_bin.exists():
-        playbook_bin = Path(helpers.require_tool("ansible-playbook", "runs the component roles"))
-    env = dict(os.environ)
-    env.update(
-        PATH=f"{BIN_DIR}:{Path(bed['helm']).parent}:{env.get('PATH', '')}",
-        ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / ".build" / "collections"),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_NOCOLOR="1",
+def helm_env(bed: dict) -> dict[str, str]:
+    """The run's environment: the built binaries and helm on PATH, helm's state under the bed."""
+    env = playbook_env(
         HELM_CACHE_HOME=str(bed["dir"] / "helm-cache"),
         HELM_CONFIG_HOME=str(bed["dir"] / "helm-config"),
         HELM_DATA_HOME=str(bed["dir"] / "helm-data"),
     )
-    cmd = [str(playbook_bin), "-i", str(bed["dir"] / "hosts.yml"), str(playbook), *flags]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
-    assert (proc.returncode == 0) is ok, proc.stdout[-6000:] + proc.stderr[-3000:]
-    out = json.loads(proc.stdout)
-    return [{"name": t["task"]["name"], **t["hosts"]["localhost"]} for t in out["plays"][0]["tasks"]]
+    env["PATH"] = f"{BIN_DIR}:{Path(bed['helm']).parent}:{env.get('PATH', '')}"
+    return env
+
+
+def run(bed: dict, playbook: Path, *flags: str, ok: bool = True) -> list[dict]:
+    proc = run_playbook(bed["dir"] / "hosts.yml", playbook, *flags, env=helm_env(bed), ok=ok)
+    return task_results(proc.stdout)
 
 
 def installed_values(bed: dict, namespace: str, release: str) -> tuple[dict, dict]:
