@@ -164,6 +164,8 @@ def other_vars_files(inventory_dir: Path) -> list[Path]:
 
 
 _ALL_NAMES = {"all", *(f"all{ext}" for ext in VARS_EXTENSIONS)}
+
+
 class VaultValue(str):
     """An inline ``!vault`` value: opaque here (secrets are not part of the fleet model)."""
 

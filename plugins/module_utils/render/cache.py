@@ -24,7 +24,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory impo
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo, load_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import topology_load as topology_load
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import topology_load
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology, TreeSwitch
 
 try:

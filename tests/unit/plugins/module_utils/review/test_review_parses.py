@@ -16,7 +16,7 @@ from render_fixtures import GIT_ENV, cut_last_cable, edit_vars, make_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
 from ansible_collections.gpufleet.core.plugins.module_utils.review.change import render_markdown, review_change
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import topology_load as topology_load
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import topology_load
 
 
 def git(repo: Path, *args: str) -> None:
