@@ -31,8 +31,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     TopologyConfig,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign, render_pool_table
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import render_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.pool_table import render_pool_table
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 B200 = "NVIDIA-B200"

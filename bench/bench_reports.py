@@ -34,7 +34,7 @@ def main() -> int:
     from render_fixtures import make_big_inventory
 
     from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import render_pool_table
+    from ansible_collections.gpufleet.core.plugins.module_utils.pools.pool_table import render_pool_table
     from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as rt
     from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
 

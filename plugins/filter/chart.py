@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart as _chart
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, helm_chart
 
 
 def chart(component, overrides=None):
@@ -16,13 +15,7 @@ def chart(component, overrides=None):
         raise AnsibleFilterError(f"unknown chart component {component!r}; known: {', '.join(sorted(CHARTS))}")
     if overrides is not None and not isinstance(overrides, dict):
         raise AnsibleFilterError("chart: overrides must be a dict like gpufleet_versions")
-    out = _chart(component, overrides or {})
-    url = out["repo_url"]
-    out["oci"] = "://" not in url
-    # kubernetes.core.helm takes an OCI chart as one reference and a repo chart as url + name
-    out["chart_ref"] = f"oci://{url}/{out['chart']}" if out["oci"] else out["chart"]
-    out["chart_repo_url"] = None if out["oci"] else url
-    return out
+    return helm_chart(component, overrides or {})
 
 
 class FilterModule:

@@ -6,6 +6,8 @@ renderer never uses a version that is not written here or in the inventory.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def _chart(repo_url: str, chart: str, version: str) -> dict[str, str]:
     return {"repo_url": repo_url, "chart": chart, "version": version}
@@ -43,3 +45,14 @@ def chart(component: str, overrides: dict[str, dict[str, str]] | None = None) ->
     if overrides and component in overrides:
         base.update(overrides[component])
     return base
+
+
+def helm_chart(component: str, overrides: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    """``chart()`` plus what kubernetes.core.helm takes: an OCI chart as one reference
+    (``chart_ref``), a repository chart as URL (``chart_repo_url``) and name."""
+    out: dict[str, Any] = chart(component, overrides)
+    url = out["repo_url"]
+    out["oci"] = "://" not in url
+    out["chart_ref"] = f"oci://{url}/{out['chart']}" if out["oci"] else out["chart"]
+    out["chart_repo_url"] = None if out["oci"] else url
+    return out

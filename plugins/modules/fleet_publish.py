@@ -109,7 +109,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.module import (
     publish_args,
     publish_spec,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.publish.tree import publish_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.publish_tree import publish_tree
 
 OPTIONS = {"branch": {"type": "str"}, "title": {"type": "str"}}
 ARGUMENT_SPEC = {**inventory_spec(), **gitops_spec(), **OPTIONS, **publish_spec()}

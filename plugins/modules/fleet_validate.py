@@ -49,7 +49,9 @@ fleet:
   description:
     - The validated fleet model with defaults filled in. C(clusters), C(tenants) and C(pools) are
       lists in inventory order; each cluster has C(components) keyed by component name with
-      C(enabled), C(install_method), C(namespace), C(values) and C(options).
+      C(enabled), C(install_method), C(namespace), C(values) and C(options), and from its row of the
+      component table C(releases) (the Helm releases the apply step installs for install_method helm,
+      values files relative to the cluster's folder of the rendered tree) and C(bootstrap).
   returned: success
   type: dict
   sample:

@@ -89,7 +89,6 @@ quarantined:
 
 from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
 from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule, kube_spec
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.apply import core_api
 
 ARGUMENT_SPEC = {
     "operation": {"type": "str", "choices": ["list", "quarantine", "resume"], "default": "list"},
@@ -107,7 +106,7 @@ def health(module: GpufleetModule) -> dict:
     reason = params["reason"] or ""
     if op == "quarantine":
         quarantine.check_reason(reason)
-    api = core_api(params["kubeconfig"], params["context"])
+    api = quarantine.core_api(params["kubeconfig"], params["context"])
     if op == "list":
         nodes = [h.as_dict() for h in quarantine.list_health(api)]
         return {"changed": False, "nodes": nodes, "quarantined": [n["node"] for n in nodes if n["quarantined"]]}

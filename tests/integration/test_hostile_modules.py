@@ -46,7 +46,7 @@ SUBSET = [
     "crash-fabric-garbage",
     "loader-duplicate-gpufleet-key",
     "loader-vault-in-model",
-    # issue 18: tenant values, pools, the apply step's vars, exposure, bounds, truncated names
+    # tenant values, pools, the apply step's vars, exposure, bounds, truncated names
     "values-host-manifests",
     "values-node-selector-other-tenant",
     "pool-pin-takes-other-tenant-node",

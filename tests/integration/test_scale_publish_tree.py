@@ -13,7 +13,7 @@ from scale_forge_server import ForgeServer
 from scale_gitrepo import INV, Repos, make_fleet_repos
 
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import PublishError
-from ansible_collections.gpufleet.core.plugins.module_utils.publish.tree import publish_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.publish.publish_tree import publish_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory, write_render
 
 TOKEN = "ghp-publish-tree-token"

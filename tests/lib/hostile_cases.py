@@ -3,7 +3,7 @@
 Each case is ``Case(id, cls, mutate, expect)``: ``mutate(repo)`` edits a copy of the repository
 (``repo/inventories/sample``, ``repo/gitops``, ``repo/outside`` = a directory outside the tree that
 nothing may touch); ``expect`` is a regular expression the error message must match (it names the
-file, and the key or line). ``cls`` is the defect class of issue 11 (1 names ... 9 loader). The
+file, and the key or line). ``cls`` is the defect class (1 names ... 9 loader). The
 runner is test_hostile_corpus.py.
 
 ``VALID`` lists edits that must render (Ansible accepts them and so do we), e.g. inline ``!vault``
@@ -548,7 +548,7 @@ case(
 )
 
 
-# ------------------------------------------------------------------ identity (issue 20): LDAP/SSSD
+# ------------------------------------------------------------------ identity: LDAP/SSSD
 def identity(fn: Callable[[dict], Any]) -> Callable[[Path], None]:
     return edit("identity.yml", lambda d: fn(d["gpufleet_identity"]))
 
@@ -637,7 +637,7 @@ case(
 )
 
 
-# ------------------------------------------------------------------ 10 tenant chart values (issue 18)
+# ------------------------------------------------------------------ 10 tenant chart values
 # Deny by default: a tenant's vcluster/slurm values pass an allow-list (model/tenant_values.py).
 TV = r"tenants\.yml:\d+: gpufleet_tenants\[1\]\.(vcluster|slurm)\.values"
 HOSTILE_VALUES: dict[str, tuple[str, dict]] = {

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils import kubeclient
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 
@@ -32,6 +33,11 @@ _REASON = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9 _.,:;()/=]{0,199}$")
 
 class HealthError(GpufleetError):
     pass
+
+
+def core_api(kubeconfig: str | None = None, context: str | None = None) -> Any:
+    """The ``CoreV1Api`` the health operations use (kubeclient.py); its failures as HealthError."""
+    return kubeclient.core_v1_api(kubeconfig, context, HealthError)
 
 
 @dataclass(frozen=True)

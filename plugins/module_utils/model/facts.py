@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import components
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 
@@ -27,9 +28,21 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _add_releases(fleet: Fleet, cluster: str, comps: dict[str, Any]) -> None:
+    """Each component's row facts for the apply step: its Helm ``releases`` (values files relative to
+    the cluster's folder of the tree) and whether the bootstrap of a fresh cluster installs it."""
+    slurm = [t.name for t in fleet.cluster_tenants(cluster) if fleet.tenant_pools(t.name, "slurm")]
+    for name, comp in comps.items():
+        row = components.ROWS[name]
+        comp["releases"] = components.helm_releases(row, comp["namespace"], slurm, fleet.versions)
+        comp["bootstrap"] = row.bootstrap
+
+
 def fleet_to_dict(fleet: Fleet) -> dict[str, Any]:
     """The fleet as dicts and lists; clusters, tenants and pools become lists in inventory order."""
     out = _plain(fleet)
+    for name, cluster in out["clusters"].items():
+        _add_releases(fleet, name, cluster["components"])
     for key in ("clusters", "tenants", "pools"):
         out[key] = list(out[key].values())
     out["summary"] = {

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import components
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure
 from ansible_collections.gpufleet.core.plugins.module_utils.model.identity import Identity
@@ -13,7 +14,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance im
 from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout import Rollout
 
 POOL_KINDS = ("slurm", "kubernetes", "system", "spare")
-COMPONENTS = ("cilium", "cert_manager", "gpu_operator", "shared_storage", "argocd", "slurm_operator", "kueue")
+COMPONENTS = components.NAMES
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class Cluster:
     monitoring: ClusterMonitoring = field(default_factory=ClusterMonitoring)
     # platform-owned chart values per tenant (outside the tenants' allow-list): tenant -> chart -> values
     tenant_overrides: dict[str, Any] = field(default_factory=dict)
-    # platform-owned: hostlists of nodes a pin may take from another tenant (pools/assign.py)
+    # platform-owned: hostlists of nodes a pin may take from another tenant (pools/owner_moves.py)
     allow_node_moves: tuple[str, ...] = ()
 
     def tenant_override(self, tenant: str, chart: str) -> dict[str, Any]:
@@ -94,6 +95,14 @@ class Cluster:
     @property
     def snapshot_dir(self) -> Path:
         return self.nodes_snapshot.parent
+
+    @property
+    def fabric_input(self) -> Path | None:
+        """The file the cluster's fabric is read from: its fabric snapshot, or with ``source: labels``
+        the nodes snapshot (their fabric labels); None without a fabric source."""
+        if self.fabric.source == "none":
+            return None
+        return self.nodes_snapshot if self.fabric.source == "labels" else self.fabric.path
 
 
 @dataclass(frozen=True)

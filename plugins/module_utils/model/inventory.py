@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import stat
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -24,13 +23,13 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import tenant_files
+from ansible_collections.gpufleet.core.plugins.module_utils.model.variables import PREFIX, jinja_path, variable_problem
 
 try:
     import yaml
 except ImportError:  # importing works without it; the first use raises a clear error
     yaml = missing("yaml", "PyYAML")
 
-PREFIX = "gpufleet_"
 # A key path: mapping keys and list indexes, e.g. ("gpufleet_pools", 1, "size"). Spelled out in each
 # annotation (no alias): annotations are never evaluated, an alias would be (and fails on py3.9).
 
@@ -165,84 +164,6 @@ def other_vars_files(inventory_dir: Path) -> list[Path]:
 
 
 _ALL_NAMES = {"all", *(f"all{ext}" for ext in VARS_EXTENSIONS)}
-# Variables the collection's roles and playbooks read: never from the inventory (the playbooks set
-# them from the validated model). A test keeps this list equal to the roles/ folder.
-ROLES = (
-    "argocd",
-    "cilium",
-    "cluster_access",
-    "component",
-    "fabric_discovery",
-    "gitops_render",
-    "gpu_operator",
-    "node_pools",
-    "shared_storage",
-    "slurm_operator",
-    "tenant",
-    "validate_inventory",
-)
-# Connection variables an inventory may set (anything else ansible_* can run commands on the
-# controller: *_args with a ProxyCommand, *_executable, become methods and exes, interpreters).
-ANSIBLE_VARS: dict[str, Any] = {
-    "ansible_host": r"^[A-Za-z0-9][-A-Za-z0-9.:]{0,252}$",
-    "ansible_port": None,
-    "ansible_user": r"^[a-z_][-a-z0-9_]{0,31}$",
-    "ansible_connection": r"^(local|ssh)$",
-    "ansible_become": bool,
-    "ansible_ssh_private_key_file": r"^(~|/)[-A-Za-z0-9_./]{1,255}$",
-    "ansible_python_interpreter": r"^(\{\{ ansible_playbook_python \}\}|/usr(/local)?/bin/python3(\.[0-9]{1,2})?)$",
-}
-JINJA = ("{{", "{%", "{#")
-
-
-def variable_problem(name: str, value: Any, platform_file: bool) -> str | None:
-    """Why the inventory may not set variable ``name`` here (None: fine). ``platform_file``: one of
-    the model's files (``group_vars/all``), where ``gpufleet_*`` variables belong."""
-    if name.startswith(PREFIX):
-        if platform_file:
-            return None
-        return (
-            "gpufleet_* variables belong in group_vars/all (the validated model); here the apply step would"
-            " read it unchecked"
-        )
-    for role in ROLES:
-        if name.startswith(role + "_"):
-            return f"a variable of role {role!r}: the playbooks set it from the validated model, never the inventory"
-    if name.startswith("ansible_"):
-        if name not in ANSIBLE_VARS:
-            return (
-                "not an allowed connection variable (allowed: " + ", ".join(sorted(ANSIBLE_VARS)) + "); others can"
-                " run commands on the controller"
-            )
-        rx = ANSIBLE_VARS[name]
-        if rx is bool:
-            ok = isinstance(value, bool)
-        elif rx is None:
-            ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
-        else:
-            ok = isinstance(value, str) and re.fullmatch(rx.replace("$", r"\Z"), value) is not None
-        if not ok:
-            want = "true or false" if rx is bool else f"must match {rx}" if rx else "a port 1-65535"
-            return f"{value!r} is not allowed here ({want})"
-    return None
-
-
-def jinja_path(value: Any, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
-    """The first key path under ``value`` holding a Jinja template (a lookup runs on the controller
-    when a playbook reads it), or None."""
-    if isinstance(value, str):
-        return path if any(j in value for j in JINJA) else None
-    if isinstance(value, dict):
-        for k, v in value.items():
-            got = jinja_path(v, (*path, k))
-            if got:
-                return got
-    if isinstance(value, list):
-        for i, v in enumerate(value):
-            got = jinja_path(v, (*path, i))
-            if got:
-                return got
-    return None
 
 
 class VaultValue(str):
@@ -596,7 +517,7 @@ def load_inventory(inventory: str | Path) -> RawModel:
 
     Every file the apply step's Ansible reads is checked too: ``gpufleet_*`` variables only in
     ``group_vars/all`` (the model), role variables nowhere, ``ansible_*`` only the connection
-    variables in :data:`ANSIBLE_VARS`, no Jinja in the model (see :func:`variable_problem`)."""
+    variables in ``model/variables.ANSIBLE_VARS``, no Jinja in the model (see ``variable_problem``)."""
     token = _TOTALS.set(_Totals())
     try:
         return _load_inventory(inventory)

@@ -13,6 +13,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting,
     bounds,
+    components,
     identity,
     maintenance,
     rollout,
@@ -47,7 +48,7 @@ _STRICT_LABELS = {
     "propertyNames": {"pattern": _LABEL_KEY},
     "additionalProperties": {"type": "string", "pattern": _LABEL_VALUE},
 }
-# Observability and GPU health (issue 13): per cluster where Prometheus lives, per tenant what runs.
+# Observability and GPU health: per cluster where Prometheus lives, per tenant what runs.
 HEALTH_CHECKS = ("dcgm", "ecc", "nvlink", "xid")
 HEALTH_NODE_STATES = ("ANY", "IDLE", "ALLOC", "MIXED", "NONDRAINED_IDLE")
 # XIDs that mean the GPU needs an operator (NVIDIA XID catalog): double-bit ECC (48), row remap /
@@ -340,86 +341,7 @@ SCHEMA: dict[str, Any] = {
                         ),
                         "type": "object",
                         "additionalProperties": False,
-                        "properties": {
-                            "cilium": _component(
-                                {
-                                    "exclusive": {"type": "boolean", "default": True},
-                                    "kube_proxy_replacement": {
-                                        "type": "boolean",
-                                        "default": False,
-                                        "description": "true only without kube-proxy; needs k8s_service_host",
-                                    },
-                                    "k8s_service_host": {
-                                        "type": "string",
-                                        "pattern": "^[A-Za-z0-9]([-A-Za-z0-9.:]{0,251}[A-Za-z0-9])?$",
-                                    },
-                                    "k8s_service_port": {
-                                        "type": "integer",
-                                        "minimum": 1,
-                                        "maximum": 65535,
-                                        "default": 6443,
-                                    },
-                                    "load_balancer": {
-                                        "type": "object",
-                                        "additionalProperties": False,
-                                        "required": ["announce"],
-                                        "description": "LB IPAM pools for exposed tenants (render/loadbalancer.py)",
-                                        "properties": {
-                                            "announce": {"enum": ["l2", "bgp", "external"]},
-                                            "pools": {
-                                                "type": "array",
-                                                "maxItems": 32,
-                                                "items": {"type": "string", "maxLength": 43},
-                                            },
-                                            "interfaces": {
-                                                "type": "array",
-                                                "maxItems": 32,
-                                                "items": g.pattern(
-                                                    r"^[-A-Za-z0-9_.^*+?|()\[\]]{1,64}$", "interface regex"
-                                                ),
-                                            },
-                                        },
-                                    },
-                                }
-                            ),
-                            "cert_manager": _component(),
-                            "gpu_operator": _component(
-                                {
-                                    "driver": {
-                                        "enum": ["operator", "preinstalled"],
-                                        "default": "operator",
-                                        "description": "preinstalled: the hosts' image carries the NVIDIA driver",
-                                    }
-                                }
-                            ),
-                            "shared_storage": _component(
-                                {
-                                    "nfs_server": g.pattern(g.HOSTNAME, "NFS server host name or IPv4 address"),
-                                    "nfs_share": g.pattern(g.ABS_PATH, "exported path (absolute, no '..')"),
-                                    "capacity": g.pattern(g.QUANTITY, "Kubernetes quantity", default="10Ti"),
-                                    "storage_class": {
-                                        "type": "string",
-                                        "pattern": "^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$",
-                                        "default": "gpufleet-nfs",
-                                        "description": "the NFS StorageClass gpufleet renders (not default)",
-                                    },
-                                    "state_storage_class": {
-                                        "type": "string",
-                                        "pattern": "^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$",
-                                        "description": "local/block class of the tenants' databases (vCluster store,"
-                                        " slurmctld state, MariaDB); unset: the cluster default, never NFS",
-                                    },
-                                    "storage_class_create": {
-                                        "type": "boolean",
-                                        "default": True,
-                                        "description": "render it (NFS, not default); false: the site provides it",
-                                    },
-                                }
-                            ),
-                            "argocd": _component(),
-                            "slurm_operator": _component(),
-                            "kueue": _component(),
-                        },
+                        "properties": {r.name: _component(r.options) for r in components.COMPONENTS},
                     },
                 },
             },

@@ -24,15 +24,13 @@ Rules
 - Impossible requests raise ``PoolError`` naming the pool and the inventory key; every pool that cannot
   be filled is named in one error, with the pools that hold the nodes it could have taken.
 
-``Assignment`` gives ``pool_of`` (node -> pool, assigned nodes), ``unassigned``, ``members(pool)``,
-``gpus(pool)``, ``moves(previous) -> list[Move]`` and ``rows() -> list[PoolRow]`` (node, pool, kind,
-tenant, leaf group, gpus, gpu product, NVLink domain, sorted by node). ``render_pool_table`` turns
-the rows into a reviewable Markdown table, one node per line.
+``Assignment`` (pools/assignment.py) gives ``pool_of`` (node -> pool, assigned nodes), ``unassigned``,
+``members(pool)``, ``gpus(pool)``, ``moves(previous)`` and ``rows()``; ``pools/pool_table.py`` turns
+the rows into reviewable Markdown tables, one node per line.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -40,142 +38,13 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand as _expand
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
-
-NO_GROUP = ""
-
-
-class PoolError(GpufleetError):
-    """The pools of a cluster cannot be assigned as asked; nothing is written."""
-
-
-def node_resources(members: Iterable[NodeInfo]) -> dict[str, int | str]:
-    """Allocatable totals of ``members`` as Kubernetes quantities: cpu, memory, nvidia.com/gpu."""
-    millis = mem = gpus = 0
-    for n in members:
-        millis += n.cpu_millis
-        mem += n.memory_bytes
-        gpus += n.gpus
-    return {
-        "cpu": millis // 1000 if millis % 1000 == 0 else f"{millis}m",
-        "memory": _binary_quantity(mem),
-        "nvidia.com/gpu": gpus,
-    }
-
-
-@dataclass(frozen=True, order=True)
-class Move:
-    node: str
-    before: str | None  # None: not in the snapshot before, or unassigned
-    after: str | None  # None: gone from the snapshot, or unassigned
-
-
-@dataclass(frozen=True, order=True)
-class PoolRow:
-    node: str
-    pool: str | None
-    kind: str | None
-    tenant: str | None
-    leaf_group: str | None
-    gpus: int
-    gpu_product: str | None
-    nvlink_domain: str | None
-
-
-@dataclass(frozen=True)
-class PoolInfo:
-    name: str
-    kind: str
-    tenant: str | None
-
-
-@dataclass(frozen=True)
-class Assignment:
-    cluster: str
-    pool_of: Mapping[str, str]
-    pools: Mapping[str, PoolInfo]
-    nodes: Mapping[str, NodeInfo] = field(repr=False)
-    node_group: Mapping[str, str] = field(repr=False)
-
-    @property
-    def unassigned(self) -> tuple[str, ...]:
-        return tuple(n for n in sorted(self.nodes) if n not in self.pool_of)
-
-    def members(self, pool: str) -> tuple[str, ...]:
-        if pool not in self.pools:
-            raise KeyError(f"pool {pool!r} is not a pool of cluster {self.cluster!r}")
-        return self._by_pool.get(pool, ())
-
-    @functools.cached_property
-    def _by_pool(self) -> dict[str, tuple[str, ...]]:
-        """pool -> its sorted nodes, grouped in one pass (per pool it was a scan of every node:
-        200 pools x 10,000 nodes). Built once: the assignment is frozen."""
-        groups: dict[str, list[str]] = {}
-        for n, p in self.pool_of.items():
-            groups.setdefault(p, []).append(n)
-        return {p: tuple(sorted(ns)) for p, ns in groups.items()}
-
-    def gpus(self, pool: str) -> int:
-        return sum(self.nodes[n].gpus for n in self.members(pool))
-
-    def resources(self, pool: str) -> dict[str, int | str]:
-        """Allocatable totals of the pool's nodes, as Kueue quotas: cpu, memory, nvidia.com/gpu."""
-        return node_resources(self.nodes[n] for n in self.members(pool))
-
-    def moves(self, previous: Mapping[str, str] | None) -> list[Move]:
-        """Nodes whose pool differs from ``previous`` (every node when previous is None), sorted."""
-        prev = dict(previous or {})
-        out = []
-        for n in sorted(set(prev) | set(self.nodes)):
-            before, after = prev.get(n), self.pool_of.get(n)
-            if before != after:
-                out.append(Move(n, before, after))
-        return out
-
-    def owner_moves(
-        self, previous: Mapping[str, str] | None, owners: Mapping[str, str] | None = None
-    ) -> list[tuple[Move, str | None, str | None]]:
-        """(move, tenant before, tenant after) of the nodes whose tenant changes against ``previous``
-        (node -> pool) and ``owners`` (pool -> tenant when ``previous`` was written; the current
-        owner where it does not say): a node that changes pool, or stays in a pool that changed tenant."""
-        prev, was = dict(previous or {}), dict(owners or {})
-        out = []
-        for n in sorted(set(prev) & set(self.pool_of)):
-            before, after = prev[n], self.pool_of[n]
-            cur = self.pools.get(before)
-            a = was[before] if before in was else (cur.tenant if cur else None)
-            b = self.pools[after].tenant
-            if a != b or (before != after and (a or b)):
-                out.append((Move(n, before, after), a, b))
-        return out
-
-    def rows(self) -> list[PoolRow]:
-        out = []
-        for n in sorted(self.nodes):
-            info = self.nodes[n]
-            p = self.pool_of.get(n)
-            meta = self.pools.get(p) if p else None
-            out.append(
-                PoolRow(
-                    node=n,
-                    pool=p,
-                    kind=meta.kind if meta else None,
-                    tenant=meta.tenant if meta else None,
-                    leaf_group=self.node_group.get(n),
-                    gpus=info.gpus,
-                    gpu_product=info.gpu_product,
-                    nvlink_domain=info.nvlink_domain,
-                )
-            )
-        return out
-
-
-def _binary_quantity(n: int) -> int | str:
-    """Bytes as the largest exact binary-suffixed quantity: 3980Gi, 24766464Mi, or plain bytes."""
-    for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if n and n % size == 0:
-            return f"{n // size}{suffix}"
-    return n
-
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assignment import (
+    NO_GROUP,
+    Assignment,
+    PoolError,
+    PoolInfo,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.owner_moves import allowed_node_moves
 
 # --------------------------------------------------------------------------------------------
 # selection boxes: leaf group > NVLink domain > node
@@ -672,48 +541,6 @@ def assign(
     )
 
 
-def allowed_node_moves(fleet: Fleet, cluster: str) -> set[str]:
-    """Nodes the platform lets change tenant (``gpufleet_clusters[].allow_node_moves``)."""
-    out: set[str] = set()
-    for expr in fleet.clusters[cluster].allow_node_moves:
-        try:
-            out.update(_expand(expr))
-        except GpufleetError as exc:
-            raise PoolError(f"cluster {cluster!r}: allow_node_moves: bad hostlist {expr!r}: {exc}") from None
-    return out
-
-
-def check_owner_moves(
-    fleet: Fleet,
-    assignment: Assignment,
-    previous: Mapping[str, str] | None,
-    source: str = "pools.lock.yaml",
-    owners: Mapping[str, str] | None = None,
-) -> list[str]:
-    """The plan's lines for nodes that change tenant; PoolError for those the platform did not allow.
-
-    A node never goes from one tenant to another on a tenant's word (a pin, a pool moved to another
-    tenant's list, a shrink and a grow in one change): the node carries the previous tenant's state
-    (privileged slurmd, local disks), so the platform allows each such node explicitly."""
-    allowed = allowed_node_moves(fleet, assignment.cluster)
-    lines, refused = [], []
-    for m, a, b in assignment.owner_moves(previous, owners):
-        line = f"node {m.node}: pool {m.before} (tenant {a or '-'}) -> pool {m.after} (tenant {b or '-'})"
-        lines.append(line)
-        if a is not None and b is not None and a != b and m.node not in allowed:
-            refused.append(line)
-    if refused:
-        ci = list(fleet.clusters).index(assignment.cluster)
-        more = f" (and {len(refused) - 10} more)" if len(refused) > 10 else ""
-        raise PoolError(
-            f"{source}: nodes: cluster {assignment.cluster!r}: {len(refused)} node(s) would change tenant:"
-            f" {'; '.join(refused[:10])}{more};"
-            f" a node moves between tenants only when the platform lists it in"
-            f" gpufleet_clusters[{ci}].allow_node_moves (with a reason)"
-        )
-    return lines
-
-
 def _check(ctx: _Ctx, sized: list[Pool], held: dict[str, set[str]]) -> None:
     """Final guard: sizes met, NVLink domains whole for pools that may not split them."""
     for p in sized:
@@ -732,60 +559,3 @@ def _check(ctx: _Ctx, sized: list[Pool], held: dict[str, set[str]]) -> None:
                         f"NVLink domain {d!r} would be split (pinned members; {', '.join(outside[:5])} cannot join); "
                         "set split_nvlink_domains: true or pin the whole domain",
                     )
-
-
-# --------------------------------------------------------------------------------------------
-
-
-def _cell(v: object) -> str:
-    return "-" if v is None or v == "" else str(v).replace("|", "\\|")
-
-
-def _pool_table(a: Assignment, title: str, pools: list[str], rows: list[PoolRow], note: str = "") -> str:
-    lines = ["<!-- generated by gpufleet; do not edit -->", f"# {title}", ""]
-    if note:
-        lines += [note, ""]
-    lines += ["| pool | kind | tenant | nodes | gpus |", "|---|---|---|---|---|"]
-    for name in pools:
-        info, members = a.pools[name], a.members(name)
-        gpus = sum(a.nodes[n].gpus for n in members)
-        lines.append(f"| {name} | {info.kind} | {_cell(info.tenant)} | {len(members)} | {gpus} |")
-    if a.unassigned and len(pools) == len(a.pools):
-        gpus = sum(a.nodes[n].gpus for n in a.unassigned)
-        lines.append(f"| - | unassigned | - | {len(a.unassigned)} | {gpus} |")
-    lines += [
-        "",
-        "| node | pool | kind | tenant | leaf group | gpus | gpu product | nvlink domain |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        cells = (r.node, r.pool, r.kind, r.tenant, r.leaf_group, r.gpus, r.gpu_product, r.nvlink_domain)
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def render_pool_table(assignment: Assignment) -> str:
-    """A Markdown table, a per-pool summary then one line per node sorted by name.
-
-    Lines are not padded, so a pull request diff shows exactly the nodes that moved.
-    """
-    a = assignment
-    return _pool_table(a, f"Node pools of cluster {a.cluster}", list(a.pools), a.rows())
-
-
-def render_pool_tables(assignment: Assignment) -> dict[str | None, str]:
-    """The pool table split by owner, in one pass over the nodes: ``None`` -> the platform's (every
-    pool's summary, the lines of the nodes in no tenant's pool), ``<tenant>`` -> that tenant's pools
-    and nodes. A tenant's nodes are listed in its own file only, so a change of one tenant's nodes
-    changes no other owner's file but for the summary counts."""
-    a = assignment
-    rows: dict[str | None, list[PoolRow]] = {None: []}
-    for r in a.rows():
-        rows.setdefault(r.tenant, []).append(r)
-    tenants = sorted({info.tenant for info in a.pools.values() if info.tenant})
-    note = "Nodes of no tenant (system, spare, unassigned); each tenant's nodes are in its `tenants/<t>/POOLS.md`."
-    out = {None: _pool_table(a, f"Node pools of cluster {a.cluster}", list(a.pools), rows[None], note)}
-    for t in tenants:
-        pools = [name for name, info in a.pools.items() if info.tenant == t]
-        out[t] = _pool_table(a, f"Node pools of tenant {t} on cluster {a.cluster}", pools, rows.get(t, []))
-    return out

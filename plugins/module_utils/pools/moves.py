@@ -1,6 +1,6 @@
 """Node moves between two pool assignments (node -> pool), as the pool locks record them.
 
-The scale plan (``scale/plan.py``) and the publish step (``publish/tree.py``) both compare an old
+The scale plan (``scale/plan.py``) and the publish step (``publish/publish_tree.py``) both compare an old
 and a new pool lock; this is the one comparison they share.
 """
 

@@ -50,7 +50,7 @@ HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
 PERSIST_HEALTH = "controller.resource.health.persist"  # argocd-cmd-params-cm key
 # An Application annotated so reports Healthy to its parent whatever its own health (which it still
 # shows itself): the cluster root's sync never waits on a tenant root, so one stuck tenant does not
-# hold back the next commit (a new tenant, a platform upgrade). Issue 19 defect 2.
+# hold back the next commit (a new tenant, a platform upgrade).
 PARENT_HEALTH = "gpufleet.io/parent-health"
 PARENT_HEALTH_IGNORE = "ignore"
 HEALTH_LUA = """hs = {}
@@ -208,7 +208,7 @@ elseif obj.metadata.annotations ~= nil and obj.metadata.annotations["gpufleet.io
 end
 return hs
 """
-# Health of the operator-made kinds a tenant's apps wait on (issue 19 defect 5): without them a
+# Health of the operator-made kinds a tenant's apps wait on: without them a
 # custom resource is Healthy as soon as it is applied, so 6-slurm was Healthy before slurmctld
 # ran and the accounts Job raced slurmdbd. Status fields: Slinky v1.2.1 CRDs (NodeSet
 # status.desired/readyReplicas/observedGeneration, LoginSet status.replicas, Controller and

@@ -24,7 +24,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory impo
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo, load_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology, TreeSwitch
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import topology_load
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology, TreeSwitch
 
 try:
     import yaml
@@ -213,18 +214,32 @@ def _topo_from_json(d: dict) -> Any:
     )
 
 
-def _through(
+def _memoized(
     cache: Path | None,
-    memo: Memo | None,
-    name: str,
+    digests: InputDigests | None,
+    kind: str,
+    source: Path | None,
+    also: tuple[Path, ...],
+    settings: str,
     parse: Callable[[], Any],
-    to_json: Callable[[Any], Any],
-    from_json: Callable[[Any], Any],
+    codec: tuple[Callable[[Any], Any], Callable[[Any], Any]],
 ) -> Any:
-    """The parse named ``name``: from the memo, else the cache directory, else ``parse()`` (then
-    kept in both; a None result is not written)."""
+    """``parse()`` kept by the digests of ``source`` (the file it reads), of the files it ``also``
+    reads (a missing one counts as empty), ``settings`` and the code: from the render's memo, else
+    the cache directory, else parsed (then kept in both; a None result is not written). Without a
+    cache or a memo, or with ``source`` or the code unreadable, it just parses (which raises the clear
+    error for a missing file)."""
+    digests = digests or InputDigests()
+    if cache is None and digests.memo is None:  # nothing to keep it in: nothing is hashed
+        return parse()
+    digest, code = digests.file(source), digests.code()
+    if digest is None or code is None:
+        return parse()
+    key = _key(digest, *(digests.file(p) or "" for p in also), settings, code)
+    name, memo = f"{kind}-{key}.json", digests.memo
     if memo is not None and name in memo.parsed:
         return memo.parsed[name]
+    to_json, from_json = codec
     value = None
     hit = _cache_get(cache, name)
     if hit is not None:
@@ -235,7 +250,7 @@ def _through(
     if value is None:
         value = parse()
         if value is not None:
-            _cache_put(cache, name, to_json(value), name.partition("-")[0])
+            _cache_put(cache, name, to_json(value), kind)
     if memo is not None:
         memo.parsed[name] = value
     return value
@@ -255,52 +270,40 @@ def _topo_from_cached(data: Any) -> Any:
 
 def cached_nodes(cluster: Cluster, cache: Path | None, digests: InputDigests | None = None) -> tuple[NodeInfo, ...]:
     """The cluster's nodes snapshot, parsed once per snapshot bytes."""
-    digests = digests or InputDigests()
-    if cache is None and digests.memo is None:  # no cache: nothing to key
-        return load_nodes(cluster.nodes_snapshot)
-    code, snapshot = digests.code(), digests.file(cluster.nodes_snapshot)
-    if code is None or snapshot is None:
-        return load_nodes(cluster.nodes_snapshot)
-    return _through(
+    return _memoized(
         cache,
-        digests.memo,
-        f"nodes-{_key(snapshot, code)}.json",
+        digests,
+        "nodes",
+        cluster.nodes_snapshot,
+        (),
+        "",
         lambda: load_nodes(cluster.nodes_snapshot),
-        _nodes_to_json,
-        _nodes_from_cached,
+        (_nodes_to_json, _nodes_from_cached),
     )
 
 
 def cached_topology(
-    cluster: Cluster,
-    nodes: tuple[NodeInfo, ...],
-    cache: Path | None,
-    load_topology: Callable[..., Any],
-    digests: InputDigests | None = None,
+    cluster: Cluster, nodes: tuple[NodeInfo, ...], cache: Path | None, digests: InputDigests | None = None
 ) -> Any | None:
-    """``load_topology(cluster, nodes)`` (render/inputs.py), parsed once per fabric snapshot and settings."""
+    """The cluster's topology (``topology.topology_load.cluster_topology``), parsed once per fabric input,
+    nodes snapshot (its NVLink domains) and settings."""
     fab = cluster.fabric
     if fab.source == "none":
         return None
-    digests = digests or InputDigests()
-    if cache is None and digests.memo is None:  # no cache: nothing to key
-        return load_topology(cluster, nodes)
-    src = cluster.nodes_snapshot if fab.source == "labels" else fab.path
-    source, code = digests.file(src), digests.code()
-    if source is None or code is None:
-        return load_topology(cluster, nodes)  # raises the clear error (missing snapshot), or no cache
     settings = json.dumps(
         [fab.source, fab.node_name_map, list(fab.exclude_hosts), list(fab.exclude_switches), [n.name for n in nodes]],
         sort_keys=True,
     )
-    snapshot = (digests.file(cluster.nodes_snapshot) or "") if src != cluster.nodes_snapshot else ""  # NVLink domains
-    return _through(
+    src = cluster.fabric_input
+    return _memoized(
         cache,
-        digests.memo,
-        f"topology-{_key(source, snapshot, settings, code)}.json",
-        lambda: load_topology(cluster, nodes),
-        _topo_to_json,
-        _topo_from_cached,
+        digests,
+        "topology",
+        src,
+        (cluster.nodes_snapshot,) if src != cluster.nodes_snapshot else (),  # its NVLink domains
+        settings,
+        lambda: topology_load.cluster_topology(cluster, nodes),
+        (_topo_to_json, _topo_from_cached),
     )
 
 

@@ -1,13 +1,12 @@
 """What the renderer needs per cluster, read from the snapshots: nodes, topology, pool assignment.
 
 A thin adapter over the pool (``pools.assign``, ``pools.lock``), node (``model.nodes``) and topology
-(``topology.load``) modules, so the render modules depend on one
+(``topology.topology_load``) modules, so the render modules depend on one
 small interface (:class:`ClusterInputs`) and not on each module's signature.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,8 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import (
-    assign,
-    check_owner_moves,
-    node_resources,
-    render_pool_tables,
-)
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assignment import node_resources
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     LOCK_NAME,
     lock_text_at,
@@ -29,9 +24,10 @@ from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     render_lock,
     verify_lock,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.owner_moves import check_owner_moves
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.pool_table import render_pool_tables
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import topology_guard
-from ansible_collections.gpufleet.core.plugins.module_utils.topology import load as topology_load
 
 
 class RenderInputError(GpufleetError):
@@ -72,39 +68,6 @@ class ClusterInputs:
         return node_resources(by_name[n] for n in self.members.get(pool, []) if n in by_name)
 
 
-def _node_map(spec: Mapping[str, str] | None) -> dict[str, str] | None:
-    if not spec:
-        return None
-    return {"pattern": spec["pattern"], "replacement": spec.get("replacement", spec.get("replace", ""))}
-
-
-def load_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Any | None:
-    """The cluster's topology through the same loader as the slurm_topology module: the fabric
-    snapshot (or the nodes' fabric labels) plus the NVLink domains of the nodes snapshot."""
-    fab = cluster.fabric
-    if fab.source == "none":
-        return None
-    ibnetdiscover = fabric_file = None
-    if fab.source != "labels":
-        if fab.path is None or not fab.path.is_file():
-            raise RenderInputError(
-                f"{fab.path}: fabric snapshot of cluster {cluster.name!r} not found (run discover first)"
-            )
-        if fab.source == "file":
-            fabric_file = fab.path
-        else:
-            ibnetdiscover = fab.path
-    return topology_load.load_topology(
-        ibnetdiscover=ibnetdiscover,
-        fabric=fabric_file,
-        nodes_snapshot=cluster.nodes_snapshot,
-        nodes_doc={"kind": "List", "items": [{"metadata": {"name": n.name, "labels": dict(n.labels)}} for n in nodes]},
-        node_map=_node_map(fab.node_name_map),
-        nodes=[n.name for n in nodes] or None,
-        exclude=[*fab.exclude_hosts, *fab.exclude_switches] or None,
-    )
-
-
 def cluster_inputs(
     fleet: Fleet,
     cluster: Cluster,
@@ -126,7 +89,7 @@ def cluster_inputs(
         )
     ccache = cache / cluster.name if cache is not None else None
     nodes = render_cache.cached_nodes(cluster, ccache, digests)
-    topo = render_cache.cached_topology(cluster, nodes, ccache, load_topology, digests)
+    topo = render_cache.cached_topology(cluster, nodes, ccache, digests)
     lock_path = cluster.snapshot_dir / LOCK_NAME
     previous, owners = read_lock_entries(lock_path, cluster.name) or (None, {})
     working = previous

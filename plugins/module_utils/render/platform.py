@@ -20,9 +20,11 @@ Pitfalls handled here (upstream sources: the Cilium Helm reference for ``hubble.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.model import components
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Component, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
@@ -47,25 +49,9 @@ NFD_DEFAULT_TOLERATION = {
     "effect": "NoSchedule",
 }
 
-DEFAULT_NAMESPACES = {
-    "cilium": "kube-system",
-    "cert_manager": "cert-manager",
-    "gpu_operator": "gpu-operator",
-    "shared_storage": "kube-system",
-    "argocd": argo.ARGOCD_NS,
-    "slurm_operator": "slinky",
-    "kueue": "kueue-system",
-}
+DEFAULT_NAMESPACES = {r.name: r.namespace for r in components.COMPONENTS}
 # The chart (versions.CHARTS key) of each component.
-COMPONENT_CHART = {
-    "cilium": "cilium",
-    "cert_manager": "cert_manager",
-    "gpu_operator": "gpu_operator",
-    "shared_storage": "csi_driver_nfs",
-    "slurm_operator": "slurm_operator",
-    "kueue": "kueue",
-    "argocd": "argocd",
-}
+COMPONENT_CHART = {r.name: r.chart for r in components.COMPONENTS}
 
 
 def namespace_of(comp: Component) -> str:
@@ -92,18 +78,20 @@ def platform_scope(cluster: Cluster) -> Scope:
     return Scope(cluster.name, f"{cluster_dir(cluster.name)}/platform", cluster.name, cluster.server)
 
 
-def _chart(comp: Component, file: str, part: str, wave: str, values: dict[str, Any], **kw: Any) -> App:
-    """A component from its chart; its values are written whoever installs it (Argo CD, or the apply
-    step with Helm when its ``install_method`` is not ``gitops``)."""
+def chart_app(comp: Component, values: dict[str, Any]) -> App:
+    """A component from its chart, as its row says; its values are written whoever installs it (Argo
+    CD, or the apply step with Helm when its ``install_method`` is not ``gitops``)."""
+    row = components.ROWS[comp.name]
     return App(
-        file,
-        part,
-        wave,
+        row.app,
+        row.part,
+        row.wave,
         namespace_of(comp),
-        chart=COMPONENT_CHART[comp.name],
+        chart=row.chart,
         values=values,
         synced=comp.install_method == "gitops",
-        **kw,
+        keep=row.keep,
+        namespace_labels=dict(row.namespace_labels) or None,
     )
 
 
@@ -127,31 +115,17 @@ def argocd_values(cluster: Cluster) -> dict[str, Any]:
     return deep_merge(ours, cluster.components["argocd"].values)
 
 
-def argocd_rows(cluster: Cluster) -> list[App]:
-    if argocd_self_managed(cluster):
-        # release "argocd": the bootstrap's Helm release name, same object names, adopted in place;
-        # kept: never delete Argo CD (and its CRDs) with its own Application
-        return [
-            _chart(
-                cluster.components["argocd"],
-                "00-argocd.yaml",
-                "argocd",
-                "argocd-config",
-                argocd_values(cluster),
-                keep=True,
-            )
-        ]
+def argocd_config_app() -> App:
+    """Argo CD not managing itself: its ``argocd-cm`` (the Application health check) alone."""
     cm = {"argocd-cm.yaml": [argo.argocd_cm_health()]}
-    return [
-        App(
-            "00-argocd-config.yaml",
-            "argocd-config",
-            "argocd-config",
-            argo.ARGOCD_NS,
-            manifests=cm,
-            create_namespace=False,
-        )
-    ]
+    return App(
+        "00-argocd-config.yaml",
+        "argocd-config",
+        "argocd-config",
+        argo.ARGOCD_NS,
+        manifests=cm,
+        create_namespace=False,
+    )
 
 
 def cilium_values(cluster: Cluster) -> dict[str, Any]:
@@ -183,24 +157,26 @@ def cilium_values(cluster: Cluster) -> dict[str, Any]:
     return deep_merge(ours, comp.values)
 
 
-def cilium_rows(fleet: Fleet, cluster: Cluster) -> list[App]:
-    comp = cluster.components["cilium"]
-    values = deep_merge(cilium_values(cluster), loadbalancer.cilium_fragment(fleet, cluster))
-    rows = [_chart(comp, "10-cilium.yaml", "cilium", "network", values, keep=True)]  # the CNI
+def cilium_with_lb_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
+    return deep_merge(cilium_values(cluster), loadbalancer.cilium_fragment(fleet, cluster))
+
+
+def load_balancer_rows(fleet: Fleet, cluster: Cluster) -> list[App]:
+    """LB IPAM pool + announcement (render/loadbalancer.py); CRDs come with the cilium-operator."""
     lb = loadbalancer.objects(fleet, cluster)
-    if lb:  # LB IPAM pool + announcement (render/loadbalancer.py); CRDs come with the cilium-operator
-        rows.append(
-            App(
-                "11-load-balancer.yaml",
-                "load-balancer",
-                "operators",
-                namespace_of(comp),
-                manifests={"load-balancer.yaml": lb},
-                create_namespace=False,
-                sync_options=(SKIP_DRY_RUN,),
-            )
+    if not lb:
+        return []
+    return [
+        App(
+            "11-load-balancer.yaml",
+            "load-balancer",
+            "operators",
+            namespace_of(cluster.components["cilium"]),
+            manifests={"load-balancer.yaml": lb},
+            create_namespace=False,
+            sync_options=(SKIP_DRY_RUN,),
         )
-    return rows
+    ]
 
 
 def cert_manager_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
@@ -278,14 +254,18 @@ def home_pv(cluster: Cluster, tenant: str) -> dict[str, Any]:
     }
 
 
-def shared_storage_rows(fleet: Fleet, cluster: Cluster) -> list[App]:
-    comp = cluster.components["shared_storage"]
-    ns = namespace_of(comp)
+def csi_driver_nfs_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
     ours: dict[str, Any] = {"externalSnapshotter": {"enabled": False}}
     sel = system_placement(fleet, cluster.name)
     if sel:
         ours["controller"] = {"nodeSelector": sel}
-    rows = [_chart(comp, "40-csi-driver-nfs.yaml", "csi-driver-nfs", "operators", deep_merge(ours, comp.values))]
+    return deep_merge(ours, cluster.components["shared_storage"].values)
+
+
+def storage_rows(fleet: Fleet, cluster: Cluster) -> list[App]:
+    """Beside the NFS driver: its StorageClass and the Slurm-home PVs of the Slurm tenants."""
+    ns = namespace_of(cluster.components["shared_storage"])
+    rows = []
     sc = storage_class(cluster)
     if sc:  # kept: deleting the app must not delete the class every tenant volume names
         files = {f"{sc['metadata']['name']}.yaml": [sc]}
@@ -338,41 +318,39 @@ def _all_charts(fleet: Fleet) -> list[dict[str, str]]:
     return [chart(k, fleet.versions) for k in sorted(CHARTS)]
 
 
+_Rows = Callable[[Fleet, Cluster], list[App]]
+# The values function of each host component of the table (model/components.py): gpufleet's settings
+# deep-merged with the inventory's ``components.<name>.values``.
+VALUES: dict[str, Callable[[Fleet, Cluster], dict[str, Any]]] = {
+    "argocd": lambda _fleet, cluster: argocd_values(cluster),
+    "cilium": cilium_with_lb_values,
+    "cert_manager": cert_manager_values,
+    "gpu_operator": gpu_operator_values,
+    "shared_storage": csi_driver_nfs_values,
+}
+# Applications a component brings beside its chart's
+EXTRA_ROWS: dict[str, _Rows] = {"cilium": load_balancer_rows, "shared_storage": storage_rows}
+
+
+def component_rows(fleet: Fleet, cluster: Cluster, row: components.Row) -> list[App]:
+    """A host component's Applications: its chart (unless disabled), then what it brings beside it.
+    Argo CD not managing itself still gets its ``argocd-cm``."""
+    comp = cluster.components[row.name]
+    if row.name == "argocd" and not argocd_self_managed(cluster):
+        return [argocd_config_app()]
+    if not comp.enabled:
+        return []
+    return [chart_app(comp, VALUES[row.name](fleet, cluster)), *EXTRA_ROWS.get(row.name, _no_rows)(fleet, cluster)]
+
+
+def _no_rows(_fleet: Fleet, _cluster: Cluster) -> list[App]:
+    return []
+
+
 def platform_rows(fleet: Fleet, cluster: Cluster) -> list[App]:
-    """The host-side components of the cluster, in the order they are written."""
-    comps = cluster.components
-    rows = argocd_rows(cluster)
-    if comps["cilium"].enabled:
-        rows += cilium_rows(fleet, cluster)
-    if comps["cert_manager"].enabled:
-        rows.append(
-            _chart(
-                comps["cert_manager"],
-                "20-cert-manager.yaml",
-                "cert-manager",
-                "crds",
-                cert_manager_values(fleet, cluster),
-                keep=True,
-            )
-        )  # CRDs
-    if comps["gpu_operator"].enabled:
-        # kept: CRDs (ClusterPolicy, NVIDIADriver) and the drivers every GPU job runs on
-        privileged = {"pod-security.kubernetes.io/enforce": "privileged"}
-        values = gpu_operator_values(fleet, cluster)
-        rows.append(
-            _chart(
-                comps["gpu_operator"],
-                "30-gpu-operator.yaml",
-                "gpu-operator",
-                "operators",
-                values,
-                namespace_labels=privileged,
-                keep=True,
-            )
-        )
-    if comps["shared_storage"].enabled:
-        rows += shared_storage_rows(fleet, cluster)
-    return rows
+    """The host-side components of the cluster, in the order of their Application files."""
+    host = sorted((r for r in components.COMPONENTS if r.host), key=lambda r: r.app)
+    return [app for row in host for app in component_rows(fleet, cluster, row)]
 
 
 def render_platform(fleet: Fleet, cluster: Cluster) -> Rendered:

@@ -4,7 +4,7 @@
   POSIX locking and fsync semantics NFS does not give reliably (SQLite and InnoDB both warn
   against NFS). They go on ``shared_storage.state_storage_class`` (a local or block class: TopoLVM,
   local-path, Ceph RBD, a SAN CSI driver...) when the inventory names one, else on the cluster's
-  default StorageClass; never implicitly on NFS (issue 19 defect 5).
+  default StorageClass; never implicitly on NFS.
 * ``gpufleet-nfs`` (``shared_storage.storage_class``): NFS dynamic provisioning (csi-driver-nfs) on
   the shared-storage server, rendered unless ``storage_class_create`` is false. It is not the
   default class, so a chart claim without a class never lands on NFS.

@@ -764,8 +764,7 @@ def set_storage_quota(
         vcluster_namespace(tenant.name),
         vcluster_server(tenant.name),
     )
-    given = deep_merge(tenant.vcluster_values, fleet.clusters[tenant.cluster].tenant_override(tenant.name, "vcluster"))
-    own = ((given.get("policies") or {}).get("resourceQuota") or {}).get("quota") or {}  # the platform's override
-    explicit = own.get(quota.STORAGE_KEY) if isinstance(own, dict) else None
-    vc_values["policies"]["resourceQuota"]["quota"][quota.STORAGE_KEY] = quota.storage_quota(tenant, claims, explicit)
+    # the platform's override, merged into the values already (gpufleet's quota has no requests.storage)
+    own = vc_values["policies"]["resourceQuota"]["quota"]
+    own[quota.STORAGE_KEY] = quota.storage_quota(tenant, claims, own.get(quota.STORAGE_KEY))
     return claims

@@ -59,8 +59,7 @@ def check(fleet: Fleet, cluster: Cluster, topo: Any, slurm_nodes: list[str]) -> 
     """Raise ModelError for lost topology; return the warnings of the opt-in (to be shown loudly)."""
     if topo is None:
         return []
-    fab = cluster.fabric
-    src = fab.path if fab.source != "labels" else cluster.nodes_snapshot
+    fab, src = cluster.fabric, cluster.fabric_input
     health = topo.health
     unmatched = sorted(set(health.get("fabric_not_in_nodes") or []) | set(health.get("unmapped_hosts") or []))
     bad = [h for h in unmatched if not grammar.fullmatch(SLURM_HOST, h)]

@@ -45,7 +45,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
-from ansible_collections.gpufleet.core.plugins.module_utils.render import fabric_labels, identity, images
+from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions, fabric_labels, images
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import Rendered
 from ansible_collections.gpufleet.core.plugins.module_utils.render.host_project import scope_host_apps
@@ -119,7 +119,7 @@ def _cluster_files(fleet: Fleet, name: str, inputs: ClusterInputs) -> dict[str, 
     tenant_apps = {f"../{rel[len(base) + 1 :]}": objs[0] for rel, objs in out.manifests.items() if is_tenant_app(rel)}
     plain = {rel: objs for rel, objs in out.manifests.items() if not is_tenant_app(rel)}
     out.apps.update(scope_host_apps(fleet, cluster, tenant_apps, plain))
-    identity.check_cluster(fleet, cluster, {**out.apps, **tenant_apps, "../root-app.yaml": root}, plain)
+    collisions.check_cluster(fleet, cluster, {**out.apps, **tenant_apps, "../root-app.yaml": root}, plain)
     rendered = [*out.values, *out.data, *out.manifests, *out.raw, *(f"{base}/apps/{f}" for f in out.apps)]
     scope_sources(fleet, [*out.apps.values(), *tenant_apps.values()], rendered)
     scope_root(root, out.apps)

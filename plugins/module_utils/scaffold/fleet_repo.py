@@ -26,6 +26,7 @@ from pathlib import Path
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.files import replace_file
+from ansible_collections.gpufleet.core.plugins.module_utils.model import components
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
 from ansible_collections.gpufleet.core.plugins.module_utils.model.tenant_files import TENANTS_DIR, variable_name
 
@@ -181,17 +182,14 @@ gpufleet_clusters:
       namespace: monitoring
       labels:
         release: kube-prometheus-stack
-    components:
-      cilium: {{}}
-      cert_manager: {{}}
-      gpu_operator: {{}}
-      shared_storage:
-        nfs_server: nfs.{c}.example.internal
-        nfs_share: /export/slurm-home
-      argocd: {{}}
-      slurm_operator: {{}}
-      kueue: {{}}
+    components:{_components_yml(c)}
 """
+
+
+def _components_yml(cluster: str) -> str:
+    """Every component of the table, as a new repository's ``clusters.yml`` lists them."""
+    rows = (f"      {r.name}:{' ' if r.scaffold.startswith('{') else ''}{r.scaffold}" for r in components.COMPONENTS)
+    return "".join(f"\n{line}" for line in rows).replace("{cluster}", cluster)
 
 
 def _pools_yml(opts: Options) -> str:

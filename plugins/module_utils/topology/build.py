@@ -32,13 +32,12 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import 
     Fabric,
     bulk_build,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.health import (
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.fabric_health import (
     LIST_CAP,
     healthy,
     rail_report,
     uplink_anomalies,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology, TreeSwitch
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import (
     MAX_NAME,
     exclude_matcher,
@@ -48,6 +47,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.names impor
     natural_sorted,
     safe_name,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology, TreeSwitch
 
 MAX_DEPTH = 20
 

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import (
     hostlist_compress,
     hostlist_expand,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 MAX_LEVELS = 16  # Kueue Topology.spec.levels maxItems

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import MAX_DEPTH
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import (
     hostlist_compress,
     hostlist_expand,
@@ -23,6 +22,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.names impor
     node_list,
     safe_name,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology
 
 try:
     import yaml

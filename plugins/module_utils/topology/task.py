@@ -13,17 +13,17 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.files import as_text, replace_file
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.load import load_topology
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.names import node_list
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     render,
     slinky_spec_for,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_load import load_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology
 
 
 def topology_from_params(params: Mapping[str, Any], ibnetdiscover_text: str | None = None) -> Topology:
-    """The module parameters, handed to the one topology loader (:func:`topology.load.load_topology`)."""
+    """The module parameters, handed to the one topology loader (:func:`topology.topology_load.load_topology`)."""
     return load_topology(
         ibnetdiscover=params.get("ibnetdiscover"),
         fabric=params.get("fabric"),

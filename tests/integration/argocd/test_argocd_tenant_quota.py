@@ -1,4 +1,4 @@
-"""Issue 19 defect 1 and the product as shipped, through the vCluster syncer double: the sample with
+"""The vCluster host quota and the product as shipped, through the vCluster syncer double: the sample with
 accounting, monitoring and health on installs whole, every tenant claim lands in ``vc-<tenant>``
 under vCluster's translated name and the host ResourceQuota admits them exactly (used == hard); a
 quota one byte too small refuses the accounting database's claim and ``argocd_status`` says so.

@@ -1,4 +1,4 @@
-"""Issue 19 defect 2 on the real controller: no tenant's health gates the cluster root.
+"""On the real controller: no tenant's health gates the cluster root.
 
 One tenant is made stuck (a Deployment on its host side that never becomes available: its host app
 stays Progressing, so its root's sync operation never ends). Then a commit adds tenant ``newt`` (whose

@@ -1,4 +1,4 @@
-"""Faults on the real controller (issue 19): the tree converges and nothing is pruned that should
+"""Faults on the real controller: the tree converges and nothing is pruned that should
 not be. Runs late in the bed (it rewrites the branch), each fault on the same shared bed, in turn:
 
 * the application controller alone killed (SIGKILL) mid-sync and started again by the runner;

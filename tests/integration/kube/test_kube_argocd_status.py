@@ -12,7 +12,6 @@ healthy test bed would never show. The module runs through ``ansible-playbook`` 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -20,7 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import REPO_ROOT, LocalControlPlane, shared_test_helpers
+from controlplane import REPO_ROOT, LocalControlPlane
+from playbook_runner import ansible_playbook, playbook_env, write_play
 
 sys.path.insert(0, str(REPO_ROOT / "tests" / "lib"))
 from argocd_apps import application, child, resource, status
@@ -101,33 +101,10 @@ def all_healthy(kube: LocalControlPlane) -> None:
 
 def playbook(argo: dict, args: dict, *flags: str) -> tuple[list[str], dict, dict]:
     """Command, environment and the module args of a one-task play (written next to the inventory)."""
-    helpers = shared_test_helpers()
-    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
-    if not playbook_bin.exists():
-        playbook_bin = Path(helpers.require_tool("ansible-playbook", "runs the argocd_status module"))
     task_args = {"namespace": NS, "kubeconfig": str(argo["kube"].kubeconfig), **args}
     play = argo["dir"] / f"play-{abs(hash(json.dumps(task_args, sort_keys=True)))}.yml"
-    play.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "name": "status",
-                    "hosts": "localhost",
-                    "gather_facts": False,
-                    "tasks": [{"name": "argocd_status", "gpufleet.core.argocd_status": task_args}],
-                }
-            ]
-        )
-    )
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / ".build" / "collections"),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_NOCOLOR="1",
-    )
-    return [str(playbook_bin), "-i", str(argo["dir"] / "hosts.yml"), str(play), *flags], env, task_args
+    write_play(play, [{"name": "argocd_status", "gpufleet.core.argocd_status": task_args}], name="status")
+    return [ansible_playbook(), "-i", str(argo["dir"] / "hosts.yml"), str(play), *flags], playbook_env(), task_args
 
 
 def parse(proc_stdout: str) -> dict:

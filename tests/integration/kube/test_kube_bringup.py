@@ -1,4 +1,4 @@
-"""Issue 15 on the real test apiserver (kube-apiserver + controller-manager + KWOK): the rendered
+"""Bring-up on the real test apiserver (kube-apiserver + controller-manager + KWOK): the rendered
 tree's pieces a cluster enforces.
 
 * defect 5: no vCluster ServiceAccount may list/watch Secrets cluster-wide. The vcluster chart
@@ -368,7 +368,7 @@ def test_closed_tenant_quota_refuses_a_load_balancer(kube_cluster, files) -> Non
 
 
 def test_rendered_nfs_class_is_never_the_databases_class(kube_cluster, files) -> None:
-    """Issue 19 defect 5 (was: NFS the default class, named for every control-plane volume): the
+    """Storage classes (was: NFS the default class, named for every control-plane volume): the
     NFS class is rendered but not default, so a chart claim without a class (vCluster store,
     slurmctld state, MariaDB) never lands on NFS; none of them names it."""
     rels = [r for r in files if r.startswith(f"{C}/platform/storage-class/")]
@@ -403,7 +403,7 @@ def test_rendered_nfs_class_is_never_the_databases_class(kube_cluster, files) ->
 
 
 def test_tenant_role_writes_the_directory_bind_secret_inside_the_vcluster(kube_cluster, tmp_path) -> None:
-    """identity (issue 20): the bind password becomes the SSSD snippet Secret the slurm values mount,
+    """identity: the bind password becomes the SSSD snippet Secret the slurm values mount,
     inside the vCluster only; rerun unchanged; a new password rewrites it; never logged."""
     tenant, slurm_ns = "dirbind", "slurm-dirbind"
     kube_cluster.create_namespace("argocd")

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 from controlplane import BIN_DIR, REPO_ROOT, LocalControlPlane, shared_test_helpers
+from playbook_runner import playbook_env, run_playbook, task_results
 
 pytestmark = pytest.mark.kube
 
@@ -137,28 +138,20 @@ def play(bed: dict, argocd_cm: Path | None = None, gpu_values: Path | None = Non
     return path
 
 
-def run(bed: dict, playbook: Path, *flags: str, ok: bool = True) -> list[dict]:
-    helpers = shared_test_helpers()
-    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
-    if not playbook_bin.exists():
-        playbook_bin = Path(helpers.require_tool("ansible-playbook", "runs the component roles"))
-    env = dict(os.environ)
-    env.update(
-        PATH=f"{BIN_DIR}:{Path(bed['helm']).parent}:{env.get('PATH', '')}",
-        ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / ".build" / "collections"),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_NOCOLOR="1",
+def helm_env(bed: dict) -> dict[str, str]:
+    """The run's environment: the built binaries and helm on PATH, helm's state under the bed."""
+    env = playbook_env(
         HELM_CACHE_HOME=str(bed["dir"] / "helm-cache"),
         HELM_CONFIG_HOME=str(bed["dir"] / "helm-config"),
         HELM_DATA_HOME=str(bed["dir"] / "helm-data"),
     )
-    cmd = [str(playbook_bin), "-i", str(bed["dir"] / "hosts.yml"), str(playbook), *flags]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
-    assert (proc.returncode == 0) is ok, proc.stdout[-6000:] + proc.stderr[-3000:]
-    out = json.loads(proc.stdout)
-    return [{"name": t["task"]["name"], **t["hosts"]["localhost"]} for t in out["plays"][0]["tasks"]]
+    env["PATH"] = f"{BIN_DIR}:{Path(bed['helm']).parent}:{env.get('PATH', '')}"
+    return env
+
+
+def run(bed: dict, playbook: Path, *flags: str, ok: bool = True) -> list[dict]:
+    proc = run_playbook(bed["dir"] / "hosts.yml", playbook, *flags, env=helm_env(bed), ok=ok)
+    return task_results(proc.stdout)
 
 
 def installed_values(bed: dict, namespace: str, release: str) -> tuple[dict, dict]:
@@ -244,7 +237,7 @@ def test_site_apply_installs_helm_components_with_the_values_it_rendered(bed, tm
     clusters = yaml.safe_load(clusters_file.read_text())
     comps = clusters["gpufleet_clusters"][0]["components"]
     for name in ("cilium", "gpu_operator", "shared_storage", "slurm_operator"):
-        comps[name] = {**(comps.get(name) or {}), "install_method": "helm"}
+        comps[name] = {**(comps.get(name) or {}), "install_method": "helm", "namespace": f"hs-{name.replace('_', '-')}"}
     clusters_file.write_text(yaml.safe_dump(clusters, sort_keys=False))
     gitops = tmp_path / "gitops"
     local = {"chart_ref": str(bed["chart"]), "chart_repo_url": "", "version": CHART_VERSION}
@@ -258,17 +251,13 @@ def test_site_apply_installs_helm_components_with_the_values_it_rendered(bed, tm
         "gpufleet_register_tenants": False,
         "gpufleet_apply_status": False,
         "gpufleet_root_application": "",
-        # the local values-echo chart for every release, in this test's namespaces
-        **{
-            f"{c}_chart": local
-            for c in ("cilium", "gpu_operator", "shared_storage", "slurm_operator", "slurm_operator_crds", "argocd")
+        # the local values-echo chart for every release (by chart key), in this test's namespaces
+        "component_chart_overrides": {
+            c: local for c in ("cilium", "gpu_operator", "csi_driver_nfs", "slurm_operator", "slurm_operator_crds")
         },
+        "argocd_chart": local,
+        "argocd_namespace": "hs-argocd",
         "cluster_access_wait": False,
-        **{
-            f"{c}_namespace": f"hs-{c.replace('_', '-')}"
-            for c in ("cilium", "gpu_operator", "shared_storage", "slurm_operator", "argocd")
-        },
-        "shared_storage_storage_class": "hs-shared",
     }
     extra_file = tmp_path / "extra.json"
     extra_file.write_text(json.dumps(extra))

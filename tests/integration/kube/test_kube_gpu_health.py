@@ -17,9 +17,9 @@ import yaml
 from test_kube_gpu_scheduling import wait_unschedulable
 
 from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
+from ansible_collections.gpufleet.core.plugins.module_utils.health.quarantine import core_api
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.apply import core_api
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import (
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT_KEY,

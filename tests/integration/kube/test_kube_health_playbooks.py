@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
+from ansible_collections.gpufleet.core.plugins.module_utils.health.quarantine import core_api
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.apply import core_api
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import QUARANTINE_TAINT_KEY
 
 pytestmark = pytest.mark.kube

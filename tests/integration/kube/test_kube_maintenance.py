@@ -14,16 +14,14 @@ A small fleet is rendered with ``gpufleet_maintenance`` (the real renderer write
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import REPO_ROOT, LocalControlPlane, shared_test_helpers
+from controlplane import REPO_ROOT, LocalControlPlane
+from playbook_runner import run_task
 
 COLLECTIONS = REPO_ROOT / ".build" / "collections"
 if str(COLLECTIONS) not in sys.path:
@@ -100,10 +98,7 @@ def setup(kube_cluster: LocalControlPlane, tmp_path_factory: pytest.TempPathFact
 
 
 def run_module(setup: dict, *flags: str, now: str) -> dict:
-    helpers = shared_test_helpers()
-    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
-    if not playbook_bin.exists():
-        playbook_bin = Path(helpers.require_tool("ansible-playbook", "runs the node_pools module"))
+    """Run gpufleet.core.node_pools at ``now`` through ansible-playbook; return the task result."""
     args = {
         "inventory": str(setup["inventory"]),
         "cluster": CLUSTER,
@@ -112,27 +107,7 @@ def run_module(setup: dict, *flags: str, now: str) -> dict:
         "now": now,
     }
     play = setup["inventory"].with_name(setup["inventory"].name + "-apply.yml")
-    play.write_text(
-        yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [{"gpufleet.core.node_pools": args}]}])
-    )
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_NOCOLOR="1",
-    )
-    proc = subprocess.run(
-        [str(playbook_bin), "-i", str(setup["inventory"] / "hosts.yml"), str(play), *flags],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return run_task(setup["inventory"] / "hosts.yml", play, "gpufleet.core.node_pools", args, *flags)
 
 
 def state(kube: LocalControlPlane) -> dict[str, tuple[bool, dict]]:

@@ -1,4 +1,4 @@
-"""Issue 19 defect 1 on the real test apiserver: the rendered vCluster host quota admits every claim
+"""On the real test apiserver: the rendered vCluster host quota admits every claim
 the tenant's apps make in ``vc-<tenant>`` (collected independently: tests/lib/rendered_claims.py),
 and the same quota one byte smaller refuses the last one with the apiserver's own message.
 

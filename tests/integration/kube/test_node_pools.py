@@ -11,15 +11,14 @@ and a pod without it on none of the tainted pools' nodes.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import REPO_ROOT, LocalControlPlane, shared_test_helpers
+from controlplane import REPO_ROOT, LocalControlPlane
+from playbook_runner import run_task
 
 COLLECTIONS = REPO_ROOT / ".build" / "collections"
 if str(COLLECTIONS) not in sys.path:
@@ -154,52 +153,14 @@ def setup(kube_cluster: LocalControlPlane, tmp_path_factory) -> dict:
 
 def run_module(setup: dict, *flags: str, gitops_dir: Path | None = None) -> dict:
     """Run gpufleet.core.node_pools through ansible-playbook; return the task result."""
-    helpers = shared_test_helpers()
-    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
-    if not playbook_bin.exists():
-        playbook_bin = Path(helpers.require_tool("ansible-playbook", "runs the node_pools module"))
+    args = {
+        "inventory": str(setup["inventory"]),
+        "cluster": CLUSTER,
+        "kubeconfig": str(setup["kube"].kubeconfig),
+        "gitops_dir": str(gitops_dir or setup["gitops"]),
+    }
     play = setup["inventory"].with_name(setup["inventory"].name + "-apply.yml")  # a playbook is not inventory
-    play.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "name": "fence pools",
-                    "hosts": "localhost",
-                    "gather_facts": False,
-                    "tasks": [
-                        {
-                            "name": "node_pools",
-                            "gpufleet.core.node_pools": {
-                                "inventory": str(setup["inventory"]),
-                                "cluster": CLUSTER,
-                                "kubeconfig": str(setup["kube"].kubeconfig),
-                                "gitops_dir": str(gitops_dir or setup["gitops"]),
-                            },
-                        }
-                    ],
-                }
-            ]
-        )
-    )
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_NOCOLOR="1",
-    )
-    proc = subprocess.run(
-        [str(playbook_bin), "-i", str(setup["inventory"] / "hosts.yml"), str(play), *flags],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    out = json.loads(proc.stdout)
-    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return run_task(setup["inventory"] / "hosts.yml", play, "gpufleet.core.node_pools", args, *flags)
 
 
 def cluster_nodes(kube: LocalControlPlane) -> dict[str, dict]:

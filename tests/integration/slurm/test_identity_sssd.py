@@ -1,4 +1,4 @@
-"""The tenant directory as rendered, against a real slapd and a real sssd (issue 20).
+"""The tenant directory as rendered, against a real slapd and a real sssd.
 
 The sample inventory (every default feature on) is rendered by the real renderer, with the fleet's
 ``gpufleet_identity`` pointed at the test's slapd: its URI (``ldaps://127.0.0.1:<port>``) and CA are

@@ -88,7 +88,7 @@ def test_rendered_slurm_config_loads(variant: str, tmp_path: Path, slurm_cluster
     assert bodies, "no Slurm tenant rendered"
     for tenant, (body, topology, max_times) in sorted(bodies.items()):
         c = slurm_cluster(body, topology=topology, nodes=[])
-        # AllowGroups names directory groups (identity, issue 20) that this host does not have
+        # AllowGroups names directory groups (identity) that this host does not have
         assert c.ctld_problems(allow=[NO_DIRECTORY_GROUP]) == [], f"{tenant}:\n{body}"
         shown = {}
         for line in c.scontrol("show", "partition", "-o").splitlines():

@@ -1,5 +1,5 @@
 """Users from the directory run jobs as themselves: real slurmctld/slurmd/slurmdbd on the NSS of a real
-sssd (the rendered sssd.conf) backed by a real slapd (issue 20).
+sssd (the rendered sssd.conf) backed by a real slapd.
 
 The sample fleet is rendered with its directory at the test's slapd (directory.py) and the
 ``pretrain`` pool restricted to the ``pretrain-gpu`` group (``slurm.allow_groups``). From the

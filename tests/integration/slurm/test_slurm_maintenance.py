@@ -15,19 +15,17 @@ depends on the Slurm release (22.05 or 26.05).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import yaml
+from playbook_runner import playbook_env, run_playbook
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import cordon
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet, write_render
 
-COLLECTIONS = Path(__file__).resolve().parents[3] / ".build" / "collections"
 CLUSTER = "mslurm"
 TENANT = "ms-a"
 NODES = ["ms1", "ms2", "ms3"]
@@ -124,19 +122,7 @@ def _reservations_module(c, gitops: Path, work: Path) -> dict:
     )
     hosts = work / "hosts.yml"
     hosts.write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
-    env = dict(c.env)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_NOCOLOR="1",
-    )
-    binary = Path(sys.executable).parent / "ansible-playbook"
-    proc = subprocess.run(
-        [str(binary), "-i", str(hosts), str(play)], capture_output=True, text=True, env=env, timeout=300, check=False
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_playbook(hosts, play, env=playbook_env(c.env), timeout=300)
     return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 

@@ -41,8 +41,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import comp
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.load import load_topology
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_load import load_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology
 
 pytestmark = pytest.mark.slurm
 

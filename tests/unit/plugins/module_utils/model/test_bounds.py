@@ -1,4 +1,4 @@
-"""Bounds of the model (issue 18): backtracking-free node_name_map patterns, hostlist sizes counted
+"""Bounds of the model: backtracking-free node_name_map patterns, hostlist sizes counted
 without expanding, strict integers, quantities."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The pool lock is verified, never trusted (issue 18): with ``--base REV`` (CI: the pull request's
+"""The pool lock is verified, never trusted: with ``--base REV`` (CI: the pull request's
 base) the previous assignment is the lock committed at REV, a hand-edited working lock is refused
 naming the nodes, and the plan names every node that changes tenant. Real git, real CLI."""
 

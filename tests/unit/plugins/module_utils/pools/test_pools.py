@@ -16,7 +16,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
     TopologyConfig,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo, NodesError, load_nodes
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import PoolError, assign, render_pool_table
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assignment import PoolError
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     HEADER,
     LockError,
@@ -24,6 +25,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     read_lock,
     render_lock,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.pool_table import render_pool_table
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 B200 = "NVIDIA-B200"

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 from test_pools import CLUSTER, make_fleet, make_nodes
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign, render_pool_table
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import render_lock
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.pool_table import render_pool_table
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,4 +1,4 @@
-"""Forge credentials never leave the API origin (issue 11, class 7).
+"""Forge credentials never leave the API origin.
 
 Two real HTTP servers on 127.0.0.1 (different ports = different origins): the "API" answers every
 request with a redirect, the "other" records what reaches it. The forge client must refuse a

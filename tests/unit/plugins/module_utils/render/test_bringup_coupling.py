@@ -1,4 +1,4 @@
-"""Issue 15, defect 7: coupling. Each tenant has its own root Application (an unhealthy tenant never
+"""Coupling. Each tenant has its own root Application (an unhealthy tenant never
 holds back another tenant's waves); the CNI, CRD-bearing charts and Argo CD itself are never
 deleted with their Application (no resources-finalizer, ``Delete=false``).
 

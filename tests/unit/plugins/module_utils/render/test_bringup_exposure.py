@@ -1,5 +1,5 @@
-"""Issue 15, defect 6 (ingress as an explicit inventory option) and the quota/storage values that
-follow from it (defects 2, 3), rendered; hostile ``expose`` values are refused naming file and key.
+"""Ingress as an explicit inventory option, and the quota/storage values that
+follow from it, rendered; hostile ``expose`` values are refused naming file and key.
 
 Fails before the fix: ``expose`` was not in the schema, the network policy admitted nothing from
 outside the tenant, the login Service stayed the chart's open LoadBalancer, and the quota kept the

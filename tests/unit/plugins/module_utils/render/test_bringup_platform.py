@@ -1,4 +1,4 @@
-"""Issue 15, defect 8 and its checks: Argo CD manages itself; explicit nulls; Cilium
+"""Argo CD manages itself; explicit nulls; Cilium
 ``kubeProxyReplacement``; GPU Operator driver on hosts with a preinstalled driver; the Slinky
 topology annotation names topologies that exist in the rendered topology file.
 

@@ -1,4 +1,4 @@
-"""Issue 15, defect 5: no vCluster may read host Secrets.
+"""No vCluster may read host Secrets.
 
 The vcluster chart turns ``sync.fromHost.secrets`` (and ``configMaps``) into a ClusterRole rule
 ``resources: [secrets], verbs: [list, watch]`` without ``resourceNames`` (template
@@ -53,7 +53,7 @@ def test_rendered_vclusters_sync_no_secret_like_kind_from_the_host(tmp_path) -> 
     ],
 )
 def test_inventory_cannot_let_a_vcluster_read_host_secrets(tmp_path, override) -> None:
-    """Refused in the tenant's entry (outside the allow-list, issue 18) and, as defence in depth,
+    """Refused in the tenant's entry (outside the allow-list) and, as defence in depth,
     even when the platform sets it in ``tenant_overrides``."""
     inv = make_inventory(tmp_path)
     edit_tenant(inv, "research", vcluster={"values": override})

@@ -1,4 +1,4 @@
-"""Issue 15, defect 1: the Slinky webhook gets its caBundle inside the vCluster.
+"""The Slinky webhook gets its caBundle inside the vCluster.
 
 Chart facts (slurm-operator chart, templates/webhook/webhook.yaml, the 1.x line pinned at 1.2.1):
 with ``certManager.enabled: true`` the Validating/MutatingWebhookConfigurations carry no caBundle,

@@ -1,4 +1,5 @@
-"""Issue 19 defects 2-5 in the rendered tree (the Argo CD bed proves 2 on the real controller).
+"""The fleet as a whole in the rendered tree: tenant roots, quota, storage, health checks (the Argo CD bed
+proves the tenant roots on the real controller).
 
 2. tenant roots do not gate the cluster root (parent-health override in the Application check);
 3. Prometheus of the monitoring namespace reaches the tenant's slurmctld metrics port, nothing else;

@@ -1,4 +1,4 @@
-"""Bad-input corpus (issue 11): every hostile or broken edit fails closed through the real CLI.
+"""Bad-input corpus: every hostile or broken edit fails closed through the real CLI.
 
 For each case of hostile_cases.CASES, on a fresh copy of the repository (the sample inventory, the
 committed gitops/ tree, an ``outside`` directory standing for the rest of the disk):

@@ -212,7 +212,7 @@ def _tolerations(obj, found):
 def test_no_rendered_toleration_tolerates_the_quarantine_taint(sample_files):
     """Workloads (NodeSets, Kueue flavors, vCluster pods) never land on a quarantined node; the GPU
     Operator's node agents (driver, device plugin, DCGM, NFD worker) must stay on it, or the node
-    cannot be checked and returned (issue 19 defect 5)."""
+    cannot be checked and returned."""
     found: list[dict] = []
     agents: list[dict] = []
     gpu_operator = "clusters/gpu-east/platform/gpu-operator/values.yaml"

@@ -1,4 +1,4 @@
-"""Issue 19 defect 1: the vCluster host quota holds every claim the tenant's rendered apps make.
+"""The vCluster host quota holds every claim the tenant's rendered apps make.
 
 The claims are collected independently of render/quota.py (tests/lib/rendered_claims.py): every
 PersistentVolumeClaim and mariadb-operator MariaDB in the tenant's manifests, plus the chart-made

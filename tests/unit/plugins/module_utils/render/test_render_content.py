@@ -197,7 +197,7 @@ def test_vcluster_fence_quota_and_endpoint(files) -> None:
 
 def test_slurm_keys_are_read_by_secret_ref_and_never_synced_from_the_host(files) -> None:
     """The slurm chart reads its keys by secretRef (the apply step writes them inside the vCluster);
-    no vCluster syncs Secrets from the host (issue 15, defect 5)."""
+    no vCluster syncs Secrets from the host."""
     slurm = load(files, f"{C}/tenants/research/slurm/values.yaml")
     assert slurm["slurmKey"]["create"] is False and slurm["jwtKey"]["create"] is False
     assert slurm["slurmKey"]["secretRef"]["name"] == "slurm-auth-slurm"

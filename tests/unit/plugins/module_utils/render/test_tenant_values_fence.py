@@ -1,4 +1,4 @@
-"""Tenant chart values (issue 18): every allow-listed key keeps the fence the platform set.
+"""Tenant chart values: every allow-listed key keeps the fence the platform set.
 
 For each key path of the allow-lists in model/tenant_values.py, the sample inventory's tenant sets
 it to the largest value the schema accepts; the schema accepts it, and the rendered vcluster values
@@ -237,7 +237,7 @@ def test_other_chart_version_refuses_tenant_values(base) -> None:
 
 
 def test_role_variable_prefixes_are_the_roles() -> None:
-    """model/inventory.py refuses every role's variables in the inventory: the list is the roles/ folder."""
-    from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import ROLES
+    """model/variables.py refuses every role's variables in the inventory: the list is the roles/ folder."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.variables import ROLES
 
     assert sorted(ROLES) == sorted(p.name for p in (REPO / "roles").iterdir() if p.is_dir())

@@ -14,9 +14,9 @@ import pytest
 from render_fixtures import GIT_ENV, cut_last_cable, edit_vars, make_inventory
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
-from ansible_collections.gpufleet.core.plugins.module_utils.render import inputs as render_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
 from ansible_collections.gpufleet.core.plugins.module_utils.review.change import render_markdown, review_change
+from ansible_collections.gpufleet.core.plugins.module_utils.topology import topology_load
 
 
 def git(repo: Path, *args: str) -> None:
@@ -28,7 +28,7 @@ def parses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counter:
     """Counts the nodes-snapshot and fabric parses of the renders."""
     monkeypatch.setenv("GPUFLEET_CACHE_DIR", str(tmp_path / "render-cache"))
     counts: Counter = Counter()
-    nodes, topology = render_cache.load_nodes, render_inputs.load_topology
+    nodes, topology = render_cache.load_nodes, topology_load.cluster_topology
 
     def count_nodes(path):
         counts["nodes"] += 1
@@ -39,7 +39,7 @@ def parses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counter:
         return topology(cluster, ns)
 
     monkeypatch.setattr(render_cache, "load_nodes", count_nodes)
-    monkeypatch.setattr(render_inputs, "load_topology", count_topology)
+    monkeypatch.setattr(topology_load, "cluster_topology", count_topology)
     return counts
 
 

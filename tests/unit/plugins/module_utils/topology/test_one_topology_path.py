@@ -1,4 +1,4 @@
-"""The renderer and the slurm_topology module load the topology the same way (topology.load).
+"""The renderer and the slurm_topology module load the topology the same way (topology.topology_load).
 
 For every tenant of the sample fleet and of a generated fleet whose nodes carry NVLink cliques
 (4-node domains), the tenant's topology.conf in the rendered GitOps tree must equal, byte for byte,

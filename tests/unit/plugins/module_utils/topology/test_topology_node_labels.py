@@ -23,13 +23,13 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import 
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.topology import labels as fl
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology, TreeSwitch
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import (
     parse_block_conf,
     parse_tree_conf,
     render_block,
     render_tree,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology, TreeSwitch
 
 VALUE = re.compile(r"\A(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")  # apimachinery's label value grammar
 TOPOGRAPH = Path(__file__).resolve().parents[5].parent / "shared" / "upstream" / "fabric-samples" / "topograph"

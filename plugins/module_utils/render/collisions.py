@@ -25,6 +25,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.argocd.cluster_secret import default_secret_name
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
+from ansible_collections.gpufleet.core.plugins.module_utils.model import components
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import is_system_namespace
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
@@ -32,7 +33,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace, vcluster_server
 
 PLATFORM = "platform"
-HOST_COMPONENTS = ("cilium", "cert_manager", "gpu_operator", "shared_storage", "argocd")  # on the host cluster
+HOST_COMPONENTS = components.HOST  # on the host cluster
 ARGOCD = "argocd"
 # Objects Argo CD itself creates and the renderer relies on (the root app's project).
 ARGOCD_BUILTIN = (("AppProject", argo.ARGOCD_NS, "default"),)

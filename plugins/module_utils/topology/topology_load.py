@@ -20,8 +20,10 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError, merge_into
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster
+from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.model import Topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology
 
 
 def _as_list(v: Any) -> list:
@@ -73,3 +75,29 @@ def load_topology(
     if not use_cliques:
         domains = {}
     return build_topology(fab, node_map=node_map or None, nodes=nodes, exclude=exclude or None, domains=domains)
+
+
+def _node_map(spec: Mapping[str, str] | None) -> dict[str, str] | None:
+    if not spec:
+        return None
+    return {"pattern": spec["pattern"], "replacement": spec.get("replacement", spec.get("replace", ""))}
+
+
+def cluster_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Topology | None:
+    """A cluster's topology as the renderer reads it: its fabric input (``Cluster.fabric_input``),
+    the NVLink domains of its nodes (already parsed), its node name map and exclusions; None without
+    a fabric source."""
+    fab, path = cluster.fabric, cluster.fabric_input
+    if fab.source == "none":
+        return None
+    if path is None or (fab.source != "labels" and not path.is_file()):
+        raise FabricError(f"{fab.path}: fabric snapshot of cluster {cluster.name!r} not found (run discover first)")
+    return load_topology(
+        ibnetdiscover=path if fab.source == "ibnetdiscover" else None,
+        fabric=path if fab.source == "file" else None,
+        nodes_snapshot=cluster.nodes_snapshot,
+        nodes_doc={"kind": "List", "items": [{"metadata": {"name": n.name, "labels": dict(n.labels)}} for n in nodes]},
+        node_map=_node_map(fab.node_name_map),
+        nodes=[n.name for n in nodes] or None,
+        exclude=[*fab.exclude_hosts, *fab.exclude_switches] or None,
+    )
