@@ -6,7 +6,9 @@
   each component's ``metadata`` onto its custom resource): ``Accounting`` (slurmdbd) in wave ``WAVES
   ["accounting"]``, then the ``Controller`` (slurmctld), the ``NodeSet`` workers, the ``LoginSet``;
   the chart's ConfigMaps stay in wave 0, before all of them;
-- every NodeSet ``updateStrategy: RollingUpdate`` with ``maxUnavailable`` = the platform's
+- every NodeSet ``updateStrategy: ScheduledUpdate`` in the tenant's update window, if the platform
+  set one (``gpufleet_rollout.window`` / ``tenant_windows``), else ``RollingUpdate`` with
+  ``maxUnavailable`` = the platform's
   ``gpufleet_rollout.max_unavailable_per_block`` (pods roll by ordinal, so this bounds what one NodeSet
   takes from any block; NodeSets of a tenant roll side by side, so a block shared by k of them can lose
   k times that);
@@ -55,13 +57,23 @@ def _wave(kind: str) -> dict[str, Any]:
     return {"metadata": {"annotations": {WAVE_ANNOTATION: WAVES[kind]}}}
 
 
+def update_strategy(fleet: Fleet, tenant: Tenant) -> dict[str, Any]:
+    """A NodeSet's ``updateStrategy``: ``ScheduledUpdate`` in the tenant's window (the operator reserves the
+    NodeSet's nodes with MAINT over it and replaces their pods then), else ``RollingUpdate`` bounded per
+    block. Field names: slurm-operator v1.2.1 ``api/v1beta1/nodeset_types.go`` (``startTime`` RFC 3339,
+    ``duration`` a Go duration); the operator adds MAINT and IGNORE_JOBS to the reservation itself."""
+    window = fleet.rollout.window_of(tenant.name)
+    if window is not None:
+        return {
+            "type": "ScheduledUpdate",
+            "scheduledUpdate": {"startTime": window.start, "duration": window.go_duration()},
+        }
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": fleet.rollout.max_unavailable_per_block}}
+
+
 def slurm_fragment(fleet: Fleet, tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:
     """The rollout part of ``values`` (the tenant's slurm chart values as rendered so far)."""
-    per_block = fleet.rollout.max_unavailable_per_block
-    nodeset = {
-        **_wave("nodesets"),
-        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": per_block}},
-    }
+    nodeset = {**_wave("nodesets"), "updateStrategy": update_strategy(fleet, tenant)}
     out: dict[str, Any] = {
         "controller": _wave("controller"),
         "nodesets": {name: dict(nodeset) for name in values.get("nodesets", {})},
