@@ -168,3 +168,18 @@ def issues(raw: Any) -> list[Issue]:
             out.append(raw.issue((KEY, "tenant_windows", name), f"{name!r} is not a tenant with a Slurm pool"))
         out += _window_issues(raw, (KEY, "tenant_windows", name), w)
     return out
+
+
+def driver_policy_issues(raw: Any) -> list[Issue]:
+    """The driver upgrade policy is rendered from this key (render/driver_upgrade.py); a cluster's own
+    gpu_operator values may not set it, or the per-block budget would hold in one place and not the other."""
+    clusters = raw.data.get("gpufleet_clusters")
+    out = []
+    for i, c in enumerate(clusters if isinstance(clusters, list) else ()):
+        comp = ((c if isinstance(c, dict) else {}).get("components") or {}).get("gpu_operator")
+        vals = comp.get("values") if isinstance(comp, dict) else None
+        driver = vals.get("driver") if isinstance(vals, dict) else None
+        if isinstance(driver, dict) and "upgradePolicy" in driver:
+            path = ("gpufleet_clusters", i, "components", "gpu_operator", "values", "driver", "upgradePolicy")
+            out.append(raw.issue(path, f"set by {KEY} (max_unavailable_per_block, driver_drain_timeout_seconds)"))
+    return out
