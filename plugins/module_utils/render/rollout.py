@@ -5,7 +5,9 @@
 - Argo CD sync waves on the Slinky objects, in the order Slurm's upgrade guide gives (the chart copies
   each component's ``metadata`` onto its custom resource): ``Accounting`` (slurmdbd) in wave ``WAVES
   ["accounting"]``, then the ``Controller`` (slurmctld), the ``NodeSet`` workers, the ``LoginSet``;
-  the chart's ConfigMaps stay in wave 0, before all of them;
+  the chart's ConfigMaps stay in wave 0, before all of them; between the Accounting and the Controller
+  and between the Controller and the NodeSets, hook Jobs that wait until the daemon answers
+  (render/upgrade_gates.py);
 - every NodeSet ``updateStrategy: ScheduledUpdate`` in the tenant's update window, if the platform
   set one (``gpufleet_rollout.window`` / ``tenant_windows``), else ``RollingUpdate`` with
   ``maxUnavailable`` = the platform's
@@ -24,9 +26,17 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render import upgrade_gates
 
 WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
-WAVES = {"accounting": "1", "controller": "2", "nodesets": "3", "loginsets": "4"}
+WAVES = {
+    "accounting": "1",
+    "accounting-ready": "2",  # render/upgrade_gates.py: sacctmgr ping
+    "controller": "3",
+    "controller-ready": "4",  # render/upgrade_gates.py: scontrol ping
+    "nodesets": "5",
+    "loginsets": "6",
+}
 RELEASE = "slurm"  # the Helm release name of the slurm chart: the Controller and Accounting objects' name
 LOGINSET = "main"
 
@@ -77,7 +87,7 @@ def slurm_fragment(fleet: Fleet, tenant: Tenant, values: dict[str, Any]) -> dict
     out: dict[str, Any] = {
         "controller": _wave("controller"),
         "nodesets": {name: dict(nodeset) for name in values.get("nodesets", {})},
-        "extraObjects": disruption_budgets(tenant),
+        "extraObjects": disruption_budgets(tenant) + upgrade_gates.gates(tenant, WAVES),
     }
     if tenant.accounting.enabled:
         out["accounting"] = _wave("accounting")
