@@ -122,6 +122,11 @@ def _slurm_lines(old: Fleet, new: Fleet, slinky: list[str]) -> list[str]:
     per_block = new.rollout.max_unavailable_per_block
     lines += [
         "",
+        "Each step starts only once the one before answers: the Argo CD Sync hooks `slurm-accounting-ready`"
+        f" (wave {WAVES['accounting-ready']}, `sacctmgr ping`) and `slurm-controller-ready`"
+        f" (wave {WAVES['controller-ready']}, `scontrol ping`); a gate that keeps failing fails the sync and"
+        " the later steps do not start.",
+        "",
         "Workers (step 3) per tenant: in the tenant's update window every node of its NodeSets is reserved"
         " (Slurm MAINT, IGNORE_JOBS) and restarts inside it: Slurm starts no job there that would still run at"
         " the start, a job still running then ends with its pod; without a window, each NodeSet rolls"

@@ -176,7 +176,8 @@ def driver_policy_issues(raw: Any) -> list[Issue]:
     clusters = raw.data.get("gpufleet_clusters")
     out = []
     for i, c in enumerate(clusters if isinstance(clusters, list) else ()):
-        comp = ((c if isinstance(c, dict) else {}).get("components") or {}).get("gpu_operator")
+        comps = c.get("components") if isinstance(c, dict) else None
+        comp = comps.get("gpu_operator") if isinstance(comps, dict) else None
         vals = comp.get("values") if isinstance(comp, dict) else None
         driver = vals.get("driver") if isinstance(vals, dict) else None
         if isinstance(driver, dict) and "upgradePolicy" in driver:
