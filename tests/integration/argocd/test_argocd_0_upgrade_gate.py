@@ -12,6 +12,9 @@ and KWOK completes its pod.
   against the real slurmdbd in tests/integration/slurm/test_slurm_upgrade_gates.py). The Job fails, the
   sync fails, and the Controller's wave is never applied.
 * Healthy accounting: the same Job unchanged completes; the Controller's wave is applied after it.
+
+Its own control plane and Argo CD, started and stopped within the module (named to run before the
+session bed of the other modules starts).
 """
 
 from __future__ import annotations
