@@ -324,3 +324,14 @@ def test_removed_and_changed_rendered_files_are_listed_and_fail(repo: Path) -> N
     rows = approval_rows(md)
     assert rows[gone][:2] == ["removed", "tenant team-a"]
     assert rows["gitops/clusters/gpu-1/tenants/team-a/slurm/values.yaml"][:2] == ["changed", "tenant team-a"]
+
+
+def test_a_driver_chart_bump_shows_the_upgrade_plan(repo: Path) -> None:
+    rc, md, _ = pull_request(
+        repo, append(f"{GV}/versions.yml", "gpufleet_versions:\n  gpu_operator: {version: v26.8.0}\n")
+    )
+    assert rc == 0, md
+    plan = md[md.index("### Upgrade plan") :]
+    assert "GPU Operator: gpu-operator v26.7.0 -> v26.8.0." in plan
+    assert "its slurmd pod (`app.kubernetes.io/name=slurmd`) is evicted once its jobs ended" in plan
+    assert "| tenant | nodes | GPUs |" in plan

@@ -1,10 +1,16 @@
-"""The plan of an upgrade: what restarts, in which order, and the most capacity each tenant loses.
+"""The plan of an upgrade: what restarts, in which order, when, and the most capacity each tenant loses.
 
-``upgrade_plan(old, new)`` lists, for a change of the Slinky charts (the Slurm release) or the GPU
-Operator chart/driver, the steps in the order the render enforces them (``render.rollout`` waves for
-Slurm; the GPU Operator's rolling driver upgrade), and per tenant the most nodes and GPUs down at once:
-each NodeSet rolls at most ``gpufleet_rollout.max_unavailable_per_block`` nodes at a time and the
-NodeSets of a tenant roll side by side.
+``upgrade_plan(old, new)`` lists, for a change of the Slinky charts (the Slurm release), the GPU Operator
+chart or the GPU driver, the steps in the order the render enforces them (``render.rollout`` waves for
+Slurm; the GPU Operator's driver upgrade policy, ``render.driver_upgrade``), and per tenant the most
+nodes and GPUs down at once and when:
+
+- Slurm workers with an update window (``gpufleet_rollout.window`` / ``tenant_windows``) restart inside
+  it, all nodes of the tenant's NodeSets together (the operator reserves them all with MAINT);
+- the others roll: each NodeSet at most ``max_unavailable_per_block`` nodes at a time, the NodeSets of
+  a tenant side by side;
+- a driver upgrade takes at most ``max_unavailable_per_block`` nodes of the whole cluster at once, each
+  only after its Slurm jobs ended (the upgrade's drain waits on the busy-slurmd budget).
 """
 
 from __future__ import annotations
@@ -14,12 +20,14 @@ from dataclasses import dataclass
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import SLURM_UPGRADE_ORDER
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.versions import driver_version, slurm_release
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.render.driver_upgrade import SLURMD_SELECTOR
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.rollout import WAVES
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
 SLINKY = ("slurm_operator_crds", "slurm_operator", "slurm")
 _WAVE_OF = {"slurmdbd": "accounting", "slurmctld": "controller", "slurmd": "nodesets", "login": "loginsets"}
+_TIME = "%Y-%m-%d %H:%M"
 
 
 @dataclass(frozen=True)
@@ -31,10 +39,11 @@ class TenantLoss:
     of_gpus: int
     block: str = "-"  # the leaf group (or block) that can lose the most nodes at once
     block_nodes: int = 0  # how many: one bound per NodeSet with nodes there
+    when: str = "rolling"  # rolling | the update window, UTC
 
 
-def _worst_block(inputs: ClusterInputs, pools: list[Pool], per_block: int) -> tuple[str, int]:
-    """The leaf group that loses the most nodes when every NodeSet takes its bound from it."""
+def _worst_block(inputs: ClusterInputs, pools: list[Pool], per_block: int | None) -> tuple[str, int]:
+    """The leaf group that loses the most nodes when every pool takes ``per_block`` (None: all) from it."""
     topo = inputs.topology
     if topo is None:
         return "-", 0
@@ -46,7 +55,7 @@ def _worst_block(inputs: ClusterInputs, pools: list[Pool], per_block: int) -> tu
             if group is not None:
                 here[group] = here.get(group, 0) + 1
         for group, count in here.items():
-            down[group] = down.get(group, 0) + min(per_block, count)
+            down[group] = down.get(group, 0) + (count if per_block is None else min(per_block, count))
     if not down:
         return "-", 0
     group = min(down, key=lambda g: (-down[g], g))
@@ -61,27 +70,107 @@ def _changed(old: Fleet, new: Fleet, components: tuple[str, ...]) -> list[str]:
     ]
 
 
+def _tenant_loss(fleet: Fleet, inputs: ClusterInputs, tenant: str, pools: list[Pool], per_block: int) -> TenantLoss:
+    """``per_block`` nodes per pool at once, or all of them in the tenant's window (Slurm workers)."""
+    window = fleet.rollout.window_of(tenant) if pools and pools[0].kind == "slurm" else None
+    down = gpus = total = total_gpus = 0
+    for p in pools:
+        members = inputs.members.get(p.name, [])
+        per_node = max((inputs.by_name[n].gpus for n in members), default=0)
+        take = len(members) if window else min(per_block, len(members))
+        down += take
+        gpus += take * per_node
+        total += len(members)
+        total_gpus += sum(inputs.by_name[n].gpus for n in members)
+    block, block_nodes = _worst_block(inputs, pools, None if window else per_block)
+    when = f"{window.start_time():{_TIME}} to {window.end_time():{_TIME}} UTC" if window else "rolling"
+    return TenantLoss(tenant, down, total, gpus, total_gpus, block, block_nodes, when)
+
+
 def losses(fleet: Fleet) -> list[TenantLoss]:
-    """Per Slurm tenant, the most nodes/GPUs a rolling update of its NodeSets takes down at once."""
-    per_block = fleet.rollout.max_unavailable_per_block
+    """Per Slurm tenant, the most nodes/GPUs an update of its NodeSets takes down at once."""
     out = []
     for name in sorted(fleet.clusters):
         inputs = cluster_inputs(fleet, fleet.clusters[name])
         for t in sorted(fleet.cluster_tenants(name), key=lambda t: t.name):
             pools = fleet.tenant_pools(t.name, "slurm")
-            if not pools:
-                continue
-            down = gpus = total = total_gpus = 0
-            for p in pools:
-                members = inputs.members.get(p.name, [])
-                per_node = max((inputs.by_name[n].gpus for n in members), default=0)
-                down += min(per_block, len(members))
-                gpus += min(per_block, len(members)) * per_node
-                total += len(members)
-                total_gpus += sum(inputs.by_name[n].gpus for n in members)
-            block, block_nodes = _worst_block(inputs, pools, per_block)
-            out.append(TenantLoss(t.name, down, total, gpus, total_gpus, block, block_nodes))
+            if pools:
+                out.append(_tenant_loss(fleet, inputs, t.name, pools, fleet.rollout.max_unavailable_per_block))
     return out
+
+
+def driver_losses(fleet: Fleet, cluster: str) -> list[TenantLoss]:
+    """Per tenant of ``cluster``, the most nodes/GPUs the driver upgrade takes at once: the upgrade runs
+    ``max_unavailable_per_block`` nodes of the whole cluster at a time, so no tenant loses more."""
+    inputs = cluster_inputs(fleet, fleet.clusters[cluster])
+    per_block = fleet.rollout.max_unavailable_per_block
+    out = []
+    for t in sorted(fleet.cluster_tenants(cluster), key=lambda t: t.name):
+        members = [n for p in fleet.tenant_pools(t.name) for n in inputs.members.get(p.name, [])]
+        gpus = sorted((inputs.by_name[n].gpus for n in members), reverse=True)
+        take = min(per_block, len(members))
+        out.append(TenantLoss(t.name, take, len(members), sum(gpus[:take]), sum(gpus)))
+    return out
+
+
+def _slurm_lines(old: Fleet, new: Fleet, slinky: list[str]) -> list[str]:
+    (_old_chart, a), (_new_chart, b) = slurm_release(old), slurm_release(new)
+    lines = [f"Slinky: {'; '.join(slinky)} (Slurm {a} -> {b}). Per Slurm tenant, in this order:", ""]
+    lines += ["| step | restarts | Argo CD wave | note |", "| ---: | --- | ---: | --- |"]
+    for i, (daemon, note) in enumerate(SLURM_UPGRADE_ORDER, 1):
+        lines.append(f"| {i} | {daemon} | {WAVES[_WAVE_OF[daemon]]} | {note} |")
+    per_block = new.rollout.max_unavailable_per_block
+    lines += [
+        "",
+        "Each step starts only once the one before answers: the Argo CD Sync hooks `slurm-accounting-ready`"
+        f" (wave {WAVES['accounting-ready']}, `sacctmgr ping`) and `slurm-controller-ready`"
+        f" (wave {WAVES['controller-ready']}, `scontrol ping`); a gate that keeps failing fails the sync and"
+        " the later steps do not start.",
+        "",
+        "Workers (step 3) per tenant: in the tenant's update window every node of its NodeSets is reserved"
+        " (Slurm MAINT, IGNORE_JOBS) and restarts inside it: Slurm starts no job there that would still run at"
+        " the start, a job still running then ends with its pod; without a window, each NodeSet rolls"
+        f" {per_block} node(s) at a time. Most capacity down at once:",
+        "",
+        "| tenant | when | nodes | GPUs | most of one leaf group |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
+    for x in losses(new):
+        block = f"{x.block_nodes} in `{x.block}`" if x.block_nodes else "-"
+        if x.when == "rolling" and x.block_nodes > per_block:
+            block += f" (over the {per_block} allowed: the NodeSets sharing it roll side by side)"
+        lines.append(f"| {x.tenant} | {x.when} | {x.nodes} of {x.of_nodes} | {x.gpus} of {x.of_gpus} | {block} |")
+    return [*lines, ""]
+
+
+def _driver_lines(new: Fleet, what: list[str], clusters: list[str]) -> list[str]:
+    per_block = new.rollout.max_unavailable_per_block
+    timeout = new.rollout.driver_drain_timeout_seconds
+    wait = f"up to {timeout} s" if timeout else "with no time limit"
+    lines = [
+        f"GPU Operator: {'; '.join(what)}. The driver pod of every GPU node is replaced, {per_block} node(s)"
+        " of the cluster at a time (upgradePolicy maxParallelUpgrades/maxUnavailable), each node in this order:",
+        "",
+        "1. cordoned; Slinky drains its Slurm node (no new jobs, running ones go on);",
+        f"2. its slurmd pod (`{SLURMD_SELECTOR}`) is evicted once its jobs ended ({wait}; never forced:"
+        " on timeout the node stays cordoned and the upgrade reports it failed);",
+        "3. the driver pod restarts with the new driver; the node is uncordoned and Slurm resumes it.",
+        "",
+        "On a node of a Kubernetes pool, step 2 deletes its GPU pods (gpuPodDeletion, not forced).",
+        "",
+    ]
+    for cluster in clusters:
+        lines += [
+            f"Most capacity down at once in `{cluster}`:",
+            "",
+            "| tenant | nodes | GPUs |",
+            "| --- | ---: | ---: |",
+        ]
+        lines += [
+            f"| {x.tenant} | {x.nodes} of {x.of_nodes} | {x.gpus} of {x.of_gpus} |" for x in driver_losses(new, cluster)
+        ]
+        lines.append("")
+    return lines
 
 
 def upgrade_plan(old: Fleet, new: Fleet) -> list[str]:
@@ -90,33 +179,17 @@ def upgrade_plan(old: Fleet, new: Fleet) -> list[str]:
     drivers = [
         c for c in sorted(set(old.clusters) & set(new.clusters)) if driver_version(old, c) != driver_version(new, c)
     ]
-    gpu_op = _changed(old, new, ("gpu_operator",)) + [
-        f"cluster {c}: driver {driver_version(old, c) or 'default'} -> {driver_version(new, c) or 'default'}"
-        for c in drivers
-    ]
-    if not slinky and not gpu_op:
+    gpu_chart = _changed(old, new, ("gpu_operator",))
+    if not slinky and not gpu_chart and not drivers:
         return []
-    lines = ["## Upgrade plan", ""]
+    lines = ["### Upgrade plan", ""]
     if slinky:
-        (_old_name, a), (_new_name, b) = slurm_release(old), slurm_release(new)
-        lines += [f"Slinky: {'; '.join(slinky)} (Slurm {a} -> {b}). Per Slurm tenant, in this order:", ""]
-        lines += ["| step | restarts | Argo CD wave | note |", "| ---: | --- | ---: | --- |"]
-        for i, (daemon, note) in enumerate(SLURM_UPGRADE_ORDER, 1):
-            lines.append(f"| {i} | {daemon} | {WAVES[_WAVE_OF[daemon]]} | {note} |")
-        lines.append("")
-    if gpu_op:
-        what = "the driver pod of every GPU node is replaced (the chart's upgradePolicy: one node at a time)"
-        lines += [f"GPU Operator: {'; '.join(gpu_op)}: {what}.", ""]
-    per_block = new.rollout.max_unavailable_per_block
-    lines += [
-        f"Most capacity down at once per tenant (workers roll {per_block} node(s) per NodeSet at a time):",
-        "",
-        "| tenant | nodes | GPUs | most of one leaf group |",
-        "| --- | ---: | ---: | --- |",
-    ]
-    for x in losses(new):
-        block = f"{x.block_nodes} in `{x.block}`" if x.block_nodes else "-"
-        if x.block_nodes > per_block:
-            block += f" (over the {per_block} allowed: the NodeSets sharing it roll side by side)"
-        lines.append(f"| {x.tenant} | {x.nodes} of {x.of_nodes} | {x.gpus} of {x.of_gpus} | {block} |")
-    return [*lines, ""]
+        lines += _slurm_lines(old, new, slinky)
+    if gpu_chart or drivers:
+        what = gpu_chart + [
+            f"cluster {c}: driver {driver_version(old, c) or 'default'} -> {driver_version(new, c) or 'default'}"
+            for c in drivers
+        ]
+        clusters = drivers or sorted(c for c in new.clusters if new.clusters[c].components["gpu_operator"].enabled)
+        lines += _driver_lines(new, what, clusters)
+    return lines

@@ -570,6 +570,7 @@ def validate(raw: RawModel) -> Fleet:
     issues += tenant_values.resource_issues(raw)
     issues += bound_issues(raw) + bounds.bound_issues(raw)
     issues += maintenance.issues(raw, {c["name"] for _ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",))})
+    issues += rollout.issues(raw) + rollout.driver_policy_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

@@ -28,7 +28,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import compone
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Component, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.render import loadbalancer
+from ansible_collections.gpufleet.core.plugins.module_utils.render import driver_upgrade, loadbalancer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import storage_class
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
@@ -213,7 +213,7 @@ def gpu_operator_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
     sel = system_placement(fleet, cluster.name)
     if sel:
         ours["operator"] = {"nodeSelector": {"kubernetes.io/os": "linux", **sel}}
-    return deep_merge(ours, comp.values)
+    return deep_merge(deep_merge(ours, comp.values), driver_upgrade.values(fleet, cluster))
 
 
 def slurm_tenants(fleet: Fleet, cluster: str) -> list[str]:

@@ -36,6 +36,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import (
     accounting,
     control_plane,
+    driver_upgrade,
     eviction,
     health,
     monitoring,
@@ -577,6 +578,7 @@ def host_files(cluster: Cluster, tenant: Tenant, slurm: bool) -> dict[str, list[
     if slurm:  # Slurm pods evicted last (render/eviction.py)
         ns = vcluster_namespace(tenant.name)
         files["priority.yaml"] = [eviction.priority_class(tenant.name), eviction.no_system_priority(ns)]
+        files["disruption.yaml"] = [driver_upgrade.busy_slurmd_budget(ns)]
     return files
 
 

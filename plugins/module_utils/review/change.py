@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import versions
+from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import upgrade, versions
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
@@ -104,6 +104,7 @@ class Review:
     topology: list[ObjectChange] = field(default_factory=list)
     shared_platform: list[str] = field(default_factory=list)
     drains: list[Drain] = field(default_factory=list)
+    plan: list[str] = field(default_factory=list)  # Markdown lines of the upgrade plan (daytwo.upgrade)
     drift: list[FileChange] = field(default_factory=list)  # committed changes the inputs do not explain
     pictures: dict[str, list[str]] = field(default_factory=dict)  # cluster -> Mermaid lines (moves marked)
     problems: list[str] = field(default_factory=list)
@@ -419,6 +420,8 @@ def _version_rules(rv: Review, inv: _Inventory) -> None:
     """The data-protecting version rules (daytwo.rules): a refusal is a problem, flags and notes are notes."""
     for f in versions.check(inv.base_fleet, inv.fleet):
         (rv.problems if f.action == "refuse" else rv.notes).append(f"`{inv.rel}`: {f.line()}")
+    if inv.base_fleet is not None:
+        rv.plan += upgrade.upgrade_plan(inv.base_fleet, inv.fleet)
 
 
 def review_change(
@@ -566,5 +569,5 @@ def _md_drains(rv: Review) -> list[str]:
 def render_markdown(rv: Review) -> str:
     lines = _md_head(rv) + _md_files(rv) + _md_approvals(rv) + _md_moves(rv)
     lines += object_sections(rv.partitions, rv.nodesets, rv.topology)
-    lines += _md_drains(rv)
+    lines += _md_drains(rv) + rv.plan
     return "\n".join(lines).rstrip() + "\n"

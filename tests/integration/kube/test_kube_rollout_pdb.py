@@ -50,8 +50,9 @@ def bed(kube_cluster: LocalControlPlane) -> LocalControlPlane:
     }
     kube_cluster.create_nodes_from_snapshot([node], timeout=120)
     kube_cluster.create_namespace(NS)
-    pdbs = yaml.safe_load(VALUES.read_text())["extraObjects"]
-    assert {p["kind"] for p in pdbs} == {"PodDisruptionBudget"}
+    extra = yaml.safe_load(VALUES.read_text())["extraObjects"]
+    pdbs = [o for o in extra if o["kind"] == "PodDisruptionBudget"]
+    assert {o["kind"] for o in extra} == {"PodDisruptionBudget", "Job"}  # the Jobs: render/upgrade_gates.py
     kube_cluster.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump_all(pdbs))
     pods = [
         _pod("slurm-controller-0", {"app.kubernetes.io/name": "slurmctld", "app.kubernetes.io/instance": "slurm"}),

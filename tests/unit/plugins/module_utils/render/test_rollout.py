@@ -52,7 +52,7 @@ def test_every_nodeset_rolls_at_most_the_block_allowance(rendered: dict[str, dic
 
 
 def test_budgets_select_the_operators_pods(rendered: dict[str, dict]) -> None:
-    pdbs = {o["metadata"]["name"]: o["spec"] for o in rendered["research"]["extraObjects"]}
+    pdbs = {o["metadata"]["name"]: o["spec"] for o in rendered["research"]["extraObjects"] if o["kind"] != "Job"}
     assert pdbs["slurm-controller"] == {
         "maxUnavailable": 0,
         "selector": {"matchLabels": {"app.kubernetes.io/name": "slurmctld", "app.kubernetes.io/instance": "slurm"}},
@@ -74,7 +74,7 @@ def test_allowance_and_login_replicas() -> None:
     assert login["spec"]["maxUnavailable"] == 1  # three replicas: one may go, two stay
     off = dataclasses.replace(t, accounting=dataclasses.replace(t.accounting, enabled=False), login_replicas=0)
     frag = rollout.slurm_fragment(fleet, off, {"nodesets": {}})
-    assert [o["metadata"]["name"] for o in frag["extraObjects"]] == ["slurm-controller"]
+    assert [o["metadata"]["name"] for o in frag["extraObjects"]] == ["slurm-controller", "slurm-controller-ready"]
     assert "accounting" not in frag
 
 

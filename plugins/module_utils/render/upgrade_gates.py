@@ -1,0 +1,130 @@
+"""Health gates between the waves of a Slurm tenant's rollout: accounting, then controller, then workers.
+
+The waves of ``render/rollout.py`` order the Slinky objects, but the pinned operator (v1.2.1) writes no
+status on an ``Accounting`` or a ``Controller``, so Argo CD would find them Healthy as soon as they are
+applied and start the next wave while slurmdbd still converts its database. Between the waves sit two
+Argo CD ``Sync`` hooks (Jobs in the ``slurm`` chart's ``extraObjects``):
+
+* wave ``accounting-ready`` (after the Accounting): ``sacctmgr ping`` until slurmdbd answers;
+* wave ``controller-ready`` (after the Controller): ``scontrol ping`` until slurmctld answers.
+
+A hook of a wave runs in that wave of every sync and the sync goes on to the next wave only once it
+completed; a hook that fails (slurmdbd never answers: each attempt is ``slurm_ready.WAIT_TRIES`` pings,
+``GATE_BACKOFF_LIMIT`` + 1 attempts) fails the sync, so the controller and the workers are not touched.
+``BeforeHookCreation``: the previous run stays for inspection until the next sync replaces it.
+
+The Jobs cannot use the operator's ``slurm.conf`` (it exists only once the Controller is reconciled, a
+wave later), so each writes a client ``slurm.conf`` naming the daemons the way the operator's does
+(``slurm-operator`` v1.2.1 ``internal/builder/controllerbuilder/controller_config.go``: Services
+``<release>-controller`` / ``<release>-accounting``, ports 6817 / 6819, ``auth/slurm``) and reads the
+cluster's ``slurm.key`` (auth/slurm looks for it next to slurm.conf, so it is copied there).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render import slurm_ready
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
+
+RELEASE = "slurm"  # the slurm chart's release: the Controller and Accounting are named after it
+GATE_DIR = "/tmp/gpufleet-gate"
+KEY_PATH = "/etc/slurm/slurm.key"
+GATE_BACKOFF_LIMIT = 2  # three attempts of WAIT_TRIES x WAIT_SECONDS (5 min) each, then the sync fails
+HOOK = "argocd.argoproj.io/hook"
+HOOK_DELETE = "argocd.argoproj.io/hook-delete-policy"
+WAVE = "argocd.argoproj.io/sync-wave"
+
+
+def client_conf(tenant: Tenant) -> str:
+    """The client ``slurm.conf`` of the gates (no secret: the key is a mounted file)."""
+    ctld = f"{RELEASE}-controller"
+    return "\n".join(
+        (
+            f"ClusterName={tenant.name.replace('-', '_')}",
+            f"SlurmctldHost={ctld}-0({ctld}.{SLURM_NAMESPACE})",
+            "SlurmctldPort=6817",
+            "AuthType=auth/slurm",
+            "CredType=cred/slurm",
+            "AccountingStorageType=accounting_storage/slurmdbd",
+            f"AccountingStorageHost={RELEASE}-accounting.{SLURM_NAMESPACE}",
+            "AccountingStoragePort=6819",
+        )
+    )
+
+
+def gate_script(tenant: Tenant, what: str, command: str) -> str:
+    return (
+        slurm_ready.WAIT_FOR
+        + f'd={GATE_DIR}\nmkdir -p "$d"\n'
+        + f'install -m 600 {KEY_PATH} "$d/slurm.key"\n'
+        + f"cat >\"$d/slurm.conf\" <<'CONF'\n{client_conf(tenant)}\nCONF\n"
+        + 'export SLURM_CONF="$d/slurm.conf"\n'
+        + f"wait_for '{what}' {command}\n"
+    )
+
+
+def gate_job(tenant: Tenant, name: str, wave: str, what: str, command: str) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/managed-by": "gpufleet", "gpufleet.io/tenant": tenant.name}
+    key = {"secret": {"name": f"{RELEASE}-auth-slurm", "items": [{"key": "slurm.key", "path": "slurm.key"}]}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {
+                HOOK: "Sync",
+                HOOK_DELETE: "BeforeHookCreation",
+                WAVE: wave,
+                slurm_ready.WAITS_FOR: what,
+            },
+        },
+        "spec": {
+            "backoffLimit": GATE_BACKOFF_LIMIT,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "containers": [
+                        {
+                            "name": "gate",
+                            "image": slurm_ready.login_image(),
+                            "command": ["/bin/sh", "-c", gate_script(tenant, what, command)],
+                            "volumeMounts": [
+                                {"name": "slurm-key", "mountPath": "/etc/slurm/slurm.key", "subPath": "slurm.key"}
+                            ],
+                        }
+                    ],
+                    "volumes": [{"name": "slurm-key", "projected": {"defaultMode": 0o600, "sources": [key]}}],
+                },
+            },
+        },
+    }
+
+
+def gates(tenant: Tenant, waves: dict[str, str]) -> list[dict[str, Any]]:
+    """The gate Jobs of ``tenant`` (the accounting one only with accounting on)."""
+    out = []
+    if tenant.accounting.enabled:
+        out.append(
+            gate_job(
+                tenant,
+                f"{RELEASE}-accounting-ready",
+                waves["accounting-ready"],
+                "slurmdbd (sacctmgr ping)",
+                "sacctmgr ping",
+            )
+        )
+    out.append(
+        gate_job(
+            tenant,
+            f"{RELEASE}-controller-ready",
+            waves["controller-ready"],
+            "slurmctld (scontrol ping)",
+            "scontrol ping",
+        )
+    )
+    return out
