@@ -29,6 +29,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     grammar,
     identity,
     maintenance,
+    rollout,
     tenant_values,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import exposure_issues
