@@ -214,7 +214,7 @@ class RealVCluster:
 
     # ---- host side -------------------------------------------------------------------------
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return _kubectl([], self.host_kubeconfig, "kubectl", args, input, check)
+        return run_kubectl([], self.host_kubeconfig, "kubectl", args, input, check)
 
     def apply_chart(self) -> dict[str, Any]:
         """Template the chart, apply what it renders for the host but the pod; return the StatefulSet."""
@@ -357,7 +357,7 @@ class RealVCluster:
     def vkubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         """kubectl against the virtual cluster, from inside its network namespace."""
         netns = ["ip", "netns", "exec", self.netns]
-        return _kubectl(netns, self.state / "virtual-kubeconfig", "vcluster kubectl", args, input, check)
+        return run_kubectl(netns, self.state / "virtual-kubeconfig", "vcluster kubectl", args, input, check)
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -395,7 +395,7 @@ class RealVCluster:
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
 
 
-def _kubectl(
+def run_kubectl(
     prefix: list[str], kubeconfig: Path, what: str, args: tuple[str, ...], input: str | None, check: bool
 ) -> subprocess.CompletedProcess[str]:
     """The bed's kubectl against ``kubeconfig`` (run under ``prefix``, e.g. inside the netns)."""

@@ -33,7 +33,6 @@ from typing import Any
 
 import yaml
 from argocd_harness import (
-    BIN_DIR,
     CILIUM_CRDS,
     REPO_ROOT,
     HelmRepo,
@@ -47,7 +46,7 @@ from argocd_harness import (
 )
 from controlplane import load_node_snapshot
 from operator_doubles import OperatorDoubles
-from real_vcluster import CHART, FenceHost, RealVCluster, fence_nodes
+from real_vcluster import CHART, FenceHost, RealVCluster, fence_nodes, run_kubectl
 
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
@@ -77,17 +76,7 @@ class TenantAPI:
         self.kubeconfig.write_text(yaml.safe_dump(cfg))
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        p = subprocess.run(
-            [str(BIN_DIR / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        if check and p.returncode != 0:
-            raise RuntimeError(f"kubectl ({self.host}) {' '.join(args)}: {p.stderr}")
-        return p
+        return run_kubectl([], self.kubeconfig, f"kubectl ({self.host})", args, input, check)
 
     def get_json(self, *args: str) -> Any:
         return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
