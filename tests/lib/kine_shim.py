@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Stand-in for kine (``/binaries/kine`` in the vcluster image; not built here): runs the bed's etcd
 (``/binaries/etcd``) on loopback and serves it on the unix socket vCluster gives kine
 (``--listen-address=unix://...``), byte for byte. Only storage differs: the virtual kube-apiserver
@@ -85,7 +84,7 @@ def main(argv: list[str]) -> int:
     srv.listen(64)
     threading.Thread(target=lambda: sys.exit(etcd.wait()), daemon=True).start()
     while etcd.poll() is None:
-        conn, _ = srv.accept()
+        conn, _peer = srv.accept()
         threading.Thread(target=_serve, args=(conn,), daemon=True).start()
     return etcd.returncode or 0
 

@@ -35,10 +35,12 @@ import base64
 import copy
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -263,8 +265,9 @@ class RealVCluster:
             (self.state / d).mkdir(parents=True, exist_ok=True)
         for name in ("vcluster", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "helm", "etcd"):
             shutil.copy2(BIN_DIR / name, self.state / "binaries" / name)
-        shutil.copy2(SHIM, self.state / "binaries" / "kine")
-        (self.state / "binaries" / "kine").chmod(0o755)
+        kine = self.state / "binaries" / "kine"
+        kine.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(SHIM))} "$@"\n')
+        kine.chmod(0o755)
         sts = self.apply_chart()
         (self.state / "config" / "config.yaml").write_bytes(self.config_yaml())
         server = yaml.safe_load(self.host_kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
