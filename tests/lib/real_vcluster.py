@@ -35,12 +35,10 @@ import base64
 import copy
 import json
 import os
-import shlex
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -266,7 +264,8 @@ class RealVCluster:
         for name in ("vcluster", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "helm", "etcd"):
             shutil.copy2(BIN_DIR / name, self.state / "binaries" / name)
         kine = self.state / "binaries" / "kine"
-        kine.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(SHIM))} "$@"\n')
+        # the venv interpreter is not found where vCluster runs kine, the system python3 is (tests/lib has no shebangs)
+        kine.write_text("#!/usr/bin/env python3\n" + SHIM.read_text())
         kine.chmod(0o755)
         sts = self.apply_chart()
         (self.state / "config" / "config.yaml").write_bytes(self.config_yaml())
