@@ -82,6 +82,8 @@ def uids(bed: ArgoBed, tenants: list[str]) -> dict[str, str]:
             for o in bed.host.get_json(kind, "-n", f"vc-{t}")["items"]:
                 if "probe" in (o.get("data") or {}):
                     continue  # earlier tests' probes: not in the inventory, the re-render prunes them
+                if o["metadata"]["name"].startswith("kube-root-ca.crt-x-"):
+                    continue  # vCluster's own copy per namespace, dropped and re-made as pods come and go
                 out[f"{kind}/vc-{t}/{o['metadata']['name']}"] = o["metadata"]["uid"]
     return out
 
