@@ -433,11 +433,13 @@ def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
     _wait(bed.running_pods, 60, "the NodeSet's pods Running")
     _wait(lambda: (s := bed.nodeset_status()).get("slurmIdle", 0) + s.get("slurmAllocated", 0), 120, "slurm counts")
     before = _revisions(bed)
-    start = int(time.time()) + 12
+    # the operator acts on its next NodeSet sync: a start far enough ahead that a loaded machine still gets
+    # the reservation in before it (the operator never makes one for a window already open)
+    start = int(time.time()) + 45
     window = {"startTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)), "duration": "2m"}
     _patch_nodeset(bed, {"type": "ScheduledUpdate", "scheduledUpdate": window}, revision="4")
     name = f"SlurmOperatorMaint-slurm-worker-{POOL}"
-    res = _wait(lambda: next((r for r in _reservations(bed) if r["name"] == name), None), 10, f"reservation {name}")
+    res = _wait(lambda: next((r for r in _reservations(bed) if r["name"] == name), None), 40, f"reservation {name}")
     assert time.time() < start, "the reservation came after its start"
     assert {"MAINT", "IGNORE_JOBS"} <= set(res["flags"]), res["flags"]
     assert res["start_time"]["number"] == start and res["end_time"]["number"] == start + 120, res
