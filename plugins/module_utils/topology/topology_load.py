@@ -20,7 +20,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError, merge_into
-from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology
@@ -83,10 +82,11 @@ def _node_map(spec: Mapping[str, str] | None) -> dict[str, str] | None:
     return {"pattern": spec["pattern"], "replacement": spec.get("replacement", spec.get("replace", ""))}
 
 
-def cluster_topology(cluster: Cluster, nodes: tuple[NodeInfo, ...]) -> Topology | None:
-    """A cluster's topology as the renderer reads it: its fabric input (``Cluster.fabric_input``),
-    the NVLink domains of its nodes (already parsed), its node name map and exclusions; None without
-    a fabric source."""
+def cluster_topology(cluster: Any, nodes: tuple[NodeInfo, ...]) -> Topology | None:
+    """A cluster's topology as the renderer reads it: its fabric input (``Cluster.fabric_input``), the
+    NVLink domains of its nodes (already parsed), its node name map and exclusions; None without a
+    fabric source. ``cluster`` is a ``model.fleet.Cluster``, not imported: this module also runs on
+    managed hosts (Python 3.9), and the fleet model is the controller's."""
     fab, path = cluster.fabric, cluster.fabric_input
     if fab.source == "none":
         return None
