@@ -122,19 +122,24 @@ def from_dict(d: dict[str, Any]) -> Maintenance:
     )
 
 
-def _window_issues(raw: Any, i: int, w: Any) -> list[Issue]:
+def window_issues(
+    raw: Any, path: tuple[str | int, ...], w: Any, bounds: tuple[timedelta, timedelta], too_long: str
+) -> list[Issue]:
+    """A window's start must be a real UTC time and its length within ``bounds`` (else ``too_long``);
+    the schema has already checked the shape and names a duration that does not parse."""
     if not isinstance(w, dict) or not isinstance(w.get("start"), str) or not isinstance(w.get("duration"), str):
         return []
     out = []
     try:
         parse_start(w["start"])
     except ValueError:
-        out.append(raw.issue((KEY, i, "window", "start"), f"{w['start']!r} is not a valid UTC time"))
+        out.append(raw.issue((*path, "start"), f"{w['start']!r} is not a valid UTC time"))
     try:
-        if parse_duration(w["duration"]) > MAX_WINDOW:
-            out.append(raw.issue((KEY, i, "window", "duration"), "longer than 30d: split it or return the nodes"))
+        length = parse_duration(w["duration"])
     except ValueError:
-        pass  # the schema names it
+        return out  # the schema names it
+    if not bounds[0] <= length <= bounds[1]:
+        out.append(raw.issue((*path, "duration"), too_long))
     return out
 
 
@@ -155,5 +160,6 @@ def issues(raw: Any, clusters: set[str]) -> list[Issue]:
             seen.add(name)
         if isinstance(e.get("cluster"), str) and e["cluster"] not in clusters:
             out.append(raw.issue((KEY, i, "cluster"), f"cluster {e['cluster']!r} is not defined in gpufleet_clusters"))
-        out += _window_issues(raw, i, e.get("window"))
+        too_long = "longer than 30d: split it or return the nodes"
+        out += window_issues(raw, (KEY, i, "window"), e.get("window"), (timedelta.min, MAX_WINDOW), too_long)
     return out

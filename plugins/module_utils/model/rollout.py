@@ -37,6 +37,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance im
     START,
     parse_duration,
     parse_start,
+    window_issues,
 )
 
 KEY = "gpufleet_rollout"
@@ -133,20 +134,7 @@ def from_dict(d: dict[str, Any] | None) -> Rollout:
 
 
 def _window_issues(raw: Any, path: tuple[str | int, ...], w: Any) -> list[Issue]:
-    if not isinstance(w, dict) or not isinstance(w.get("start"), str) or not isinstance(w.get("duration"), str):
-        return []
-    out = []
-    try:
-        parse_start(w["start"])
-    except ValueError:
-        out.append(raw.issue((*path, "start"), f"{w['start']!r} is not a valid UTC time"))
-    try:
-        length = parse_duration(w["duration"])
-    except ValueError:
-        return out  # the schema names it
-    if not MIN_WINDOW <= length <= MAX_WINDOW:
-        out.append(raw.issue((*path, "duration"), "an update window is 1m to 7d long"))
-    return out
+    return window_issues(raw, path, w, (MIN_WINDOW, MAX_WINDOW), "an update window is 1m to 7d long")
 
 
 def issues(raw: Any) -> list[Issue]:
