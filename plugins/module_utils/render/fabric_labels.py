@@ -2,7 +2,7 @@
 ``Topology`` of its Kubernetes-native tenants.
 
 Both come from ``inputs.topology``, the one build of the cluster's fabric that the Slurm topology
-files (``tenant.slurm_values``) are cut from, through ``topology.labels``: a node's Slurm leaf
+files (``tenant_slurm.slurm_values``) are cut from, through ``topology.labels``: a node's Slurm leaf
 switch, its ancestors and its block are its label values. Rendered beside the cluster:
 
 - ``clusters/<cluster>/node-labels.yaml``: ``{scheme, sets: [{labels, nodes}]}``, which the apply step

@@ -25,7 +25,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
     SLURM_NAMESPACE,
     namespace_of,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant import JWT_KEY_SECRET, SLURM_KEY_SECRET
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_slurm import JWT_KEY_SECRET, SLURM_KEY_SECRET
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace, vcluster_server
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.picture import mermaid
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart

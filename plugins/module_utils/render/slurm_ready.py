@@ -54,7 +54,7 @@ wait_for() {{
   printf '%s\\n' "$out"
 }}
 """
-LOGINSET = "main"  # the tenant's LoginSet key in the slurm chart values (render/tenant.py)
+LOGINSET = "main"  # the tenant's LoginSet key in the slurm chart values (render/tenant_slurm.py)
 LOGIN_GATE = "slurm-login-ready"
 
 

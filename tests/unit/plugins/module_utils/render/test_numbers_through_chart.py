@@ -24,7 +24,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.render import control_plane
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.slurm_conf_map import CONF_MAPS, as_words
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant import slurm_values, vcluster_values
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_slurm import slurm_values
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_vcluster import vcluster_values
 
 
 @pytest.fixture(scope="module")
