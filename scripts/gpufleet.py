@@ -175,11 +175,11 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_maintenance(args: argparse.Namespace) -> int:
-    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.maintenance import (
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.maintenance_change import (
         plan_maintenance,
         write_maintenance,
     )
-    from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import Maintenance
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import Maintenance
 
     start = None
     if args.action == "start":
@@ -203,7 +203,7 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
 
 def cmd_check_versions(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.upgrade import upgrade_plan
-    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.versions import check, load_change, refuse
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.version_change import check, load_change, refuse
 
     old, new = load_change(args.inventory, args.base)
     findings = check(old, new)

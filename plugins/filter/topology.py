@@ -13,8 +13,11 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import domains_from_nodes, fabric_from_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.node_labels import (
+    domains_from_nodes,
+    fabric_from_nodes,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.topology import labels as fabric_labels
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import render

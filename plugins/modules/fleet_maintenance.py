@@ -112,12 +112,12 @@ files:
   elements: str
 """
 
-from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.maintenance import (
+from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.maintenance_change import (
     MaintenanceError,
     plan_maintenance,
     write_maintenance,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import Maintenance
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import Maintenance
 from ansible_collections.gpufleet.core.plugins.module_utils.module import GpufleetModule, gitops_spec, inventory_spec
 
 ARGUMENT_SPEC = {

@@ -212,7 +212,7 @@ maintenance:
 
 from datetime import datetime, timezone
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import parse_start
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import parse_start
 from ansible_collections.gpufleet.core.plugins.module_utils.module import (
     GpufleetModule,
     gitops_spec,

@@ -20,7 +20,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
-from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import parse_duration
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import parse_duration
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.cordon import maintenance_file
 from ansible_collections.gpufleet.core.plugins.module_utils.render.maintenance import RESERVATION_PREFIX
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import SLURM_UPGRADE_ORDER
-from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.versions import driver_version, slurm_release
+from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.version_change import driver_version, slurm_release
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.render.driver_upgrade import SLURMD_SELECTOR
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.file import parse_fabric_yaml
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.ibnetdiscover import parse_default, parse_ports
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import parse_nodes_text
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError, merge_into
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.node_labels import parse_nodes_text
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import MAX_FABRIC_BYTES
 
 # kind -> parser(text, source); "auto" detects the kind from the first lines

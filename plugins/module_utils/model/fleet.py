@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import components
-from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting
+from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting_model import Accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure
 from ansible_collections.gpufleet.core.plugins.module_utils.model.identity import Identity
-from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import Maintenance
-from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout import Rollout
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import Maintenance
+from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout_model import Rollout
 
 POOL_KINDS = ("slurm", "kubernetes", "system", "spare")
 COMPONENTS = components.NAMES

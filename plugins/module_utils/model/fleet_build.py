@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
-    accounting,
+    accounting_model,
     components,
     identity,
-    maintenance,
-    rollout,
+    maintenance_model,
+    rollout_model,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import (
@@ -158,7 +158,7 @@ def _tenant(raw: RawModel, t: dict[str, Any]) -> Tenant:
         pools=tuple(t["pools"]),
         description=t.get("description", ""),
         namespaces=tuple(t.get("namespaces", ())),
-        accounting=accounting.build_accounting(s.get("accounting", True)),
+        accounting=accounting_model.build_accounting(s.get("accounting", True)),
         login_replicas=s.get("login_replicas", 1),
         slurm_values=s.get("values", {}),
         vcluster_values=t.get("vcluster", {}).get("values", {}),
@@ -184,7 +184,7 @@ def build_fleet(raw: RawModel) -> Fleet:
         versions=d.get("gpufleet_versions", {}),
         source=raw,
         chart_mirrors=dict(d.get("gpufleet_chart_mirrors") or {}),
-        maintenance=tuple(maintenance.from_dict(m) for m in d.get(maintenance.KEY) or ()),
-        rollout=rollout.from_dict(d.get(rollout.KEY)),
+        maintenance=tuple(maintenance_model.from_dict(m) for m in d.get(maintenance_model.KEY) or ()),
+        rollout=rollout_model.from_dict(d.get(rollout_model.KEY)),
         image_mirror=d.get("gpufleet_image_mirror"),
     )

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
-    accounting,
+    accounting_model,
     bounds,
     components,
     identity,
-    maintenance,
-    rollout,
+    maintenance_model,
+    rollout_model,
     tenant_values,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
@@ -197,8 +197,8 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "gpufleet_identity": identity.FLEET_SCHEMA,
-        maintenance.KEY: maintenance.SCHEMA,
-        rollout.KEY: rollout.SCHEMA,
+        maintenance_model.KEY: maintenance_model.SCHEMA,
+        rollout_model.KEY: rollout_model.SCHEMA,
         "gpufleet_versions": {
             "type": "object",
             "description": "per-component overrides of the pinned chart coordinates",
@@ -371,7 +371,7 @@ SCHEMA: dict[str, Any] = {
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
-                            "accounting": accounting.SCHEMA,
+                            "accounting": accounting_model.SCHEMA,
                             "login_replicas": {
                                 "type": "integer",
                                 "minimum": 0,
@@ -441,7 +441,7 @@ SCHEMA: dict[str, Any] = {
                             "allow_groups": identity.POOL_GROUPS,
                             "allow_accounts": {
                                 "type": "array",
-                                "items": accounting.SLURM_NAME,
+                                "items": accounting_model.SLURM_NAME,
                                 "uniqueItems": True,
                                 "minItems": 1,
                                 "description": "AllowAccounts: only jobs of these (tenant) accounts",

@@ -24,12 +24,12 @@ except ImportError:  # pragma: no cover - Python < 3.11
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
-    accounting,
+    accounting_model,
     bounds,
     grammar,
     identity,
-    maintenance,
-    rollout,
+    maintenance_model,
+    rollout_model,
     tenant_values,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import exposure_issues
@@ -269,7 +269,7 @@ def _pool_partition(r: _Refs, pi: int, p: dict[str, Any]) -> list[Issue]:
 
 
 def _tenant_accounting(r: _Refs, ti: int, t: dict[str, Any]) -> list[Issue]:
-    return accounting.reference_issues(
+    return accounting_model.reference_issues(
         r.raw, ("gpufleet_tenants", ti, "slurm", "accounting"), _dict(t.get("slurm")).get("accounting")
     )
 
@@ -432,8 +432,8 @@ def bound_issues(raw: RawModel) -> list[Issue]:
         for mi, m in enumerate(_list(_dict(cl).get("allow_node_moves"))):
             for i, e in enumerate(_list(_dict(m).get("nodes"))):
                 found.append((("gpufleet_clusters", ci, "allow_node_moves", mi, "nodes", i), e))
-    for i, m in enumerate(_list(raw.data.get(maintenance.KEY))):
-        found.append(((maintenance.KEY, i, "nodes"), _dict(m).get("nodes")))
+    for i, m in enumerate(_list(raw.data.get(maintenance_model.KEY))):
+        found.append(((maintenance_model.KEY, i, "nodes"), _dict(m).get("nodes")))
     total = 0
     for path, expr in found:
         if not isinstance(expr, str):
@@ -570,8 +570,10 @@ def validate(raw: RawModel) -> Fleet:
     issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw) + inside_inputs_issues(raw)
     issues += tenant_values.resource_issues(raw)
     issues += bound_issues(raw) + bounds.bound_issues(raw)
-    issues += maintenance.issues(raw, {c["name"] for _ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",))})
-    issues += rollout.issues(raw) + rollout.driver_policy_issues(raw)
+    issues += maintenance_model.issues(
+        raw, {c["name"] for _ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",))}
+    )
+    issues += rollout_model.issues(raw) + rollout_model.driver_policy_issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import parse_start
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import parse_start
 
 try:
     import yaml

@@ -12,7 +12,7 @@ Why each piece looks the way it does is in docs/adr/slurm-accounting.md. In shor
   by a Job named after the script's hash (a changed inventory is a new Job; an unchanged one is in
   sync). The same script is what the integration test runs against a real slurmdbd.
 
-Every value placed here was validated by the schema (model/accounting.py): names and times cannot
+Every value placed here was validated by the schema (model/accounting_model.py): names and times cannot
 carry whitespace, ``=``, ``,``, quotes or newlines; the script still quotes each argument.
 """
 
@@ -22,7 +22,7 @@ import hashlib
 import shlex
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting, Qos
+from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting_model import Accounting, Qos
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render import slurm_ready, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App

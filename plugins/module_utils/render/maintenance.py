@@ -19,7 +19,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import HostlistError, compress, expand
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import KEY, Maintenance
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import KEY, Maintenance
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.cordon import FILE, SLURM_REASON_PREFIX
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import cluster_dir

@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import upgrade, versions
+from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import upgrade, version_change
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
@@ -418,7 +418,7 @@ def _tenant_scope_problems(rv: Review) -> None:
 
 def _version_rules(rv: Review, inv: _Inventory) -> None:
     """The data-protecting version rules (daytwo.rules): a refusal is a problem, flags and notes are notes."""
-    for f in versions.check(inv.base_fleet, inv.fleet):
+    for f in version_change.check(inv.base_fleet, inv.fleet):
         (rv.problems if f.action == "refuse" else rv.notes).append(f"`{inv.rel}`: {f.line()}")
     if inv.base_fleet is not None:
         rv.plan += upgrade.upgrade_plan(inv.base_fleet, inv.fleet)

@@ -13,13 +13,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import (
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError, merge_into
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.node_labels import (
     domains_from_nodes,
     fabric_from_nodes,
     load_nodes,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError, merge_into
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology

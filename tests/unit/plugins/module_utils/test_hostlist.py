@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.core.plugins.filter.hostlist import FilterModule
+from ansible_collections.gpufleet.core.plugins.filter.hostlist_filters import FilterModule
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import (
     MAX_RANGE,
     HostlistError,

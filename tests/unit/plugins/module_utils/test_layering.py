@@ -34,7 +34,7 @@ STAGES: list[tuple[str, ...]] = [
 ]
 ANSIBLE_ALLOWED = {"module"}
 # inside fabric/: the parsers know only the model, load.py knows the parsers
-FABRIC_PARSERS = ("fabric/ibnetdiscover.py", "fabric/labels.py", "fabric/file.py")
+FABRIC_PARSERS = ("fabric/ibnetdiscover.py", "fabric/node_labels.py", "fabric/file.py")
 FABRIC_PARSER_IMPORTS = {"fabric.model", "errors", "hostlist", "deps", "yaml_dump"}
 
 

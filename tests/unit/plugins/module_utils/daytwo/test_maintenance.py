@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.maintenance import (
+from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.maintenance_change import (
     MaintenanceError,
     plan_maintenance,
     write_maintenance,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import Maintenance
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import Maintenance
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply as pool_apply
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import cordon

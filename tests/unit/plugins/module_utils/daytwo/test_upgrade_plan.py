@@ -23,7 +23,7 @@ from render_checks import crd_validator
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.upgrade import upgrade_plan
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Component, Fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout import Window
+from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout_model import Window
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import driver_upgrade
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet

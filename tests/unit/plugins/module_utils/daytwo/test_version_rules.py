@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import rules
-from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.versions import (
+from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.version_change import (
     RefusedChange,
     check,
     refuse,

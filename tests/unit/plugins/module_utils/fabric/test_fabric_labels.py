@@ -8,12 +8,12 @@ from gpufleet_testlib import fabric_gen
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import (
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.node_labels import (
     domains_from_nodes,
     fabric_from_nodes,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.render import parse_tree_conf, render_tree
 

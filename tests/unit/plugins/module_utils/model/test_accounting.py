@@ -13,7 +13,7 @@ import pytest
 import yaml
 from render_fixtures import model_errors
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting import Accounting, build_accounting
+from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting_model import Accounting, build_accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting as ra

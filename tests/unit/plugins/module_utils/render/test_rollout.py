@@ -11,7 +11,7 @@ import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import SLURM_UPGRADE_ORDER
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
-from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout import Rollout
+from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout_model import Rollout
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet

@@ -17,9 +17,12 @@ from hypothesis import strategies as st
 from render_fixtures import REPO
 from test_topology import random_fabrics
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.labels import domains_from_nodes, fabric_from_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.node_labels import (
+    domains_from_nodes,
+    fabric_from_nodes,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.topology import labels as fl
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
@@ -170,7 +173,7 @@ def test_random_fabrics(fab, scheme):
 
 
 def test_topograph_labels_read_back_as_the_same_tree():
-    """The topograph scheme is what fabric/labels.py reads: labels -> fabric -> the same tree."""
+    """The topograph scheme is what fabric/node_labels.py reads: labels -> fabric -> the same tree."""
     topo = build_topology(load_fabric(TOPOGRAPH / "models" / "large.yaml"))
     labels = fl.node_labels(topo, "topograph")
     nodes = {"kind": "List", "items": [{"metadata": {"name": n, "labels": ls}} for n, ls in labels.items()]}

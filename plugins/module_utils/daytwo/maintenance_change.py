@@ -22,7 +22,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.files import replace_file
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import RawModel, load_inventory
-from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import KEY, Maintenance
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import KEY, Maintenance
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import validate
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree

@@ -13,7 +13,7 @@ topology (``switch``: a leaf group, a tree switch or a block; every node under i
 
 The renderer resolves the nodes (render.maintenance) and the apply step cordons them; Slinky drains the
 Slurm nodes behind a cordon with the Node's ``node-cordon-reason``. The entry is written and removed
-by ``gpufleet.py maintenance start|end`` (daytwo.maintenance).
+by ``gpufleet.py maintenance start|end`` (daytwo.maintenance_change).
 """
 
 from __future__ import annotations

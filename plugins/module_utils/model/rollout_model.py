@@ -32,7 +32,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar as g
-from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import (
     DURATION,
     START,
     parse_duration,
