@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from argocd_bed import ArgoBed, Synced, TenantAPI
+from polling import wait_for
 from real_vcluster import VERSION, translated
 
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
@@ -34,16 +35,6 @@ OTHER = "llm-pretrain"
 OTHER_POOL = "pretrain"
 MANAGED_BY = "vcluster.loft.sh/managed-by"
 PROBE = "gpufleet.io/fence-probe"
-
-
-def wait(cond: Callable[[], Any], what: str, timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def node_tenants(bed: ArgoBed) -> dict[str, str | None]:
@@ -76,7 +67,9 @@ def inside(argocd_bed: ArgoBed, synced: Synced) -> Iterator[TenantAPI]:
     # leave the bed as found: the probes and the syncer's host copies of them gone
     api.kubectl("delete", "pod,pvc", "-n", "default", "-l", PROBE, "--grace-period=0", "--force", check=False)
     ns, copies = f"vc-{TENANT}", "vcluster.loft.sh/namespace=default"
-    wait(lambda: not argocd_bed.host.get_json("pods,pvc", "-n", ns, "-l", copies)["items"], "the host copies gone")
+    wait_for(
+        lambda: not argocd_bed.host.get_json("pods,pvc", "-n", ns, "-l", copies)["items"], 120, "the host copies gone"
+    )
 
 
 def test_every_tenant_runs_the_real_vcluster(argocd_bed: ArgoBed, synced: Synced) -> None:
@@ -120,7 +113,7 @@ def test_each_nodeset_has_one_pod_per_node_of_its_pool(argocd_bed: ArgoBed, sync
 def test_another_pools_selector_and_toleration_never_run_on_its_nodes(argocd_bed: ArgoBed, inside: TenantAPI) -> None:
     spec = {"nodeSelector": fence.node_selector(OTHER_POOL), "tolerations": [fence.toleration(OTHER_POOL)]}
     inside.kubectl("apply", "-f", "-", input=pod("sneaky", **spec))
-    hp = wait(lambda: host_pod(argocd_bed, "sneaky"), "the host copy of the pod")
+    hp = wait_for(lambda: host_pod(argocd_bed, "sneaky"), 120, "the host copy of the pod")
     assert (hp["spec"].get("nodeSelector") or {}).get(fence.TENANT_KEY) == TENANT, hp["spec"]  # fence label merged in
     time.sleep(10)  # time for the host scheduler to (not) place it
     node = ((host_pod(argocd_bed, "sneaky") or {}).get("spec") or {}).get("nodeName")
@@ -151,7 +144,7 @@ def test_host_quota_refuses_a_claim_past_the_rendered_sum(argocd_bed: ArgoBed, i
         events = inside.get_json("events", "-n", "default", "--field-selector", "involvedObject.name=one-more")
         return " ".join(e.get("message") or "" for e in events["items"] if e.get("reason") == "SyncError")
 
-    why = wait(refusal, "the syncer's SyncError on the claim")
+    why = wait_for(refusal, 120, "the syncer's SyncError on the claim")
     assert "exceeded quota" in why and "requests.storage" in why, why
     host = argocd_bed.host.kubectl("get", "pvc", translated("one-more", "default", TENANT), "-n", ns, check=False)
     assert host.returncode != 0, "the host took a claim past its quota"

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from argocd_bed import CLUSTER, ROOT_APP, ArgoBed, Synced, rendered_apps
 from argocd_harness import git, synced_healthy
+from polling import wait_for
 
 WAIT = 400
 TENANT = "inference"
@@ -65,14 +66,6 @@ def write_probe(bed: ArgoBed, name: str, tenant: str = TENANT) -> Path:
 
 def host_has(bed: ArgoBed, name: str, tenant: str = TENANT) -> bool:
     return bed.host.kubectl("get", "configmap", name, "-n", f"vc-{tenant}", check=False).returncode == 0
-
-
-def wait_until(cond, what: str, timeout: float = WAIT) -> float:
-    t0 = time.monotonic()
-    while not cond():
-        assert time.monotonic() - t0 < timeout, f"not converged: {what}"
-        time.sleep(1)
-    return time.monotonic() - t0
 
 
 def live_inventory(bed: ArgoBed) -> set[str]:
@@ -138,10 +131,10 @@ def test_fault_mid_sync_converges(argocd_bed: ArgoBed, synced: Synced, fault: st
     git(bed.repo, "commit", "-qm", f"probes: {fault} killed mid-sync")
     rev = git(bed.repo, "rev-parse", "HEAD").strip()
     t0 = time.monotonic()
-    wait_until(lambda: seen(bed, [f"{t}-host" for t in bed.tenants], rev), "the commit seen")
+    wait_for(lambda: seen(bed, [f"{t}-host" for t in bed.tenants], rev), WAIT, "the commit seen")
     applied = sum(host_has(bed, name, t) for t in bed.tenants)
     back = FAULTS[fault](bed)
-    wait_until(lambda: all(host_has(bed, name, t) for t in bed.tenants) and converged(bed), f"after {fault}")
+    wait_for(lambda: all(host_has(bed, name, t) for t in bed.tenants) and converged(bed), WAIT, f"after {fault}")
     took = time.monotonic() - t0
     print(
         f"\nbench: {fault} killed mid-sync ({applied}/{len(bed.tenants)} probes applied at the kill,"
@@ -160,14 +153,15 @@ def test_force_push_converges(argocd_bed: ArgoBed, synced: Synced) -> None:
     write_probe(bed, "fault-first")
     git(bed.repo, "add", "-A")
     git(bed.repo, "commit", "-qm", "probe: first")
-    wait_until(lambda: host_has(bed, "fault-first"), "first probe applied")
+    wait_for(lambda: host_has(bed, "fault-first"), WAIT, "first probe applied")
     git(bed.repo, "reset", "-q", "--hard", "HEAD~1")  # the branch rewritten: the commit is gone
     write_probe(bed, "fault-second")
     git(bed.repo, "add", "-A")
     git(bed.repo, "commit", "-qm", "probe: second (after force-push)")
     t0 = time.monotonic()
-    wait_until(
+    wait_for(
         lambda: host_has(bed, "fault-second") and not host_has(bed, "fault-first") and converged(bed),
+        WAIT,
         "the rewritten branch",
     )
     print(f"\nbench: force-push -> all Synced+Healthy: {time.monotonic() - t0:.1f}s")

@@ -36,6 +36,8 @@ COLLECTIONS = REPO_ROOT / ".build" / "collections"
 if str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
 
+from polling import wait_for
+
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
@@ -226,18 +228,6 @@ def job(name: str, pods: int, level: str | None, preferred: bool = False) -> dic
     }
 
 
-def wait_for(what: str, probe, timeout: float = 180, bed: dict | None = None):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(1)
-    tail = bed["kueue"].tail() if bed else ""
-    raise AssertionError(f"{what} not reached after {timeout}s (last: {last!r})\nkueue log:\n{tail}")
-
-
 def placed(kube: LocalControlPlane, name: str, count: int):
     pods = kube.get_json("pods", "-n", NS, "-l", f"batch.kubernetes.io/job-name={name}")["items"]
     nodes = [p["spec"].get("nodeName") for p in pods]
@@ -257,7 +247,7 @@ def condition(w: dict | None, kind: str) -> dict | None:
 
 def delete_job(kube: LocalControlPlane, name: str) -> None:
     kube.kubectl("delete", "job", name, "-n", NS, "--cascade=foreground", "--wait=true", "--timeout=120s")
-    wait_for(f"pods of {name} gone", lambda: not kube.get_json("pods", "-n", NS)["items"] or None)
+    wait_for(lambda: not kube.get_json("pods", "-n", NS)["items"], 180, f"pods of {name} gone")
 
 
 def leaves(bed: dict, nodes: list[str]) -> set[str]:
@@ -270,7 +260,7 @@ def test_without_fabric_labels_the_job_spreads_over_both_leaves(bed):
     assert result["fabric_labels"]["managed"] is False, result["fabric_labels"]
     apply_objects(kube, without_topology(bed["objects"]))
     kube.kubectl("apply", "-f", "-", input=json.dumps(job("spread", 4, None)))
-    nodes = wait_for("4 pods placed", lambda: placed(kube, "spread", 4), bed=bed)
+    nodes = wait_for(lambda: placed(kube, "spread", 4), 180, "4 pods placed", detail=bed["kueue"].tail)
     pools = {n: kube.get_json("node", n)["metadata"]["labels"].get(fence.POOL_KEY) for n in nodes}
     assert set(pools.values()) == {"inference"}, pools  # Kueue's flavor keeps the pods on the pool's nodes
     # kube-scheduler breaks equal scores by its heap order, here the node names (gpu054-057); were it
@@ -300,7 +290,7 @@ def test_job_requiring_one_leaf_lands_under_one_leaf(bed):
     kube = bed["kube"]
     apply_objects(kube, bed["objects"])  # the Topology, and the flavor pointing at it
     kube.kubectl("apply", "-f", "-", input=json.dumps(job("one-leaf", 4, LEAF)))
-    nodes = wait_for("4 pods placed", lambda: placed(kube, "one-leaf", 4), bed=bed)
+    nodes = wait_for(lambda: placed(kube, "one-leaf", 4), 180, "4 pods placed", detail=bed["kueue"].tail)
     assert leaves(bed, nodes) == {"su08-leaf"}, sorted(nodes)
     assignment = workload(kube, "one-leaf")["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
     # Kueue chose the nodes (down to the hostname level) at admission, and ungated the pods onto them
@@ -312,7 +302,10 @@ def test_job_that_fits_no_leaf_stays_suspended_with_kueues_reason(bed):
     kube = bed["kube"]
     kube.kubectl("apply", "-f", "-", input=json.dumps(job("too-big", 5, LEAF)))
     reserved = wait_for(
-        "a QuotaReserved=False condition", lambda: condition(workload(kube, "too-big"), "QuotaReserved"), bed=bed
+        lambda: condition(workload(kube, "too-big"), "QuotaReserved"),
+        180,
+        "a QuotaReserved=False condition",
+        detail=bed["kueue"].tail,
     )
     assert reserved["status"] == "False" and "topology" in reserved["message"].lower(), reserved
     time.sleep(10)  # Kueue keeps retrying; it still does not admit
@@ -324,6 +317,6 @@ def test_job_that_fits_no_leaf_stays_suspended_with_kueues_reason(bed):
     # the same 5 pods only preferring one leaf are admitted, over both leaves of the spine
     kube.kubectl("delete", "job", "too-big", "-n", NS)
     kube.kubectl("apply", "-f", "-", input=json.dumps(job("prefer", 5, LEAF, preferred=True)))
-    nodes = wait_for("5 pods placed", lambda: placed(kube, "prefer", 5), bed=bed)
+    nodes = wait_for(lambda: placed(kube, "prefer", 5), 180, "5 pods placed", detail=bed["kueue"].tail)
     assert leaves(bed, nodes) == {"su07-leaf", "su08-leaf"}, sorted(nodes)
     delete_job(kube, "prefer")

@@ -25,11 +25,11 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 
 import yaml
+from polling import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 BIN = REPO / ".build" / "bin"
@@ -89,14 +89,14 @@ class SlinkyOperator:
         return self
 
     def _wait(self, cond, timeout: float, what: str, proc: subprocess.Popen) -> None:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
+        def probe() -> bool:
             if cond():
-                return
+                return True
             if proc.poll() is not None:
                 raise OperatorError(f"{what} exited ({proc.returncode}):\n{self.tail()}")
-            time.sleep(0.2)
-        raise OperatorError(f"timeout ({timeout}s) waiting for {what}")
+            return False
+
+        wait_for(probe, timeout, what, every=0.2, detail=self.tail, error=OperatorError)
 
     def tail(self, lines: int = 40) -> str:
         text = self.log.read_text(errors="replace") if self.log.exists() else ""

@@ -38,6 +38,7 @@ from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_too
 from gpufleet_testlib.slurm_build import usable_by_every_user
 from harness import SlurmCluster, free_ports, require_slurm
 from operator_process import BIN, SlinkyOperator, SlinkyWebhook
+from polling import wait_for
 from slinky_objects import (
     NAMESPACE,
     accounting,
@@ -62,17 +63,6 @@ REVISION_LABEL = "controller.kubernetes.io/hash"  # the pod's revision (the Node
 REASON_PREFIX = "slurm-operator: "
 # the drain reason the operator gives a node whose pod it is about to delete
 PENDING = re.compile(rf"Pod \({NAMESPACE}/(\S+)\) is pending termination for scale-in")
-
-
-def _wait(cond, timeout: float, what: str, every: float = 0.5):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = cond()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"timeout ({timeout}s) waiting for {what}; last: {last!r}")
 
 
 def _kwok_node(name: str) -> dict:
@@ -191,11 +181,11 @@ def bed(tmp_path_factory):
         b = Bed(plane, cluster, operator, values)
         # one slurmd per pod as soon as the operator made it (a pod's slurmd starts with the pod),
         # under the Slurm node name the operator gave the pod
-        pods = _wait(lambda: len(p := b.pods()) == len(NODES) and p, 90, "the NodeSet's pods")
+        pods = wait_for(lambda: len(p := b.pods()) == len(NODES) and p, 90, "the NodeSet's pods")
         for pod in pods:
             cluster.start_slurmd(pod["metadata"]["labels"][HOSTNAME_LABEL])
         cluster.wait_idle(NODES, 60)
-        _wait(b.running_pods, 90, "the NodeSet's pods Running")
+        wait_for(b.running_pods, 90, "the NodeSet's pods Running")
         yield b
     finally:
         if operator is not None:
@@ -237,11 +227,11 @@ def test_operator_names_pods_after_their_nodes_and_registers_them_in_slurm(bed):
     # the operator writes each pod's identity into its Slurm node's comment (through slurmrestd)
     for pod in pods:
         name = pod["metadata"]["name"]
-        shown = _wait(lambda n=pod["spec"]["nodeName"], p=name: p in bed.node(n) and bed.node(n), 60,
-                      f"pod {name} in the Slurm node's comment")  # fmt: skip
+        shown = wait_for(lambda n=pod["spec"]["nodeName"], p=name: p in bed.node(n) and bed.node(n), 60,
+                         f"pod {name} in the Slurm node's comment")  # fmt: skip
         assert f'"namespace":"{NAMESPACE}"' in shown, shown
     # and counts the Slurm nodes' states in the NodeSet status (refreshed on its periodic resync, ~30 s)
-    status = _wait(lambda: (s := bed.nodeset_status()).get("slurmIdle") == len(NODES) and s, 120, "slurmIdle")
+    status = wait_for(lambda: (s := bed.nodeset_status()).get("slurmIdle") == len(NODES) and s, 120, "slurmIdle")
     assert status.get("replicas") == len(NODES), status
 
 
@@ -266,10 +256,10 @@ def test_loginset_makes_login_pods_with_the_rendered_sssd_conf(bed):
         items = bed.plane.get_json("deployments", "-n", NAMESPACE)["items"]
         return [d for d in items if [(o["kind"], o["name"]) for o in d["metadata"]["ownerReferences"]] == owner]
 
-    deploy = _wait(deployments, 60, "the login Deployment")
+    deploy = wait_for(deployments, 60, "the login Deployment")
     assert len(deploy) == 1, deploy
     selector = deploy[0]["spec"]["selector"]["matchLabels"]
-    pods = _wait(lambda: len(p := _owned_pods(bed, selector)) == want["replicas"] and p, 60, "login pods")
+    pods = wait_for(lambda: len(p := _owned_pods(bed, selector)) == want["replicas"] and p, 60, "login pods")
     spec = pods[0]["spec"]
     volumes = {v["name"]: v for v in spec["volumes"]}
     projected = [src["secret"] for src in volumes["sssd-conf"]["projected"]["sources"]]
@@ -290,11 +280,11 @@ def test_loginset_makes_login_pods_with_the_rendered_sssd_conf(bed):
     # pools' tolerations and the tenant's node selector when it syncs the pod to the host): here, with
     # only the pool's tainted nodes, the scheduler keeps it off them
     assert not any(t.get("key") == POOL_LABEL for t in spec.get("tolerations", [])), spec.get("tolerations")
-    scheduled = _wait(lambda: next((c for c in _owned_pods(bed, selector)[0]["status"].get("conditions", [])
-                                    if c["type"] == "PodScheduled"), None), 30, "PodScheduled")  # fmt: skip
+    scheduled = wait_for(lambda: next((c for c in _owned_pods(bed, selector)[0]["status"].get("conditions", [])
+                                       if c["type"] == "PodScheduled"), None), 30, "PodScheduled")  # fmt: skip
     assert scheduled["status"] == "False" and "untolerated taint" in scheduled["message"], scheduled
-    replicas = _wait(lambda: bed.plane.get_json("loginsets.slinky.slurm.net", "-n", NAMESPACE, name)
-                     .get("status", {}).get("replicas"), 60, "LoginSet status.replicas")  # fmt: skip
+    replicas = wait_for(lambda: bed.plane.get_json("loginsets.slinky.slurm.net", "-n", NAMESPACE, name)
+                        .get("status", {}).get("replicas"), 60, "LoginSet status.replicas")  # fmt: skip
     assert replicas == want["replicas"], replicas
 
 
@@ -305,16 +295,16 @@ def test_cordon_drains_the_slurm_node_and_uncordon_resumes_it(bed):
     bed.plane.kubectl("cordon", node)
     pod = next(p for p in bed.pods() if p["spec"]["nodeName"] == node)["metadata"]["name"]
     want = f"Reason={REASON_PREFIX}Node ({node}) was cordoned, Pod ({NAMESPACE}/{pod}) must be cordoned"
-    shown = _wait(lambda: "DRAIN" in (s := bed.node(node)) and s, 90, f"{node} DRAIN")
+    shown = wait_for(lambda: "DRAIN" in (s := bed.node(node)) and s, 90, f"{node} DRAIN")
     assert want in shown, shown
     # drained while the job runs (DRAINING), and the job is not killed: it runs to its end
     assert re.search(r"State=(ALLOCATED|MIXED)\+DRAIN", shown), shown
     bed.cluster.wait_job(job, ("COMPLETED",), timeout=60)
-    _wait(lambda: "State=IDLE+DRAIN" in bed.node(node), 30, f"{node} drained")
+    wait_for(lambda: "State=IDLE+DRAIN" in bed.node(node), 30, f"{node} drained")
     # the other node is untouched
     assert "DRAIN" not in bed.node(NODES[1])
     bed.plane.kubectl("uncordon", node)
-    _wait(lambda: "DRAIN" not in bed.node(node), 120, f"{node} resumed")
+    wait_for(lambda: "DRAIN" not in bed.node(node), 120, f"{node} resumed")
     bed.cluster.wait_idle([node], 30)
 
 
@@ -324,11 +314,11 @@ def test_cordon_reason_annotation_becomes_the_drain_reason(bed):
     reason = "gpufleet maintenance: driver upgrade"
     bed.plane.kubectl("annotate", "node", node, f"{CORDON_REASON}={reason}", "--overwrite")
     bed.plane.kubectl("cordon", node)
-    shown = _wait(lambda: "DRAIN" in (s := bed.node(node)) and s, 90, f"{node} DRAIN")
+    shown = wait_for(lambda: "DRAIN" in (s := bed.node(node)) and s, 90, f"{node} DRAIN")
     assert f"Reason={REASON_PREFIX}{reason}" in shown, shown
     bed.plane.kubectl("uncordon", node)
     bed.plane.kubectl("annotate", "node", node, f"{CORDON_REASON}-")
-    _wait(lambda: "DRAIN" not in bed.node(node), 120, f"{node} resumed")
+    wait_for(lambda: "DRAIN" not in bed.node(node), 120, f"{node} resumed")
 
 
 def _available(pod: dict) -> bool:
@@ -376,8 +366,8 @@ def test_rolling_update_keeps_max_unavailable_and_waits_for_the_job(bed):
     assert drained == set(before.values()), drained  # every old pod's node was drained before it went
     # the job's node lost its pod only once the job was over: the job ran to its end
     assert job_states_without_pod == {"COMPLETED"}, job_states_without_pod
-    status = _wait(lambda: (s := bed.nodeset_status()).get("updatedReplicas") == len(NODES) and s, 120, "updated")
-    _wait(lambda: bed.nodeset_status().get("slurmIdle") == len(NODES), 120, f"slurmIdle in {status}")
+    status = wait_for(lambda: (s := bed.nodeset_status()).get("updatedReplicas") == len(NODES) and s, 120, "updated")
+    wait_for(lambda: bed.nodeset_status().get("slurmIdle") == len(NODES), 120, f"slurmIdle in {status}")
 
 
 def _patch_nodeset(bed, strategy: dict, revision: str | None = None) -> None:
@@ -399,8 +389,8 @@ def _new_revision(bed, old: set[str]) -> str:
     """The NodeSet's revision once the operator has seen the change (not one of ``old``)."""
     gen = int(bed.plane.get_json("nodesets.slinky.slurm.net", "-n", NAMESPACE, f"slurm-worker-{POOL}")
               ["metadata"]["generation"])  # fmt: skip
-    status = _wait(lambda: (s := bed.nodeset_status()).get("observedGeneration", 0) >= gen
-                   and s.get("nodeSetHash") not in old and s, 60, "the new revision")  # fmt: skip
+    status = wait_for(lambda: (s := bed.nodeset_status()).get("observedGeneration", 0) >= gen
+                      and s.get("nodeSetHash") not in old and s, 60, "the new revision")  # fmt: skip
     return status["nodeSetHash"]
 
 
@@ -415,9 +405,9 @@ def test_on_delete_replaces_a_pod_only_when_it_is_deleted(bed):
         assert not any("DRAIN" in bed.node(n) for n in NODES)
         time.sleep(0.5)
     bed.plane.kubectl("delete", "pod", "-n", NAMESPACE, before[NODES[1]][0], "--wait=false")
-    now = _wait(lambda: (r := _revisions(bed)).get(NODES[1], ("", ""))[1] == new and r, 60, "the replacement pod")
+    now = wait_for(lambda: (r := _revisions(bed)).get(NODES[1], ("", ""))[1] == new and r, 60, "the replacement pod")
     assert now[NODES[0]] == before[NODES[0]], now  # the other pod stays at the old revision
-    _wait(lambda: bed.nodeset_status().get("updatedReplicas") == 1, 60, "updatedReplicas 1")
+    wait_for(lambda: bed.nodeset_status().get("updatedReplicas") == 1, 60, "updatedReplicas 1")
 
 
 def _reservations(bed) -> list[dict]:
@@ -430,8 +420,8 @@ def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
     duration] on the NodeSet's nodes, and replaces the pods only once their nodes are in it."""
     # the operator makes the reservation on the nodes of the NodeSet's pods, once its status counts Slurm
     # nodes (resync)
-    _wait(bed.running_pods, 60, "the NodeSet's pods Running")
-    _wait(lambda: (s := bed.nodeset_status()).get("slurmIdle", 0) + s.get("slurmAllocated", 0), 120, "slurm counts")
+    wait_for(bed.running_pods, 60, "the NodeSet's pods Running")
+    wait_for(lambda: (s := bed.nodeset_status()).get("slurmIdle", 0) + s.get("slurmAllocated", 0), 120, "slurm counts")
     before = _revisions(bed)
     # the operator acts on its next NodeSet sync: a start far enough ahead that a loaded machine still gets
     # the reservation in before it (the operator never makes one for a window already open)
@@ -439,7 +429,7 @@ def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
     window = {"startTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)), "duration": "2m"}
     _patch_nodeset(bed, {"type": "ScheduledUpdate", "scheduledUpdate": window}, revision="4")
     name = f"SlurmOperatorMaint-slurm-worker-{POOL}"
-    res = _wait(lambda: next((r for r in _reservations(bed) if r["name"] == name), None), 40, f"reservation {name}")
+    res = wait_for(lambda: next((r for r in _reservations(bed) if r["name"] == name), None), 40, f"reservation {name}")
     assert time.time() < start, "the reservation came after its start"
     assert {"MAINT", "IGNORE_JOBS"} <= set(res["flags"]), res["flags"]
     assert res["start_time"]["number"] == start and res["end_time"]["number"] == start + 120, res
@@ -455,13 +445,13 @@ def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
             first_gone = time.time()
         return len(now) == len(NODES) and all(rev == new for _, rev in now.values())
 
-    _wait(replaced, 120, "the pods replaced in the window")
+    wait_for(replaced, 120, "the pods replaced in the window")
     assert start <= first_gone < start + 120, (start, first_gone)
     assert all(re.search(r"State=\S*\+MAINT", bed.node(n)) for n in NODES), [bed.node(n) for n in NODES]
     # back to the rendered strategy: the operator deletes its reservation
     rendered = bed.values["nodesets"][POOL]["updateStrategy"]
     _patch_nodeset(bed, {**rendered, "scheduledUpdate": None})
-    _wait(lambda: all(r["name"] != name for r in _reservations(bed)), 60, f"reservation {name} deleted")
+    wait_for(lambda: all(r["name"] != name for r in _reservations(bed)), 60, f"reservation {name} deleted")
 
 
 WEBHOOK_NS = "slinky-webhook-check"
@@ -482,7 +472,7 @@ def webhook(bed, tmp_path_factory):
                 assert hook.proc.poll() is None, hook.log.read_text()
                 return False
 
-        _wait(ready, 60, "the webhook ready")
+        wait_for(ready, 60, "the webhook ready")
         bed.plane.create_namespace(WEBHOOK_NS)
         _apply(bed.plane, [hook.configuration(WEBHOOK_NS)])
         yield hook

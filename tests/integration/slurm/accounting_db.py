@@ -25,9 +25,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from polling import wait_for
 
 if TYPE_CHECKING:
     from harness import SlurmCluster
@@ -100,14 +101,14 @@ class AccountingDb:
         return proc
 
     def _wait(self, cond, timeout: float, what: str, key: str, log: Path) -> None:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
+        def probe() -> bool:
             if cond():
-                return
+                return True
             if self._procs[key].poll() is not None:
                 raise RuntimeError(f"{key} exited ({self._procs[key].returncode}) waiting for {what}:\n{_tail(log)}")
-            time.sleep(0.2)
-        raise RuntimeError(f"timeout ({timeout}s) waiting for {what}:\n{_tail(log)}")
+            return False
+
+        wait_for(probe, timeout, what, every=0.2, detail=lambda: _tail(log), error=RuntimeError)
 
     @property
     def socket(self) -> Path:

@@ -70,6 +70,7 @@ from gpufleet_testlib.slurm_build import (
     slurm_prefix,
     slurm_tool,
 )
+from polling import wait_for
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 
@@ -433,16 +434,16 @@ class SlurmCluster:
         self._wait(sock.exists, 10, "munged socket", "munged")
 
     def _wait(self, cond, timeout: float, what: str, proc_key: str | None = None) -> None:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
+        def probe() -> bool:
             if cond():
-                return
+                return True
             if proc_key and self._procs[proc_key].poll() is not None:
                 raise SlurmHarnessError(
                     f"{proc_key} exited ({self._procs[proc_key].returncode}) waiting for {what}:\n{self.tail(proc_key)}"
                 )
-            time.sleep(0.1)
-        raise SlurmHarnessError(f"timeout ({timeout}s) waiting for {what}\n{self.tail('slurmctld')}")
+            return False
+
+        wait_for(probe, timeout, what, every=0.1, detail=lambda: self.tail("slurmctld"), error=SlurmHarnessError)
 
     def tail(self, key: str, lines: int = 30) -> str:
         texts = []

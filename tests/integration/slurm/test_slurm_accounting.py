@@ -16,7 +16,6 @@ The cluster's nodes and partition are the harness's own (the emulated host canno
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 import yaml
@@ -27,6 +26,7 @@ from gpufleet_testlib.slurm_conf import (
     SlurmPartition,
     render_slurm_conf,
 )
+from polling import wait_for
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render.accounting import conf_lines
 
@@ -116,17 +116,6 @@ def _run_script(c, script: str) -> subprocess.CompletedProcess:
     return subprocess.run(["sh", str(path)], capture_output=True, text=True, env=c.env, timeout=120, check=False)
 
 
-def _wait_for(fn, timeout: float, what: str):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timeout waiting for {what}; last: {last!r}")
-
-
 def test_accounting_enforced_by_real_slurm(slurm_cluster, rendered, tmp_path):
     require_accounting()
     conf = _conf(rendered)
@@ -168,7 +157,7 @@ def test_accounting_enforced_by_real_slurm(slurm_cluster, rendered, tmp_path):
         out = c._run(["sacct", "-n", "-X", "-P", "-j", job, "-o", "JobID,Account,QOS,State,QOSRAW"], check=False).stdout
         return out.strip() if "COMPLETED" in out and "Unknown" not in out else None
 
-    assert _wait_for(in_sacct, 30, f"job {job} COMPLETED in sacct").split("|")[:4] == [
+    assert wait_for(in_sacct, 30, f"job {job} COMPLETED in sacct").split("|")[:4] == [
         job,
         "pretrain",
         "normal",

@@ -35,6 +35,7 @@ from gpufleet_testlib.slurm_build import usable_by_every_user
 from gpufleet_testlib.slurm_conf import SlurmCluster as ConfCluster
 from gpufleet_testlib.slurm_conf import SlurmNode, SlurmPartition, render_slurm_conf
 from harness import SlurmCluster, require_slurm
+from polling import wait_for
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render.accounting import conf_lines
 
@@ -86,17 +87,6 @@ def _sbatch(c: SlurmCluster, name: str, *args: str, wrap: str) -> subprocess.Com
     )
 
 
-def _wait(fn, timeout: float, what: str):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timeout waiting for {what}; last: {last!r}")
-
-
 def test_directory_users_run_jobs_as_themselves(tmp_path):
     require_slurm()
     require_accounting()
@@ -119,8 +109,10 @@ def test_directory_users_run_jobs_as_themselves(tmp_path):
         assert values["controller"]["extraConfMap"]["TaskPlugin"] == ["task/cgroup", "task/affinity"]
         node = SystemSssd(tmp_path / "sssd", sssd_files(tenant, password))
         node.start()
-        _wait(lambda: subprocess.run(["getent", "passwd", "alice"], capture_output=True, check=False).returncode == 0,
-              30, "alice to resolve")  # fmt: skip
+        getent = ["getent", "passwd", "alice"]
+        wait_for(
+            lambda: subprocess.run(getent, capture_output=True, check=False).returncode == 0, 30, "alice to resolve"
+        )
 
         conf = _conf(values)
         assert "AllowGroups=pretrain-gpu" in conf
@@ -150,7 +142,7 @@ def test_directory_users_run_jobs_as_themselves(tmp_path):
                                check=False).stdout.strip()  # fmt: skip
             return out if "COMPLETED" in out else None
 
-        assert _wait(done, 60, f"job {job} COMPLETED").split("|") == [job, "alice", "pretrain", "COMPLETED"]
+        assert wait_for(done, 60, f"job {job} COMPLETED").split("|") == [job, "alice", "pretrain", "COMPLETED"]
         out = (cluster.workdir / "jobs" / f"{job}.out").read_text().split()
         assert out == ["20001", "alice"], out
         assert os.stat(cluster.workdir / "jobs" / f"{job}.out").st_uid == 20001

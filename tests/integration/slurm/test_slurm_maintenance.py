@@ -15,12 +15,12 @@ depends on the Slurm release (22.05 or 26.05).
 from __future__ import annotations
 
 import json
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import yaml
 from playbook_runner import playbook_env, run_playbook
+from polling import wait_for
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import cordon
@@ -87,17 +87,6 @@ def _node(c, name: str) -> dict[str, str]:
     return {"state": fields.get("State", ""), "reason": reason}
 
 
-def _wait(cond, timeout: float, what: str):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = cond()
-        if last:
-            return last
-        time.sleep(0.3)
-    raise AssertionError(f"timeout waiting for {what}: {last!r}")
-
-
 def _reservations_module(c, gitops: Path, work: Path) -> dict:
     play = work / "reservations.yml"
     play.write_text(
@@ -150,7 +139,7 @@ def test_running_job_finishes_then_node_drains_and_returns(slurm_cluster, tmp_pa
         x = _node(c, "ms1")
         return x if "DRAIN" in x["state"] and "ALLOCATED" not in x["state"] else None
 
-    n = _wait(drained, 30, "drained")
+    n = wait_for(drained, 30, "drained")
     assert n["reason"] == want_reason
     assert c.node_states()["ms1"] == "drained"
     assert c.job(blocked).state == "PENDING"

@@ -33,6 +33,7 @@ from gpufleet_testlib.slurm_conf import (
     render_slurm_conf,
 )
 from harness import slurm_prefix
+from polling import wait_for
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import health, monitoring
@@ -157,17 +158,6 @@ def _mapping(d: Path) -> dict[str, list[str]]:
     return {p.name: p.read_text().split() for p in sorted(d.iterdir())}
 
 
-def _wait(cond, timeout: float, what: str):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = cond()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timeout waiting for {what}: {last!r}")
-
-
 def test_prolog_epilog_write_dcgm_job_mapping(slurm_cluster, tmp_path, rendered):
     body, paths = _setup(tmp_path, rendered, interval=3600)
     c = slurm_cluster(body, start=False, gpu_devices=GPUS)
@@ -179,23 +169,23 @@ def test_prolog_epilog_write_dcgm_job_mapping(slurm_cluster, tmp_path, rendered)
     c.wait_job(j1)
     g1 = _gpu_indices(c, j1)
     assert len(g1) == 2
-    _wait(lambda: _mapping(node_dir) == {g: [j1] for g in g1}, 20, "prolog mapping of job 1")
+    wait_for(lambda: _mapping(node_dir) == {g: [j1] for g in g1}, 20, "prolog mapping of job 1")
 
     j2 = c.sbatch("-w", "gpu-a1", "--gres=gpu:2", wrap="sleep 300")
     c.wait_job(j2)
     g2 = _gpu_indices(c, j2)
     assert set(g1).isdisjoint(g2)
     want = {**{g: [j1] for g in g1}, **{g: [j2] for g in g2}}
-    _wait(lambda: _mapping(node_dir) == want, 20, "prolog mapping of both jobs")
+    wait_for(lambda: _mapping(node_dir) == want, 20, "prolog mapping of both jobs")
     # a job without GPUs writes nothing
     j3 = c.sbatch("-w", "gpu-a2", wrap="sleep 300")
     c.wait_job(j3)
     assert _mapping(paths["mapping"] / "gpu-a2") == {}
 
     c.scancel(j1)
-    _wait(lambda: _mapping(node_dir) == {g: [j2] for g in g2}, 20, "epilog removing job 1")
+    wait_for(lambda: _mapping(node_dir) == {g: [j2] for g in g2}, 20, "epilog removing job 1")
     c.scancel(j2, j3)
-    _wait(lambda: _mapping(node_dir) == {}, 20, "epilog removing job 2")
+    wait_for(lambda: _mapping(node_dir) == {}, 20, "epilog removing job 2")
     # slurmd drains a node whose prolog/epilog fails: both nodes stay in service
     assert set(c.node_states().values()) <= {"idle", "completing"}, c.node_states()
     assert c.ctld_problems() == []
@@ -221,7 +211,7 @@ def test_health_check_drains_failing_gpu_node_and_resume(slurm_cluster, tmp_path
     c._spawn("slurmd-gpu-a1", ["slurmd", "-D", "-N", "gpu-a1"])
     c.nodes = list(NODES)
 
-    reasons = _wait(lambda: _reasons(c) if "gpu-a1" in _reasons(c) else None, 60, "gpu-a1 drained")
+    reasons = wait_for(lambda: _reasons(c) if "gpu-a1" in _reasons(c) else None, 60, "gpu-a1 drained")
     reason = reasons["gpu-a1"]
     assert reason.startswith(f"{health.REASON_PREFIX}: "), reason
     assert "gpu2 uncorrected ECC errors 3" in reason

@@ -25,7 +25,6 @@ from __future__ import annotations
 import secrets
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +33,7 @@ from gpufleet_testlib.slurm_build import usable_by_every_user
 from gpufleet_testlib.slurm_conf import SlurmCluster as ConfCluster
 from gpufleet_testlib.slurm_conf import SlurmNode, SlurmPartition, render_slurm_conf
 from harness import SlurmCluster, free_ports, require_slurm
+from polling import wait_for
 from test_slurm_identity import _sbatch
 from worker_ssh import Syslog, WorkerSshd, pam_slurm_adopt_module
 
@@ -68,16 +68,6 @@ def _conf(values: dict, contain: bool) -> str:
     return base + "\n".join(conf_lines(adopt)) + "\n"
 
 
-def _wait(fn, timeout: float, what: str):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = fn()
-        if got:
-            return got
-        time.sleep(0.5)
-    raise AssertionError(f"timeout waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     require_slurm()
@@ -99,7 +89,9 @@ def world(tmp_path_factory):
         tenant = render_identity(tmp / "render", slapd)["llm-pretrain"]
         node = SystemSssd(tmp / "sssd", sssd_files(tenant, password))
         node.start()
-        _wait(lambda: subprocess.run(["getent", "passwd", "alice"], capture_output=True).returncode == 0, 30, "alice")
+        wait_for(
+            lambda: subprocess.run(["getent", "passwd", "alice"], capture_output=True).returncode == 0, 30, "alice"
+        )
         yield tenant, key, log
     finally:
         reachable.__exit__(None, None, None)

@@ -16,6 +16,7 @@ import json
 import time
 from typing import Any
 
+from polling import wait_for
 from real_vcluster import RealVCluster
 
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
@@ -38,21 +39,12 @@ def host_pod(vc: RealVCluster, name: str) -> dict[str, Any] | None:
     return json.loads(p.stdout) if p.returncode == 0 else None
 
 
-def wait(cond: Any, timeout: float = 120, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_only_the_tenants_nodes_are_in_its_vcluster(vcluster: RealVCluster, pools: dict[str, str]) -> None:
     mine = sorted(n for n, p in pools.items() if p.startswith("research-"))
-    got = wait(
+    got = wait_for(
         lambda: sorted(n["metadata"]["name"] for n in json.loads(vc_nodes(vcluster))["items"]) == mine or None,
-        what="the research nodes in the vCluster",
+        120,
+        "the research nodes in the vCluster",
     )
     assert got
 
@@ -63,7 +55,7 @@ def vc_nodes(vc: RealVCluster) -> str:
 
 def test_a_tenant_pod_lands_on_its_pool(vcluster: RealVCluster, pools: dict[str, str]) -> None:
     vcluster.vkubectl("apply", "-f", "-", input=json.dumps(pod("plain")))
-    hp = wait(lambda: (host_pod(vcluster, "plain") or {}).get("spec", {}).get("nodeName"), what="host pod bound")
+    hp = wait_for(lambda: (host_pod(vcluster, "plain") or {}).get("spec", {}).get("nodeName"), 120, "host pod bound")
     assert pools[hp].startswith("research-"), hp
     spec = host_pod(vcluster, "plain")["spec"]
     assert spec["nodeSelector"][fence.TENANT_KEY] == TENANT
@@ -78,7 +70,7 @@ def test_another_pools_selector_and_toleration_never_reach_its_nodes(
         tolerations=[fence.toleration(OTHER_POOL)],
     )
     vcluster.vkubectl("apply", "-f", "-", input=json.dumps(sneaky))
-    hp = wait(lambda: host_pod(vcluster, "sneaky"), what="host copy of the pod")
+    hp = wait_for(lambda: host_pod(vcluster, "sneaky"), 120, "host copy of the pod")
     assert hp["spec"]["nodeSelector"][fence.TENANT_KEY] == TENANT  # the fence label is merged in
     time.sleep(10)  # give the host scheduler time to (not) place it
     node = (host_pod(vcluster, "sneaky") or {}).get("spec", {}).get("nodeName")
@@ -100,8 +92,9 @@ def test_a_secret_a_pod_uses_by_env_is_copied_to_the_host(vcluster: RealVCluster
     p["spec"]["containers"][0]["env"] = env
     vcluster.vkubectl("apply", "-f", "-", input=json.dumps(p))
     name = f"db-x-default-x-{TENANT}"
-    got = wait(
+    got = wait_for(
         lambda: vcluster.kubectl("get", "secret", name, "-n", vcluster.namespace, check=False).returncode == 0,
-        what=f"host Secret {name}",
+        120,
+        f"host Secret {name}",
     )
     assert got
