@@ -11,20 +11,16 @@ Latin-1 and binary ibnetdiscover dumps).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
-
-import pytest
-import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "lib"))
 
 from hostile_cases import CASES, FABRIC, INV, snapshot
+from playbook_runner import playbook_env, run_playbook, task_results, write_play
 
 SUBSET = [
     "name-trailing-newline-tenant.name",
@@ -61,31 +57,11 @@ SUBSET = [
 
 
 def playbook(tmp: Path, tasks: list[dict]) -> dict[str, dict]:
-    exe = REPO / ".venv" / "bin" / "ansible-playbook"
-    if not exe.exists() and not shutil.which("ansible-playbook"):
-        pytest.skip("ansible-playbook not installed")
-    pb = tmp / "play.yml"
-    pb.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}], sort_keys=False))
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build" / "collections"),
-        ANSIBLE_HOME=str(tmp / "ansible-home"),
-        ANSIBLE_LOCALHOST_WARNING="false",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-    )
-    p = subprocess.run(
-        [str(exe) if exe.exists() else "ansible-playbook", "-i", "localhost,", "-c", "local", str(pb)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        check=False,
-        cwd=tmp,
-    )
-    out = json.loads(p.stdout)
-    return {t["task"]["name"]: t["hosts"]["localhost"] for t in out["plays"][0]["tasks"]}
+    """Each task's localhost result by its name: one play of ``tasks`` through the real modules, in ``tmp``."""
+    play = write_play(tmp / "play.yml", tasks)
+    env = playbook_env(ANSIBLE_HOME=str(tmp / "ansible-home"), ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
+    proc = run_playbook("localhost,", play, "-c", "local", env=env, timeout=900, cwd=tmp)
+    return {r["name"]: r for r in task_results(proc.stdout)}
 
 
 def _no_crash(r: dict) -> None:

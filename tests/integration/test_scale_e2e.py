@@ -17,8 +17,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from playbook_runner import playbook_env, run_playbook
 from scale_forge_server import ForgeServer
-from scale_gitrepo import INV, REPO, Repos, git, make_fleet_repos, require_tool
+from scale_gitrepo import INV, REPO, Repos, git, make_fleet_repos
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.publish.git import PublishError
@@ -65,11 +66,6 @@ def _changed_lines(repos: Repos, a: str, b: str, path: str) -> list[str]:
 def _status(repos: Repos) -> list[str]:
     """``git status`` lines, untracked files included: nothing may be left behind."""
     return repos.git("status", "--porcelain", "--untracked-files=all").splitlines()
-
-
-def _env(extra: dict | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_FORGE")}
-    return {**env, **(extra or {})}
 
 
 # ---------------------------------------------------------------------------------- publish
@@ -281,24 +277,12 @@ def test_ci_check_fails_on_a_reshuffle(repos: Repos) -> None:
 
 
 def _playbook(repos: Repos, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).parent / "ansible-playbook"
-    if not exe.exists():
-        exe = Path(require_tool("ansible-playbook"))
-    run_env = _env(env) | {
-        "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections"),
-        "ANSIBLE_HOME": str(repos.work.parent / "ansible-home"),
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_FORCE_COLOR": "0",
-    }
-    return subprocess.run(
-        [str(exe), "-i", str(repos.work / INV), str(REPO / "playbooks" / "scale.yml"), *extra],
-        cwd=repos.work,
-        capture_output=True,
-        text=True,
-        env=run_env,
-        check=False,
-        timeout=600,
-    )
+    """playbooks/scale.yml on the fleet repository's inventory, as a user runs it there (no forge token
+    but ``env``'s)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_FORGE")}
+    run_env = playbook_env(base, user=True, ANSIBLE_HOME=str(repos.work.parent / "ansible-home"), **(env or {}))
+    play = REPO / "playbooks" / "scale.yml"
+    return run_playbook(repos.work / INV, play, *extra, env=run_env, ok=None, cwd=repos.work)
 
 
 @pytest.mark.ansible

@@ -11,14 +11,13 @@ from __future__ import annotations
 import filecmp
 import hashlib
 import importlib.util
-import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from playbook_runner import playbook_env, recap_counts, run_playbook
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -39,30 +38,13 @@ pytestmark = pytest.mark.ansible
 
 SAMPLE = REPO / "inventories" / "sample"
 COMMITTED = REPO / "gitops"
-RECAP = re.compile(r"^localhost\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
-def playbook(*args: str, cwd: Path = REPO) -> tuple[int, str, dict[str, int]]:
-    env = dict(os.environ)
-    env.pop("ANSIBLE_CONFIG", None)  # the repo's ansible.cfg, as for a user at the repo root
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(REPO / ".build" / "collections")
-    env["ANSIBLE_NOCOLOR"] = "1"
-    env["ANSIBLE_FORCE_COLOR"] = "0"
-    env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    exe = REPO / ".venv" / "bin" / "ansible-playbook"
-    proc = subprocess.run(
-        [str(exe) if exe.exists() else "ansible-playbook", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+def playbook(inventory: str, *args: str, cwd: Path = REPO) -> tuple[int, str, dict[str, int]]:
+    """``ansible-playbook -i inventory site.yml args`` as a user at the repository root types it."""
+    proc = run_playbook(inventory, Path("site.yml"), *args, env=playbook_env(user=True), ok=None, cwd=cwd)
     out = proc.stdout + proc.stderr
-    m = RECAP.search(out)
-    recap = dict(zip(("ok", "changed", "unreachable", "failed"), map(int, m.groups()), strict=True)) if m else {}
-    return proc.returncode, out, recap
+    return proc.returncode, out, recap_counts(out)
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -82,7 +64,7 @@ def work(tmp_path: Path) -> Path:
 
 
 def site(work: Path, *extra: str) -> tuple[int, str, dict[str, int]]:
-    return playbook("-i", str(work / "inv"), "site.yml", "-e", f"gpufleet_gitops_dir={work / 'gitops'}", *extra)
+    return playbook(str(work / "inv"), "-e", f"gpufleet_gitops_dir={work / 'gitops'}", *extra)
 
 
 def test_render_from_scratch_is_the_committed_tree_then_idempotent(work: Path):
@@ -103,7 +85,7 @@ def test_render_from_scratch_is_the_committed_tree_then_idempotent(work: Path):
 
 def test_readme_command_in_check_mode_finds_the_committed_tree_current():
     before = tree(COMMITTED)
-    rc, out, recap = playbook("-i", "inventories/sample", "site.yml", "--check", "--diff")
+    rc, out, recap = playbook("inventories/sample", "--check", "--diff")
     assert rc == 0, out
     assert recap["changed"] == 0, f"committed gitops/ is stale (re-render and commit):\n{out}"
     assert tree(COMMITTED) == before

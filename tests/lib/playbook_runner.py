@@ -1,11 +1,12 @@
 """The one way the tests run ``ansible-playbook``: the venv's binary (else the one on PATH), this
-checkout's collection, the JSON callback, a play of tasks written next to the test's files, and the
-task results read back from the callback's output."""
+checkout's collection, the JSON callback (or, for a run as a user types it, the human output and its
+recap), a play of tasks written next to the test's files, and the task results read back."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECTIONS = REPO / ".build" / "collections"
+RECAP = re.compile(r"^localhost\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
 def ansible_playbook() -> str:
@@ -31,17 +33,24 @@ def ansible_playbook() -> str:
     return found
 
 
-def playbook_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
+def playbook_env(base: Mapping[str, str] | None = None, *, user: bool = False, **extra: str) -> dict[str, str]:
     """The environment of a run (``base``, else this process's): this checkout's collection, JSON
-    output, no colour, this Python; then ``extra``."""
+    output, no colour, this Python; then ``extra``. ``user``: as a user at the repository root runs
+    it instead: the repository's ansible.cfg, the human output, the venv's tools first on PATH."""
     env = dict(os.environ if base is None else base)
     env.update(
         ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
         ANSIBLE_LOCALHOST_WARNING="False",
         ANSIBLE_PYTHON_INTERPRETER=sys.executable,
         ANSIBLE_NOCOLOR="1",
     )
+    if user:
+        env.pop("ANSIBLE_CONFIG", None)
+        env.pop("ANSIBLE_STDOUT_CALLBACK", None)
+        env["ANSIBLE_FORCE_COLOR"] = "0"
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    else:
+        env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.builtin.json"
     env.update(extra)
     return env
 
@@ -54,14 +63,16 @@ def write_play(path: Path, tasks: list[dict[str, Any]], name: str = "test play")
 
 
 def run_playbook(
-    inventory: Path,
+    inventory: Path | str,
     play: Path,
     *flags: str,
     env: dict[str, str] | None = None,
-    ok: bool = True,
+    ok: bool | None = True,
     timeout: int = 600,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess:
-    """``ansible-playbook -i inventory play flags``; asserts its exit status is 0 (``ok``) or not."""
+    """``ansible-playbook -i inventory play flags`` (in ``cwd``); asserts its exit status is 0 (``ok``),
+    or not 0 (``ok=False``); ``ok=None`` leaves the status to the caller."""
     proc = subprocess.run(
         [ansible_playbook(), "-i", str(inventory), str(play), *flags],
         capture_output=True,
@@ -69,9 +80,19 @@ def run_playbook(
         env=env or playbook_env(),
         timeout=timeout,
         check=False,
+        cwd=cwd,
     )
-    assert (proc.returncode == 0) is ok, proc.stdout[-6000:] + proc.stderr[-3000:]
+    if ok is not None:
+        assert (proc.returncode == 0) is ok, proc.stdout[-6000:] + proc.stderr[-3000:]
     return proc
+
+
+def recap_counts(output: str) -> dict[str, int]:
+    """localhost's PLAY RECAP counts (ok, changed, unreachable, failed) of a run's human output; {} without one."""
+    found = RECAP.search(output)
+    if found is None:
+        return {}
+    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, found.groups()), strict=True))
 
 
 def task_results(stdout: str, play: int = 0) -> list[dict[str, Any]]:

@@ -20,9 +20,7 @@ when each child app appeared and became healthy. Used by the tests and by bench/
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -46,6 +44,7 @@ from argocd_harness import (
 )
 from controlplane import load_node_snapshot
 from operator_doubles import OperatorDoubles
+from playbook_runner import run_playbook, write_play
 from real_vcluster import CHART, FenceHost, RealVCluster, fence_nodes, run_kubectl
 
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
@@ -206,48 +205,20 @@ def wave(app: dict[str, Any]) -> int:
 
 def register_tenants(bed: ArgoBed) -> subprocess.CompletedProcess[str]:
     """Run the tenant role's register tasks (each vCluster exported its kubeconfig Secret itself)."""
-    play = bed.repo.parent / "register.yml"
-    play.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "name": "Register the tenants' vCluster APIs with Argo CD",
-                    "hosts": "localhost",
-                    "gather_facts": False,
-                    "tasks": [
-                        {
-                            "name": "Register",
-                            "ansible.builtin.include_role": {"name": "gpufleet.core.tenant", "tasks_from": "register"},
-                            "vars": {
-                                "tenant_name": "{{ item }}",
-                                "tenant_cluster": CLUSTER,
-                                "cluster_access_kubeconfig": str(bed.host.kubeconfig),
-                                "tenant_secret_retries": 1,
-                                "tenant_secret_delay": 1,
-                            },
-                            "loop": sorted(bed.tenants),
-                        }
-                    ],
-                }
-            ],
-            sort_keys=False,
-        )
-    )
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / ".build" / "collections"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-    )
-    exe = Path(sys.executable).parent / "ansible-playbook"
-    return subprocess.run(
-        [str(exe), "-i", "localhost,", "-c", "local", str(play)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
-    )
+    task = {
+        "name": "Register",
+        "ansible.builtin.include_role": {"name": "gpufleet.core.tenant", "tasks_from": "register"},
+        "vars": {
+            "tenant_name": "{{ item }}",
+            "tenant_cluster": CLUSTER,
+            "cluster_access_kubeconfig": str(bed.host.kubeconfig),
+            "tenant_secret_retries": 1,
+            "tenant_secret_delay": 1,
+        },
+        "loop": sorted(bed.tenants),
+    }
+    play = write_play(bed.repo.parent / "register.yml", [task], name="Register the tenants' vCluster APIs with Argo CD")
+    return run_playbook("localhost,", play, "-c", "local", ok=None)
 
 
 class Synced:
@@ -324,35 +295,10 @@ def sync_root(bed: ArgoBed, timeout: float = 900) -> Synced:
 
 
 def argocd_status(bed: ArgoBed, **args: Any) -> dict[str, Any]:
-    """Run the gpufleet.core.argocd_status module for real (ansible ad-hoc) against the host API."""
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / ".build" / "collections"),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-    )
-    exe = Path(sys.executable).parent / "ansible"
+    """Run the gpufleet.core.argocd_status module for real (one task of a play) against the host API."""
     margs = {"kubeconfig": str(bed.host.kubeconfig), **args}
-    p = subprocess.run(
-        [
-            str(exe),
-            "localhost",
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-m",
-            "gpufleet.core.argocd_status",
-            "-a",
-            json.dumps(margs),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
-    )
+    play = write_play(bed.repo.parent / "argocd-status.yml", [{"name": "status", "gpufleet.core.argocd_status": margs}])
+    p = run_playbook("localhost,", play, "-c", "local", ok=None)
     try:
         return json.loads(p.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
     except (ValueError, KeyError, IndexError) as exc:

@@ -8,12 +8,10 @@ as such; the Slurm drain/resume itself is proven in tests/integration/slurm/test
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
+from playbook_runner import playbook_env, recap_counts, run_playbook
 
 from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
 from ansible_collections.gpufleet.core.plugins.module_utils.health.quarantine import core_api
@@ -24,19 +22,22 @@ pytestmark = pytest.mark.kube
 
 REPO = Path(__file__).resolve().parents[3]
 NODE = "gpuhealth-pb-0"
-RECAP = re.compile(r"^localhost\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
 def playbook(name: str, kubeconfig: str, *extra: str) -> tuple[int, str, int]:
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build" / "collections"), ANSIBLE_NOCOLOR="1")
-    env.pop("ANSIBLE_CONFIG", None)
-    exe = REPO / ".venv" / "bin" / "ansible-playbook"
-    argv = [str(exe) if exe.exists() else "ansible-playbook", "-i", "inventories/sample", f"playbooks/{name}"]
-    argv += ["-e", json.dumps({"gpufleet_kubeconfig": kubeconfig}), *extra]
-    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    """``playbooks/<name>`` on the sample inventory as a user runs it; (exit status, output, changed)."""
+    extra = ("-e", json.dumps({"gpufleet_kubeconfig": kubeconfig}), *extra)
+    proc = run_playbook(
+        "inventories/sample",
+        Path("playbooks") / name,
+        *extra,
+        env=playbook_env(user=True),
+        ok=None,
+        timeout=300,
+        cwd=REPO,
+    )
     out = proc.stdout + proc.stderr
-    m = RECAP.search(out)
-    return proc.returncode, out, int(m.group(2)) if m else -1
+    return proc.returncode, out, recap_counts(out).get("changed", -1)
 
 
 def test_health_lists_and_resume_returns_a_quarantined_node(kube_cluster):
