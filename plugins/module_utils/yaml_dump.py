@@ -149,6 +149,13 @@ def _pyyaml_dump(obj: Any) -> str:
 # (other types, keys written as complex keys, literal blocks that keep trailing newlines, lines long
 # enough to be wrapped) raises _Unsupported and the whole document goes through PyYAML. Same bytes
 # either way (tests/unit/plugins/module_utils/test_yaml_dump.py compares with PyYAML's own dump).
+#
+# Why not the library alone (bench/bench_yaml_dump.py, CPU seconds, best of 3, 2 shared cores): the
+# 3,097 documents (3.9 MB) of the 10,000-node render take 0.27 s here, 0.67 s through PyYAML's
+# libyaml CSafeDumper with the representer fast path above (2.5x), 0.77 s through CSafeDumper as
+# documented (2.9x) and 8.9 s through ruamel.yaml (33x; pure Python here, and its YAML 1.2 resolver
+# writes YES/NO unquoted, which YAML 1.1 readers take for booleans). The whole render_fleet: 4.72 s
+# with this emitter, 5.66 s without it (+20%, past the 5 s bar). The sample: 0.01 s against 0.02 s.
 
 
 class _Unsupported(Exception):

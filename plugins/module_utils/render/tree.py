@@ -306,7 +306,7 @@ def run(
         if diff
         else {}
     )
-    _, out, result, report = render_and_write(inventory, dest, check, fleet)
+    fleet, out, result, report = render_and_write(inventory, dest, check, fleet)
     p = report.plan
     ret: dict[str, Any] = {
         "changed": report.changed,

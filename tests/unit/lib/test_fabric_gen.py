@@ -36,6 +36,7 @@ def run_cli(repo_root, tmp_path, *args):
         text=True,
         timeout=120,
         cwd=tmp_path,
+        check=False,
     )
 
 

@@ -7,6 +7,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from fabric_helpers import gen, gen_text
 from gpufleet_testlib import fabric_gen
+from playbook_runner import playbook_env, run_playbook, write_play
 
 from ansible_collections.gpufleet.core.plugins.filter.topology import FilterModule
 
@@ -49,31 +50,16 @@ def test_filter_errors_are_filter_errors():
 
 
 @pytest.mark.ansible
-def test_in_a_real_playbook(text, tmp_path, repo_root):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
+def test_in_a_real_playbook(text, tmp_path):
     (tmp_path / "fabric.out").write_text(text)
-    (tmp_path / "play.yml").write_text(
-        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
-        "    - ansible.builtin.copy:\n        dest: '{{ playbook_dir }}/topology.conf'\n"
-        "        content: \"{{ lookup('file', playbook_dir ~ '/fabric.out')"
-        " | gpufleet.core.slurm_topology_conf(nodes=['gpu[001-016]']) }}\"\n"
-    )
-    env = {
-        **os.environ,
-        "ANSIBLE_COLLECTIONS_PATH": str(repo_root / ".build" / "collections"),
-        "ANSIBLE_HOME": str(tmp_path / "ah"),
-        "ANSIBLE_LOCALHOST_WARNING": "false",
-        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
+    conf_filter = "gpufleet.core.slurm_topology_conf(nodes=['gpu[001-016]'])"
+    copy = {
+        "dest": "{{ playbook_dir }}/topology.conf",
+        "content": f"{{{{ lookup('file', playbook_dir ~ '/fabric.out') | {conf_filter} }}}}",
     }
-    exe = Path(sys.executable).parent / "ansible-playbook"
-    p = subprocess.run(
-        [str(exe), "-c", "local", str(tmp_path / "play.yml")], capture_output=True, text=True, env=env, timeout=300
-    )
-    assert p.returncode == 0, p.stdout + p.stderr
+    play = write_play(tmp_path / "play.yml", [{"name": "topology.conf", "ansible.builtin.copy": copy}])
+    env = playbook_env(ANSIBLE_HOME=str(tmp_path / "ah"), ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
+    run_playbook("localhost,", play, "-c", "local", env=env, timeout=300)
     conf = (tmp_path / "topology.conf").read_text()
     assert "SwitchName=spine Switches=su01-leaf,su02-leaf" in conf
 

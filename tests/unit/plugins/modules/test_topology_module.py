@@ -43,6 +43,7 @@ def run_module(
         text=True,
         env=e,
         timeout=120,
+        check=False,
     )
     out = p.stdout.strip().splitlines()
     assert out, p.stderr

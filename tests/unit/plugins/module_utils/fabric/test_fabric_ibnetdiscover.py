@@ -87,7 +87,7 @@ def test_real_shaped_ports_output():
     ],
 )
 def test_classify(desc, kind, host):
-    k, h, _ = classify_ca(desc)
+    k, h, _unused = classify_ca(desc)
     assert (k, h) == (kind, host)
 
 
@@ -196,7 +196,7 @@ _GEN_P = fabric_gen.render_ports(fabric_gen.generate(fabric_gen.GenSpec(hosts=8,
 @given(st.sampled_from([_GEN, _GEN_P]), st.data())
 def test_fuzz_mutated_real_output(base, data):
     lines = base.splitlines()
-    for _ in range(data.draw(st.integers(1, 4))):
+    for _round in range(data.draw(st.integers(1, 4))):
         i = data.draw(st.integers(0, len(lines) - 1))
         op = data.draw(st.sampled_from(["cut", "dup", "junk", "del"]))
         if op == "cut":

@@ -44,7 +44,7 @@ def test_topograph_tiers_and_domains():
     sws = parse_tree_conf(render_tree(topo))
     assert sws[0] == ("core", "switches", ["spine0", "spine1"])
     assert topo.path("n5") == ["core", "spine1", "leaf2"]
-    assert [b for b, _ in topo.blocks] == ["nvl0", "nvl1"]
+    assert [b for b, _unused in topo.blocks] == ["nvl0", "nvl1"]
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_gfd_clique_domain_and_nodes_without_fabric():
     doc = nodes_list([node("a", **{"nvidia.com/gpu.clique": "u.1"}), node("b", **{"nvidia.com/gpu.clique": "u.2"})])
     assert domains_from_nodes(doc) == {"a": "u.1", "b": "u.2"}
     topo = build_topology(fabric_from_nodes(doc))
-    assert topo.leaf_groups == [] and [b for b, _ in topo.blocks] == ["u.1", "u.2"]
+    assert topo.leaf_groups == [] and [b for b, _unused in topo.blocks] == ["u.1", "u.2"]
 
 
 def test_generated_snapshot_is_sorted_and_complete():

@@ -123,7 +123,7 @@ def _outcome(text: str) -> tuple:
 def test_fuzz_regex_pass_is_the_plain_loop(data: st.DataObject) -> None:
     """Mutated dumps: the regex pass (LF) and the plain loop (CRLF) agree on the fabric or the error."""
     lines = _SMALL.splitlines()
-    for _ in range(data.draw(st.integers(1, 4))):
+    for _round in range(data.draw(st.integers(1, 4))):
         i = data.draw(st.integers(0, len(lines) - 1))
         op = data.draw(st.sampled_from(["cut", "dup", "junk", "del", "swap"]))
         if op == "cut":
@@ -150,7 +150,7 @@ _SMALL_PORTS = fabric_gen.render_ports(
 
 def test_ports_regex_pass_and_plain_loop_agree() -> None:
     fast = parse_ports(PORTS, "f")
-    rows, _ = ibnetdiscover._port_rows(PORTS)
+    rows, _unused = ibnetdiscover._port_rows(PORTS)
     assert rows and all(r[1] for r in rows)  # every line of the generated report takes the regex pass
     crlf = PORTS.replace("\n", "\r\n")  # carriage returns: the plain loop, same lines
     assert not any(r[1] for r in ibnetdiscover._port_rows(crlf)[0])
@@ -198,7 +198,7 @@ _PORTS_JUNK = st.sampled_from(
 def test_fuzz_ports_regex_pass_is_the_plain_loop(data: st.DataObject) -> None:
     """Mutated ports reports: the regex pass (LF) and the plain loop (CRLF) agree on the fabric or the error."""
     lines = _SMALL_PORTS.splitlines()
-    for _ in range(data.draw(st.integers(1, 4))):
+    for _round in range(data.draw(st.integers(1, 4))):
         i = data.draw(st.integers(0, len(lines) - 1))
         op = data.draw(st.sampled_from(["cut", "dup", "junk", "del", "swap", "upper"]))
         if op == "cut":

@@ -193,7 +193,7 @@ def test_vanished_nodes_drop_out_and_new_nodes_go_spare():
 
 
 def test_gpu_size_takes_fewest_nodes():
-    nodes, _ = make_nodes(1, 4, gpus=4, prefix="s")
+    nodes, _unused = make_nodes(1, 4, gpus=4, prefix="s")
     big, group = make_nodes(1, 4, gpus=8, prefix="b")
     fleet = make_fleet([{"name": "k", "kind": "kubernetes", "size_gpus": 20}, {"name": "s", "kind": "spare"}])
     a = assign(fleet, CLUSTER, nodes + big, group)
@@ -326,7 +326,7 @@ def test_without_a_rest_pool_nodes_stay_unassigned():
 
 
 def test_nodes_without_topology_share_one_group():
-    nodes, _ = make_nodes(1, 6)
+    nodes, _unused = make_nodes(1, 6)
     a = assign(
         make_fleet([{"name": "a", "kind": "slurm", "size_nodes": 3}, {"name": "s", "kind": "spare"}]),
         CLUSTER,

@@ -55,7 +55,7 @@ def cilium(fn):
 def test_tenant_roots_do_not_gate_the_cluster_root(files) -> None:
     roots = [
         o
-        for _, (r, o) in applications(files).items()
+        for _unused, (r, o) in applications(files).items()
         if o["metadata"]["labels"].get(argo.LABEL_COMPONENT) == argo.TENANT_ROOT
     ]
     assert len(roots) == 3
@@ -66,7 +66,7 @@ def test_tenant_roots_do_not_gate_the_cluster_root(files) -> None:
     lua = cm[argo.HEALTH_KEY]
     assert f'obj.metadata.annotations["{argo.PARENT_HEALTH}"] == "{argo.PARENT_HEALTH_IGNORE}"' in lua
     # nothing else is exempt: platform and tenant child apps still gate their waves
-    others = [o for _, (r, o) in applications(files).items() if o not in roots]
+    others = [o for _unused, (r, o) in applications(files).items() if o not in roots]
     assert others and not [o for o in others if argo.PARENT_HEALTH in o["metadata"].get("annotations", {})]
 
 
@@ -109,7 +109,7 @@ def test_lb_pool_and_bgp_advertisement_from_the_inventory(files) -> None:
     adv = next(o for o in objs if o["kind"] == "CiliumBGPAdvertisement")
     assert adv["spec"]["advertisements"][0]["service"]["addresses"] == ["LoadBalancerIP"]
     assert load(files, f"{C}/platform/cilium/values.yaml")["bgpControlPlane"] == {"enabled": True}
-    _, app = applications(files)["gpu-east-load-balancer"]
+    _unused, app = applications(files)["gpu-east-load-balancer"]
     assert int(app["metadata"]["annotations"][argo.WAVE]) > int(
         applications(files)["gpu-east-cilium"][1]["metadata"]["annotations"][argo.WAVE]
     )
@@ -198,7 +198,7 @@ def test_tenant_apps_are_removed_with_the_tenant(files, tmp_path: Path) -> None:
     for name, (rel, app) in applications(files).items():
         if "/tenants/" in rel:  # inside a tenant root: never outlives it
             assert argo.SYNC_OPTIONS not in app["metadata"].get("annotations", {}), name
-    _, crds = applications(files)["research-mariadb-operator-crds"]
+    _unused, crds = applications(files)["research-mariadb-operator-crds"]
     assert "finalizers" not in crds["metadata"]  # deleting the app never deletes every MariaDB
 
     def drop_research(data):

@@ -84,7 +84,7 @@ def values_files(files: dict[str, bytes]):
 def test_custom_resources_validate_against_upstream_crds(rendered, sample_rendered, shared_dir: Path) -> None:
     index = crd_index(shared_dir)
     seen: set[tuple[str, str]] = set()
-    for _, files in _trees(rendered, sample_rendered):
+    for _unused, files in _trees(rendered, sample_rendered):
         for rel, obj in yaml_objects(files):
             if "apiVersion" not in obj or "kind" not in obj:
                 continue
@@ -107,7 +107,7 @@ def test_custom_resources_validate_against_upstream_crds(rendered, sample_render
 
 def test_crd_check_can_fail(rendered, shared_dir: Path) -> None:
     index = crd_index(shared_dir)
-    app = next(o for _, o in yaml_objects(rendered) if o.get("kind") == "Application")
+    app = next(o for _unused, o in yaml_objects(rendered) if o.get("kind") == "Application")
     bad = copy.deepcopy(app)
     bad["spec"]["syncPolicy"]["automated"]["prun"] = True  # typo
     assert list(crd_validator(*index[("argoproj.io/v1alpha1", "Application")]).iter_errors(bad))
@@ -118,7 +118,7 @@ def test_crd_check_can_fail(rendered, shared_dir: Path) -> None:
 
 def test_values_use_only_upstream_keys(rendered, sample_rendered, shared_dir: Path) -> None:
     charts = set()
-    for _, files in _trees(rendered, sample_rendered):
+    for _unused, files in _trees(rendered, sample_rendered):
         for rel, chart, values in values_files(files):
             charts.add(chart)
             unknown = unknown_values_keys(values, chart, shared_dir)
@@ -153,7 +153,7 @@ def test_values_checker_can_fail(rendered, shared_dir: Path) -> None:
 
 def test_charts_without_upstream_values_are_the_known_gap(rendered) -> None:
     """cert-manager and Kueue values cannot be checked here: keep them minimal (listed keys only)."""
-    charts = {chart for _, chart, _ in values_files(rendered)}
+    charts = {chart for _unused, chart, _unused in values_files(rendered)}
     assert charts - set(NO_UPSTREAM_ALLOWED) == {
         "cilium",
         "gpu-operator",
@@ -165,10 +165,10 @@ def test_charts_without_upstream_values_are_the_known_gap(rendered) -> None:
 
 
 def test_no_credentials_in_tree(rendered, sample_rendered) -> None:
-    for _, files in _trees(rendered, sample_rendered):
+    for _unused, files in _trees(rendered, sample_rendered):
         findings = [f for rel, data in files.items() for f in secret_findings(rel, data)]
         assert not findings, findings
-        for _, obj in yaml_objects(files):
+        for _unused, obj in yaml_objects(files):
             assert obj.get("kind") != "Secret"
 
 

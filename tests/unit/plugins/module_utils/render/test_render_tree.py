@@ -42,10 +42,10 @@ def test_same_inputs_same_bytes_anywhere(tmp_path: Path) -> None:
 
 def test_second_render_writes_nothing(inv: Path, tmp_path: Path) -> None:
     out = tmp_path / "gitops"
-    _, first = render_to(inv, out)
+    _unused, first = render_to(inv, out)
     assert first.plan.added and first.changed
     before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
-    _, second = render_to(inv, out)
+    _unused, second = render_to(inv, out)
     assert not second.changed
     assert second.plan.added == second.plan.changed == second.plan.removed == []
     assert second.plan.unchanged == len(first.plan.added)
@@ -64,7 +64,7 @@ def test_only_changed_files_are_rewritten(inv: Path, tmp_path: Path) -> None:
                 p["size"]["nodes"] = 10
 
     edit_vars(inv, "pools.yml", shrink)
-    _, rep = render_to(inv, out)
+    _unused, rep = render_to(inv, out)
     changed = set(rep.plan.changed)
     assert "clusters/gpu-east/tenants/research/slurm/values.yaml" in changed
     assert "clusters/gpu-east/POOLS.md" in changed
@@ -89,7 +89,7 @@ def test_dropped_files_removed_unowned_files_kept(inv: Path, tmp_path: Path) -> 
 
     edit_vars(inv, "tenants.yml", drop_tenant)
     edit_vars(inv, "pools.yml", drop_pools)
-    _, rep = render_to(inv, out)
+    _unused, rep = render_to(inv, out)
     assert any(r.startswith("clusters/gpu-east/tenants/research/") for r in rep.plan.removed)
     assert "clusters/gpu-east/tenants/research/apps/6-slurm.yaml" in rep.plan.removed
     assert "clusters/gpu-east/tenants/research/.gpufleet-manifest" in rep.plan.manifests
@@ -217,7 +217,7 @@ def test_cli_render_and_check(inv: Path, tmp_path: Path) -> None:
 def test_cli_a_cached_current_tree_still_refuses_a_foreign_file(inv: Path, tmp_path: Path) -> None:
     out = tmp_path / "gitops"
     env_cache = {"GPUFLEET_CACHE_DIR": str(tmp_path / "cache")}
-    for _ in range(2):  # the second render is the no-change fast path: the cache says the tree is current
+    for _round in range(2):  # the second render is the no-change fast path: the cache says the tree is current
         p = subprocess.run(
             [*CLI, "render", "--inventory", str(inv), "--out", str(out)],
             capture_output=True,
@@ -293,19 +293,19 @@ def test_no_change_fast_path_is_safe(inv: Path, tmp_path: Path) -> None:
     from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
 
     out = tmp_path / "gitops"
-    _, _, res, rep = render_and_write(inv, out)
+    _fleet, _out, res, rep = render_and_write(inv, out)
     assert res is not None and rep.locks_changed  # first render: writes the lock, no cache yet
-    _, _, res, rep = render_and_write(inv, out)
+    _fleet, _out, res, rep = render_and_write(inv, out)
     assert res is not None and not rep.changed  # full render confirms; cache recorded
-    _, _, res, rep = render_and_write(inv, out)
+    _fleet, _out, res, rep = render_and_write(inv, out)
     assert res is None and not rep.changed and rep.plan.unchanged > 50  # fast path: nothing rendered
     (out / "clusters/gpu-east/REPORT.md").write_text("tampered\n")
-    _, _, res, rep = render_and_write(inv, out, check=True)
+    _fleet, _out, res, rep = render_and_write(inv, out, check=True)
     assert res is not None and rep.plan.changed == ["clusters/gpu-east/REPORT.md"]
-    _, _, res, rep = render_and_write(inv, out)
+    _fleet, _out, res, rep = render_and_write(inv, out)
     assert rep.plan.changed == ["clusters/gpu-east/REPORT.md"]
     edit_vars(inv, "fleet.yml", lambda d: d["gpufleet_fleet"]["gitops"].update(revision="v2"))
-    _, _, res, rep = render_and_write(inv, out)
+    _fleet, _out, res, rep = render_and_write(inv, out)
     assert res is not None and rep.plan.changed  # inputs changed: rendered again
     snap = inv / "snapshots/gpu-east/nodes.yaml"
     nodes = yaml.safe_load(snap.read_text(encoding="utf-8"))
@@ -315,7 +315,7 @@ def test_no_change_fast_path_is_safe(inv: Path, tmp_path: Path) -> None:
     with pytest.raises(GpufleetError, match="'gpu064'"):
         render_and_write(inv, out)
     edit_vars(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["fabric"].update(allow_unmatched_hosts=True))
-    _, _, res, rep = render_and_write(inv, out)
+    _fleet, _out, res, rep = render_and_write(inv, out)
     assert res is not None and "clusters/gpu-east/POOLS.md" in rep.plan.changed
 
 

@@ -110,7 +110,7 @@ SLURM_FENCE = [
 ]
 
 
-@pytest.mark.parametrize("path", [p for p, _ in tv.leaves(tv.VCLUSTER)], ids=".".join)
+@pytest.mark.parametrize("path", [p for p, _unused in tv.leaves(tv.VCLUSTER)], ids=".".join)
 def test_vcluster_allowed_key_keeps_fence(base, path: tuple[str, ...]) -> None:
     raw, fleet, cluster, inputs = base
     leaf = dict(tv.leaves(tv.VCLUSTER))[path]
@@ -133,7 +133,7 @@ def test_vcluster_allowed_key_keeps_fence(base, path: tuple[str, ...]) -> None:
     assert "rbac" not in after and "experimental" not in after
 
 
-@pytest.mark.parametrize("path", [p for p, _ in tv.leaves(tv.SLURM)], ids=".".join)
+@pytest.mark.parametrize("path", [p for p, _unused in tv.leaves(tv.SLURM)], ids=".".join)
 def test_slurm_allowed_key_keeps_fence(base, path: tuple[str, ...]) -> None:
     raw, fleet, cluster, inputs = base
     leaf = dict(tv.leaves(tv.SLURM))[path]
@@ -142,9 +142,9 @@ def test_slurm_allowed_key_keeps_fence(base, path: tuple[str, ...]) -> None:
     entry = copy.deepcopy(raw)
     entry.data["gpufleet_tenants"][1]["slurm"]["values"] = _nest(path, value)
     assert schema_issues(entry) == [], "the allow-listed value must validate"
-    before, _ = slurm_values(fleet, cluster, fleet.tenants[tenant], inputs)
+    before, _unused = slurm_values(fleet, cluster, fleet.tenants[tenant], inputs)
     changed = _with(fleet, tenant, slurm_values=_nest(path, value))
-    after, _ = slurm_values(changed, cluster, changed.tenants[tenant], inputs)
+    after, _unused = slurm_values(changed, cluster, changed.tenants[tenant], inputs)
     assert _get(after, *path) == value
     for fence in SLURM_FENCE:
         assert _get(after, *fence) == _get(before, *fence), fence

@@ -32,7 +32,7 @@ def topograph(shared_dir) -> Path:
 def test_two_tier_one_root_one_group_per_su(rails, ports):
     topo = gen_topo(ports, hosts=64, rails=rails, su_size=8, tiers=2)
     assert len(topo.roots) == 1
-    assert [len(ns) for _, ns in topo.leaf_groups] == [8] * 8
+    assert [len(ns) for _unused, ns in topo.leaf_groups] == [8] * 8
     # each leaf group is one scalable unit: gpu001-008, gpu009-016, ...
     assert topo.leaf_groups[0][1] == [f"gpu{i:03d}" for i in range(1, 9)]
     assert topo.leaf_groups[-1][1] == [f"gpu{i:03d}" for i in range(57, 65)]
@@ -55,7 +55,7 @@ def test_three_tier_pods(rails):
         assert sw.tier == 1 and len(sw.children) == 4
         nodes = [n for c in sw.children for n in topo.switches[c].nodes]
         assert len(nodes) == 32
-    assert [len(ns) for _, ns in topo.leaf_groups] == [8] * 16
+    assert [len(ns) for _unused, ns in topo.leaf_groups] == [8] * 16
     assert topo.path("gpu001")[0] == topo.roots[0] and len(topo.path("gpu001")) == 3
     assert topo.health["ok"] is True
 
@@ -63,8 +63,8 @@ def test_three_tier_pods(rails):
 def test_cut_cable_host_stays_in_its_unit_and_is_reported():
     g = gen(hosts=64, rails=8, su_size=8, cut_cables=3, seed=5)
     topo = build_topology(load_fabric(fabric_gen.render_ibnetdiscover(g)))
-    assert [len(ns) for _, ns in topo.leaf_groups] == [8] * 8
-    cut_hosts = sorted({h for h, _ in g.cut})
+    assert [len(ns) for _unused, ns in topo.leaf_groups] == [8] * 8
+    cut_hosts = sorted({h for h, _unused in g.cut})
     reported = sorted(d["node"] for d in topo.health["hosts_missing_rails"])
     assert reported == cut_hosts
     for h in cut_hosts:
@@ -98,7 +98,7 @@ def test_sharp_and_unnamed_hcas_are_not_hosts():
     assert topo.health["unnamed_hcas_count"] == 2
     assert {d["description"] for d in topo.health["unnamed_hcas"]} == {fabric_gen.FIRMWARE_DESC}
     # the host whose HCA lost its name shows as missing that rail
-    assert sorted(d["node"] for d in topo.health["hosts_missing_rails"]) == sorted(h for h, _ in g.unnamed)
+    assert sorted(d["node"] for d in topo.health["hosts_missing_rails"]) == sorted(h for h, _unused in g.unnamed)
 
 
 def test_storage_leaf_excluded_by_pattern_or_node_list():
@@ -121,7 +121,7 @@ def test_node_list_reports_both_directions():
     topo = gen_topo(hosts=16, rails=1, su_size=8, build_kw={"nodes": ["gpu[001-008]", "gpu099"]})
     assert topo.health["nodes_not_in_fabric"] == ["gpu099"]
     assert topo.health["fabric_not_in_nodes"][0] == "gpu009"
-    assert [g for g, _ in topo.leaf_groups] == [topo.node_group["gpu001"]]
+    assert [g for g, _unused in topo.leaf_groups] == [topo.node_group["gpu001"]]
     assert topo.health["ok"] is False
 
 
@@ -203,10 +203,10 @@ def test_topograph_large_tree_matches_golden(topograph):
     golden = canonical_tree(parse_tree_conf((topograph / "ci" / "expected.slinky-oci-sim-tree.conf").read_text()))
     assert ours == golden
     # and the BFS order of leaves matches (leaf lines in the same node order)
-    ours_leaves = [m for _, k, m in parse_tree_conf(render_tree(topo)) if k == "nodes"]
+    ours_leaves = [m for _unused, k, m in parse_tree_conf(render_tree(topo)) if k == "nodes"]
     gold_leaves = [
         m
-        for _, k, m in parse_tree_conf((topograph / "ci" / "expected.slinky-oci-sim-tree.conf").read_text())
+        for _unused, k, m in parse_tree_conf((topograph / "ci" / "expected.slinky-oci-sim-tree.conf").read_text())
         if k == "nodes"
     ]
     assert ours_leaves == gold_leaves
@@ -216,7 +216,7 @@ def test_topograph_large_block_matches_golden(topograph):
     topo = build_topology(load_fabric(topograph / "models" / "large.yaml"))
     ours, sizes = parse_block_conf(render_block(topo, block_sizes=[8, 16, 32]))
     gold, gsizes = parse_block_conf((topograph / "ci" / "expected.slinky-dra-block.conf").read_text())
-    assert [ns for _, ns in ours] == [ns for _, ns in gold]
+    assert [ns for _unused, ns in ours] == [ns for _unused, ns in gold]
     assert sizes == gsizes == [8, 16, 32]
     # the comment keeps the domain id, as topograph's "# rack11=nvl-1-1"
     assert topo.block_domains[ours[0][0]] == "nvl-1-1"
@@ -235,7 +235,7 @@ def test_topograph_models_render(topograph, model):
 def test_medium_block_sizes_from_payload(topograph):
     topo = build_topology(load_fabric(topograph / "models" / "medium.yaml"))
     blocks, sizes = parse_block_conf(render_block(topo, block_sizes=[2, 4]))
-    assert [b for b, _ in blocks] == ["nvl1", "nvl2", "nvl3", "nvl4"]
+    assert [b for b, _unused in blocks] == ["nvl1", "nvl2", "nvl3", "nvl4"]
     assert sizes == [2, 4]
 
 
@@ -286,7 +286,9 @@ def test_one_dump_per_rail_plane_merges_to_the_same_topology(ports):
     assert render_tree(build_topology(load_fabric("".join(dumps)))) == render_tree(whole)
     # a single plane alone: every host on one leaf per SU, still 8 groups
     one = build_topology(load_fabric(dumps[0]))
-    assert [len(ns) for _, ns in one.leaf_groups] == [8] * 8 or sum(len(ns) for _, ns in one.leaf_groups) == 63
+    assert [len(ns) for _unused, ns in one.leaf_groups] == [8] * 8 or sum(
+        len(ns) for _unused, ns in one.leaf_groups
+    ) == 63
 
 
 @st.composite
@@ -323,14 +325,14 @@ def test_random_fabrics_give_valid_trees(fab):
         return
     sws = tree_switches(topo)
     render_tree(topo)  # raises on anything Slurm rejects
-    leaf_nodes = [n for _, k, m in sws if k == "nodes" for n in m]
+    leaf_nodes = [n for _unused, k, m in sws if k == "nodes" for n in m]
     assert sorted(leaf_nodes) == sorted(hosts)  # every host exactly once
     assert len(topo.roots) == topo.health["summary"]["fabrics"]
     for node in hosts:
         path = topo.path(node)
         assert path[0] in topo.roots and path[-1] == topo.node_group[node]
     half = sorted(hosts)[::2]
-    sub = [n for _, k, m in tree_switches(topo, nodes=half) if k == "nodes" for n in m]
+    sub = [n for _unused, k, m in tree_switches(topo, nodes=half) if k == "nodes" for n in m]
     assert sorted(sub) == half
     render_tree(topo, nodes=half)
     render_block(topo)

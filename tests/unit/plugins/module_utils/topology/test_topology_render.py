@@ -53,7 +53,7 @@ def test_tree_conf_shape(sample):
 def test_tree_subset(sample):
     text = render_tree(sample, nodes="gpu[001-004,017]")
     sws = parse_tree_conf(text)
-    assert [n for n, _, _ in sws] == ["spine", "su01-leaf", "su03-leaf"]
+    assert [n for n, _unused, _unused in sws] == ["spine", "su01-leaf", "su03-leaf"]
     assert sws[1][2] == ["gpu001", "gpu002", "gpu003", "gpu004"]
 
 
@@ -61,7 +61,7 @@ def test_block_conf_uses_cliques_in_adjacency_order(sample):
     text = render_block(sample)
     blocks, sizes = parse_block_conf(text)
     assert len(blocks) == 8 and sizes == [8, 16, 32, 64]
-    assert [ns[0] for _, ns in blocks] == [f"gpu{i:03d}" for i in range(1, 65, 8)]
+    assert [ns[0] for _unused, ns in blocks] == [f"gpu{i:03d}" for i in range(1, 65, 8)]
     assert sample.block_source == "nvlink"
     assert text.count("# ") >= 8  # block=domain comments
     assert blocks[0][0].startswith("nvl-") and len(blocks[0][0]) == len("nvl-01234567-1")
@@ -71,7 +71,7 @@ def test_block_from_fabric_units_without_cliques():
     topo = gen_topo(hosts=32, rails=8, su_size=8, build_kw={"domains": {}})
     assert topo.block_source == "fabric"
     blocks, sizes = parse_block_conf(render_block(topo, block_sizes=[8, 16]))
-    assert [b for b, _ in blocks] == [g for g, _ in topo.leaf_groups]
+    assert [b for b, _unused in blocks] == [g for g, _unused in topo.leaf_groups]
     assert sizes == [8, 16]
 
 
@@ -80,7 +80,7 @@ def test_block_order_follows_the_tree_not_domain_names():
     topo0 = gen_topo(hosts=32, rails=1, su_size=8, tiers=3, su_per_pod=2)
     doms = {n: f"z{9 - i // 8}" for i, n in enumerate(topo0.order)}
     topo = gen_topo(hosts=32, rails=1, su_size=8, tiers=3, su_per_pod=2, build_kw={"domains": doms})
-    assert [b for b, _ in topo.blocks] == ["z9", "z8", "z7", "z6"]
+    assert [b for b, _unused in topo.blocks] == ["z9", "z8", "z7", "z6"]
 
 
 @pytest.mark.parametrize(
