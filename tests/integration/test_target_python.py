@@ -17,13 +17,12 @@ import fnmatch
 import json
 import os
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
-import yaml
 from gpufleet_testlib import fabric_gen
+from playbook_runner import playbook_env, run_playbook, task_results, write_play
 
 REPO = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")  # as tests/conftest.py reads it
@@ -124,22 +123,11 @@ def test_modules_run_under_ansible_with_a_bare_python39(tmp_path: Path) -> None:
         {"name": "yaml", "gpufleet.core.slurm_topology": {"ibnetdiscover": [str(tmp_path / "ib.out")],
                                                           "format": "yaml"}, "ignore_errors": True},
     ]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False,
-                                                        "tasks": tasks}]))
-    env = {
-        **os.environ,
-        "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections"),
-        "ANSIBLE_HOME": str(tmp_path / "ansible-home"),
-        "ANSIBLE_LOCALHOST_WARNING": "false",
-        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
-    }
-    exe = Path(sys.executable).parent / "ansible-playbook"
-    p = subprocess.run(
-        [str(exe), "-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={base}", "play.yml"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
-    )
-    res = {t["task"]["name"]: t["hosts"]["localhost"] for t in json.loads(p.stdout)["plays"][0]["tasks"]}
+    play = write_play(tmp_path / "play.yml", tasks)
+    env = playbook_env(ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
+    target = f"ansible_python_interpreter={base}"
+    p = run_playbook("localhost,", play, "-c", "local", "-e", target, env=env, cwd=tmp_path)
+    res = {r["name"]: r for r in task_results(p.stdout)}
     facts = res["facts"]
     assert not facts.get("failed"), facts
     topo, yml = res["topo"], res["yaml"]

@@ -36,21 +36,21 @@ def ansible_playbook() -> str:
 def playbook_env(base: Mapping[str, str] | None = None, *, user: bool = False, **extra: str) -> dict[str, str]:
     """The environment of a run (``base``, else this process's): this checkout's collection, JSON
     output, no colour, this Python; then ``extra``. ``user``: as a user at the repository root runs
-    it instead: the repository's ansible.cfg, the human output, the venv's tools first on PATH."""
+    it instead: this checkout's collection and no colour, but the repository's ansible.cfg (its
+    interpreter discovery, its output) and the venv's tools first on PATH."""
     env = dict(os.environ if base is None else base)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_NOCOLOR="1",
-    )
+    env.update(ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1")
     if user:
-        env.pop("ANSIBLE_CONFIG", None)
-        env.pop("ANSIBLE_STDOUT_CALLBACK", None)
+        for name in ("ANSIBLE_CONFIG", "ANSIBLE_STDOUT_CALLBACK", "ANSIBLE_PYTHON_INTERPRETER"):
+            env.pop(name, None)
         env["ANSIBLE_FORCE_COLOR"] = "0"
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     else:
-        env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.builtin.json"
+        env.update(
+            ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+            ANSIBLE_LOCALHOST_WARNING="False",
+            ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+        )
     env.update(extra)
     return env
 

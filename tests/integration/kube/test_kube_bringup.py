@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ import yaml
 from controlplane import REPO_ROOT, LocalControlPlane, shared_test_helpers
 
 sys.path.insert(0, str(REPO_ROOT / "tests" / "unit"))
+from playbook_runner import playbook_env, run_playbook
 from render_fixtures import make_inventory
 from vcluster_chart_model import cluster_rbac
 
@@ -36,7 +36,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import r
 pytestmark = pytest.mark.kube
 
 C = "clusters/gpu-east"
-COLLECTIONS = REPO_ROOT / ".build" / "collections"
 
 
 @pytest.fixture(scope="module")
@@ -135,10 +134,6 @@ def vc_kubeconfig_secret(kube: LocalControlPlane, tenant: str) -> dict:
 def run_tenant_role(
     kube: LocalControlPlane, work: Path, tenant: str, timeout: int, slurm_ns: str, extra: dict | None = None
 ) -> subprocess.CompletedProcess:
-    helpers = shared_test_helpers()
-    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
-    if not playbook_bin.exists():
-        playbook_bin = Path(helpers.require_tool("ansible-playbook", "runs the tenant role"))
     play = work / f"tenant-{tenant}.yml"
     play.write_text(
         yaml.safe_dump(
@@ -166,23 +161,8 @@ def run_tenant_role(
             ]
         )
     )
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_NOCOLOR="1",
-    )
-    return subprocess.run(
-        [str(playbook_bin), "-i", "localhost,", "-c", "local", str(play)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    env = playbook_env(ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
+    return run_playbook("localhost,", play, "-c", "local", env=env, ok=None, timeout=300)
 
 
 def stats(proc: subprocess.CompletedProcess) -> dict:

@@ -14,9 +14,7 @@ rendered values file; chart contents are not under test.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -138,9 +136,11 @@ def play(bed: dict, argocd_cm: Path | None = None, gpu_values: Path | None = Non
     return path
 
 
-def helm_env(bed: dict) -> dict[str, str]:
-    """The run's environment: the built binaries and helm on PATH, helm's state under the bed."""
+def helm_env(bed: dict, user: bool = False) -> dict[str, str]:
+    """The run's environment: the built binaries and helm on PATH, helm's state under the bed (``user``:
+    as a user runs site.yml, see playbook_env)."""
     env = playbook_env(
+        user=user,
         HELM_CACHE_HOME=str(bed["dir"] / "helm-cache"),
         HELM_CONFIG_HOME=str(bed["dir"] / "helm-config"),
         HELM_DATA_HOME=str(bed["dir"] / "helm-data"),
@@ -261,27 +261,9 @@ def test_site_apply_installs_helm_components_with_the_values_it_rendered(bed, tm
     }
     extra_file = tmp_path / "extra.json"
     extra_file.write_text(json.dumps(extra))
-    env = dict(os.environ)
-    env.pop("ANSIBLE_CONFIG", None)
-    env.update(
-        PATH=f"{BIN_DIR}:{Path(bed['helm']).parent}:{env.get('PATH', '')}",
-        ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / ".build" / "collections"),
-        ANSIBLE_NOCOLOR="1",
-        HELM_CACHE_HOME=str(bed["dir"] / "helm-cache"),
-        HELM_CONFIG_HOME=str(bed["dir"] / "helm-config"),
-        HELM_DATA_HOME=str(bed["dir"] / "helm-data"),
+    run_playbook(
+        inv, Path("site.yml"), "-e", f"@{extra_file}", env=helm_env(bed, user=True), timeout=900, cwd=REPO_ROOT
     )
-    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
-    proc = subprocess.run(
-        [str(playbook_bin), "-i", str(inv), "site.yml", "-e", f"@{extra_file}"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     c = gitops / "clusters" / "gpu-east"
     want = {
         ("hs-cilium", "cilium"): rendered(c / "platform/cilium/values.yaml"),

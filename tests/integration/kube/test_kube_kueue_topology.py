@@ -21,21 +21,20 @@ Five pods outside Kueue hold gpu049-053, so su07 has 3 free nodes and su08 4. Jo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_tools, shared_test_helpers
+from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_tools
 from kueue_controller import KueueController
 
 COLLECTIONS = REPO_ROOT / ".build" / "collections"
 if str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
 
+from playbook_runner import run_task
 from polling import wait_for
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
@@ -137,9 +136,6 @@ def bed(plane: LocalControlPlane, kueue_crd_files, tmp_path_factory):
 
 def node_pools(bed: dict, gitops: Path, *flags: str) -> dict:
     """Run gpufleet.core.node_pools (the apply step) through ansible-playbook; return the task result."""
-    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
-    if not playbook_bin.exists():
-        playbook_bin = Path(shared_test_helpers().require_tool("ansible-playbook", "runs the node_pools module"))
     hosts = bed["state"] / "hosts.yml"
     hosts.write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
     task = {
@@ -148,27 +144,7 @@ def node_pools(bed: dict, gitops: Path, *flags: str) -> dict:
         "kubeconfig": str(bed["kube"].kubeconfig),
         "gitops_dir": str(gitops),
     }
-    play = bed["state"] / "apply.yml"
-    play.write_text(
-        yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [{"gpufleet.core.node_pools": task}]}])
-    )
-    env = {
-        **os.environ,
-        "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS),
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
-        "ANSIBLE_LOCALHOST_WARNING": "False",
-        "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
-    }
-    proc = subprocess.run(
-        [str(playbook_bin), "-i", str(hosts), str(play), *flags],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return run_task(hosts, bed["state"] / "apply.yml", "gpufleet.core.node_pools", task, *flags)
 
 
 def apply_objects(kube: LocalControlPlane, objects: list[dict]) -> None:
