@@ -29,3 +29,14 @@ def test_fails_with_what_the_last_answer_and_the_detail() -> None:
         wait_for(probe, 0.05, "the pods", every=0.01, detail=lambda: "log tail")
     assert "0.05s" in str(err.value)
     assert len(calls) >= 2  # probed more than once, and once more at the deadline
+
+
+def test_a_harness_gets_its_own_error_and_a_probe_may_raise_at_once() -> None:
+    with pytest.raises(RuntimeError, match="timed out after 0s waiting for slurmctld"):
+        wait_for(lambda: None, 0, "slurmctld", error=RuntimeError)
+
+    def exited() -> bool:
+        raise RuntimeError("slurmctld exited (1)")
+
+    with pytest.raises(RuntimeError, match="exited"):
+        wait_for(exited, 60, "slurmctld")
