@@ -58,6 +58,7 @@ class SlinkyOperator:
         self.own_netns = netns is None
         self.netns = netns or f"gf-slinky-{os.getpid()}"
         self.log = self.workdir / "operator.log"
+        self.proc: subprocess.Popen | None = None
         self._procs: list[subprocess.Popen] = []
         self._files: list = []
 
@@ -118,7 +119,7 @@ class SlinkyOperator:
         return self.log.exists() and needle in self.log.read_text(errors="replace")
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.proc is not None and self.proc.poll() is None
 
     def stop(self) -> None:
         for proc in reversed(self._procs):

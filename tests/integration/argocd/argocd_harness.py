@@ -74,8 +74,12 @@ KUEUE_CRDS = [
     minimal_crd("kueue.x-k8s.io", "v1beta2", "LocalQueue", "localqueues"),
     minimal_crd("kueue.x-k8s.io", "v1beta2", "Topology", "topologies", "Cluster"),
 ]
-# the mariadb-operator-crds chart ships the MariaDB CRD the tenants' accounting database uses
-MARIADB_CRDS = [minimal_crd("k8s.mariadb.com", "v1alpha1", "MariaDB", "mariadbs")]
+# the mariadb-operator-crds chart ships the MariaDB CRD the tenants' accounting database uses (a
+# stand-in with the status subresource: the mariadb-operator double in operator_doubles.py writes it)
+MARIADB_CRDS = [
+    {**c, "spec": {**c["spec"], "versions": [{**c["spec"]["versions"][0], "subresources": {"status": {}}}]}}
+    for c in [minimal_crd("k8s.mariadb.com", "v1alpha1", "MariaDB", "mariadbs")]
+]
 # the slurm-operator-crds chart ships the Slinky CRDs: the real ones of the pinned release
 SLINKY_CRDS = [yaml.safe_load(f.read_text()) for f in sorted((UPSTREAM / "crds" / "slinky").glob("*.yaml"))]
 CHART_EXTRAS = {"kueue": KUEUE_CRDS, "mariadb-operator-crds": MARIADB_CRDS, "slurm-operator-crds": SLINKY_CRDS}

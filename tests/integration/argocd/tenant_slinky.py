@@ -25,6 +25,8 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +49,24 @@ class TenantSlinky:
         self.kubeconfig = vc.state / "virtual-kubeconfig"
         self.operator = SlinkyOperator(work / "operator", self.kubeconfig, netns=vc.netns)
         self.webhook = SlinkyWebhook(work / "webhook", self.kubeconfig, WEBHOOK_PORT, WEBHOOK_HEALTH_PORT, vc.netns)
+        self.stopping = threading.Event()
+        self.waiter = threading.Thread(target=self._start_operator, daemon=True, name=f"slinky-{vc.tenant}")
+        self.error = ""
 
-    def kubectl(self, *args: str, input: str | None = None) -> None:
-        run_kubectl(["ip", "netns", "exec", self.vc.netns], self.kubeconfig, "kubectl", args, input, True)
+    def _start_operator(self) -> None:
+        want = {f"customresourcedefinition.apiextensions.k8s.io/{p}.slinky.slurm.net" for p in VALIDATED}
+        while not self.stopping.is_set():
+            p = self.kubectl("get", "crd", "-o", "name", check=False)
+            if p.returncode == 0 and want <= set(p.stdout.split()):
+                try:
+                    self.operator.start()
+                except Exception as exc:  # reported by runs_built_binaries' caller
+                    self.error = f"{type(exc).__name__}: {exc}"
+                return
+            self.stopping.wait(1.0)
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run_kubectl(["ip", "netns", "exec", self.vc.netns], self.kubeconfig, "kubectl", args, input, check)
 
     def apply_step_secrets(self) -> list[dict[str, Any]]:
         """The Secrets the apply step writes (values' secretRefs), with random contents."""
@@ -71,8 +88,11 @@ class TenantSlinky:
         ]
 
     def start(self) -> None:
+        """The webhook and its configurations now; the manager once the Slinky CRDs are served (Argo CD
+        installs them from the slurm-operator-crds app, a wave before the operator's: controller-runtime
+        gives up on kinds not served within its cache sync timeout and the manager exits)."""
         self.webhook.start()
-        self.operator.start()
+        self.waiter.start()
         ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SLURM_NAMESPACE}}
         items = [ns, *self.apply_step_secrets(), self.webhook.configuration(resources=VALIDATED)]
         items.append(self.webhook.binding_configuration())
@@ -89,6 +109,9 @@ class TenantSlinky:
         return len(running) == 2 and all(running_binary(pid, name) for name, pid in running.items())
 
     def stop(self) -> None:
+        self.stopping.set()
+        if self.waiter.is_alive():
+            self.waiter.join(timeout=30)
         self.operator.stop()
         self.webhook.stop()
 
