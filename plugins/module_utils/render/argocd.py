@@ -159,16 +159,17 @@ if have >= want then
 end
 return hs
 """
-# policy/PodDisruptionBudget: gpufleet's budgets (label app.kubernetes.io/part-of=gpufleet; the Slurm
+# policy/PodDisruptionBudget: the budgets labelled gpufleet.io/health=all-pods-ready (the Slurm
 # tenants' slurmctld, slurmdbd and login budgets, render/rollout.py) are Healthy once every pod they
 # guard is Ready (status.currentHealthy >= status.expectedPods > 0, as the disruption controller counts
 # them at the budget's generation): the only objects of a tenant's slurm app that see pod readiness
-# (v1.2.1 writes no readiness into a Controller, Accounting or LoginSet). Other budgets keep Argo CD's
+# (v1.2.1 writes no readiness into a Controller, Accounting or LoginSet). Other budgets (the host's
+# slurmd-busy one guards pods that may not exist, render/driver_upgrade.py) keep Argo CD's
 # built-in rule (resource_customizations/policy/PodDisruptionBudget/health.lua), stated here.
 _PDB_LUA = """hs = {}
 hs.status = "Progressing"
 local labels = obj.metadata.labels or {}
-if labels["app.kubernetes.io/part-of"] ~= "gpufleet" then
+if labels["gpufleet.io/health"] ~= "all-pods-ready" then
   hs.message = "Waiting for status"
   if obj.status ~= nil and obj.status.conditions ~= nil then
     for _, c in ipairs(obj.status.conditions) do

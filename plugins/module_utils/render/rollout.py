@@ -31,6 +31,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import F
 from ansible_collections.gpufleet.core.plugins.module_utils.render import upgrade_gates
 
 WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
+# a budget labelled so is Healthy only once every pod it guards is Ready (render/argocd.py)
+READY_GATE = {"gpufleet.io/health": "all-pods-ready"}
 WAVES = {
     "accounting": "1",
     "accounting-ready": "2",  # render/upgrade_gates.py: sacctmgr ping
@@ -49,7 +51,7 @@ def _pdb(name: str, app: str, instance: str, budget: dict[str, Any], wave: str) 
         "kind": "PodDisruptionBudget",
         "metadata": {
             "name": name,
-            "labels": {"app.kubernetes.io/part-of": "gpufleet"},
+            "labels": {"app.kubernetes.io/part-of": "gpufleet", **READY_GATE},
             "annotations": {WAVE_ANNOTATION: WAVES[wave]},
         },
         "spec": {
