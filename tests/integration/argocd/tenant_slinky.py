@@ -60,7 +60,7 @@ class TenantSlinky:
             if p.returncode == 0 and want <= set(p.stdout.split()):
                 try:
                     self.operator.start()
-                except Exception as exc:  # reported by runs_built_binaries' caller
+                except Exception as exc:  # reported with runs_built_binaries() by the test
                     self.error = f"{type(exc).__name__}: {exc}"
                 return
             self.stopping.wait(1.0)

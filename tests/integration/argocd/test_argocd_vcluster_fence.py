@@ -96,7 +96,7 @@ def test_every_tenant_runs_the_real_vcluster(argocd_bed: ArgoBed, synced: Synced
 def test_every_slurm_tenant_runs_the_real_slinky_operator(argocd_bed: ArgoBed, synced: Synced) -> None:
     assert sorted(argocd_bed.slinky) == ["llm-pretrain", "research"]
     for t, slinky in argocd_bed.slinky.items():
-        assert slinky.runs_built_binaries(), (t, slinky.processes())
+        assert slinky.runs_built_binaries(), (t, slinky.processes(), slinky.error)
         api = argocd_bed.tenants[t]
         owners = {}
         for kind in ("statefulsets", "deployments", "services"):
