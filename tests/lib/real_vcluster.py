@@ -83,23 +83,26 @@ class VClusterError(RuntimeError):
 
 
 SYNCED_OWNERS = '(.metadata.annotations."vcluster.loft.sh/owner-references" // "[]") | fromjson | .[].kind'
-READY_AGAIN = """{{ $now := Now }}
+NOT_READY = "gpufleet.io/test-not-ready"  # a Running pod annotated so is kept not Ready (stage pod-not-ready)
+READY_CONDITIONS = """{{ $now := Now }}
 conditions:
 - lastTransitionTime: {{ $now | Quote }}
   status: "True"
   type: Initialized
 - lastTransitionTime: {{ $now | Quote }}
-  status: "True"
+  status: "READY"
   type: Ready
 - lastTransitionTime: {{ $now | Quote }}
-  status: "True"
+  status: "READY"
   type: ContainersReady
 {{ range .spec.readinessGates }}
 - lastTransitionTime: {{ $now | Quote }}
-  status: "True"
+  status: "READY"
   type: {{ .conditionType | Quote }}
 {{ end }}
 """
+READY_AGAIN = READY_CONDITIONS.replace("READY", "True")
+NOT_READY_NOW = READY_CONDITIONS.replace("READY", "False")
 
 
 def kubelet_like_stages(src: Path, dst: Path) -> Path:
@@ -112,6 +115,11 @@ def kubelet_like_stages(src: Path, dst: Path) -> Path:
     * ``pod-complete-synced``: ``pod-complete`` for pods whose owner is a Job by vCluster's
       ``vcluster.loft.sh/owner-references`` annotation (the host copy's ownerReference is the
       vCluster's Service), where a kubelet would run the container to completion.
+
+    And one a test uses to stand for a pod whose readiness probe fails (a crash loop, a daemon that
+    never comes up): ``pod-not-ready`` sets Ready False on a Running pod annotated ``NOT_READY``
+    (vCluster copies the annotation from the virtual pod to its host copy), which ``pod-ready-again``
+    leaves alone.
     """
     docs = [d for d in yaml.safe_load_all(src.read_text()) if d]
     by_name = {d["metadata"]["name"]: d for d in docs}
@@ -121,12 +129,21 @@ def kubelet_like_stages(src: Path, dst: Path) -> Path:
         if e["key"] == ".status.phase":
             e["values"] = ["Running"]
     ready["spec"]["next"] = {"statusTemplate": READY_AGAIN}
+    not_ready = copy.deepcopy(ready)
+    not_ready["metadata"]["name"] = "pod-not-ready"
+    not_ready["spec"]["next"] = {"statusTemplate": NOT_READY_NOW}
+    marked = f'.metadata.annotations."{NOT_READY}"'
+    ready["spec"]["selector"]["matchExpressions"].append({"key": marked, "operator": "DoesNotExist"})
+    for e in not_ready["spec"]["selector"]["matchExpressions"]:
+        if e["key"].startswith(".status.conditions"):
+            e["operator"] = "In"
+    not_ready["spec"]["selector"]["matchExpressions"].append({"key": marked, "operator": "In", "values": ["true"]})
     complete = copy.deepcopy(by_name["pod-complete"])
     complete["metadata"]["name"] = "pod-complete-synced"
     for e in complete["spec"]["selector"]["matchExpressions"]:
         if e["key"] == ".metadata.ownerReferences.[].kind":
             e["key"] = SYNCED_OWNERS
-    dst.write_text(yaml.safe_dump_all([*docs, ready, complete], sort_keys=False))
+    dst.write_text(yaml.safe_dump_all([*docs, ready, not_ready, complete], sort_keys=False))
     return dst
 
 

@@ -153,8 +153,53 @@ local have = 0
 if obj.status ~= nil and obj.status.replicas ~= nil then
   have = obj.status.replicas
 end
-hs.message = have .. "/" .. want .. " login pods exist (not readiness: the slurm-ready Job waits for a Ready one)"
+hs.message = have .. "/" .. want .. " login pods exist (readiness: PodDisruptionBudget slurm-login)"
 if have >= want then
+  hs.status = "Healthy"
+end
+return hs
+"""
+# policy/PodDisruptionBudget: the budgets labelled gpufleet.io/health=all-pods-ready (the Slurm
+# tenants' slurmctld, slurmdbd and login budgets, render/rollout.py) are Healthy once every pod they
+# guard is Ready (status.currentHealthy >= status.expectedPods > 0, as the disruption controller counts
+# them at the budget's generation): the only objects of a tenant's slurm app that see pod readiness
+# (v1.2.1 writes no readiness into a Controller, Accounting or LoginSet). Other budgets (the host's
+# slurmd-busy one guards pods that may not exist, render/driver_upgrade.py) keep Argo CD's
+# built-in rule (resource_customizations/policy/PodDisruptionBudget/health.lua), stated here.
+_PDB_LUA = """hs = {}
+hs.status = "Progressing"
+local labels = obj.metadata.labels or {}
+if labels["gpufleet.io/health"] ~= "all-pods-ready" then
+  hs.message = "Waiting for status"
+  if obj.status ~= nil and obj.status.conditions ~= nil then
+    for _, c in ipairs(obj.status.conditions) do
+      if c.status == "False" and c.reason ~= "InsufficientPods" then
+        hs.status = "Degraded"
+        hs.message = "PodDisruptionBudget has " .. c.reason
+        return hs
+      end
+      hs.status = "Healthy"
+      hs.message = "PodDisruptionBudget has " .. c.reason
+    end
+  end
+  return hs
+end
+local what = "pods"
+if obj.spec ~= nil and obj.spec.selector ~= nil and obj.spec.selector.matchLabels ~= nil
+    and obj.spec.selector.matchLabels["app.kubernetes.io/name"] ~= nil then
+  what = obj.spec.selector.matchLabels["app.kubernetes.io/name"] .. " pods"
+end
+hs.message = "waiting for the disruption controller to count the " .. what
+if obj.status == nil or obj.status.observedGeneration == nil then
+  return hs
+end
+if obj.metadata.generation ~= nil and obj.status.observedGeneration < obj.metadata.generation then
+  return hs
+end
+local want = obj.status.expectedPods or 0
+local ready = obj.status.currentHealthy or 0
+hs.message = ready .. "/" .. want .. " " .. what .. " Ready (PodDisruptionBudget " .. obj.metadata.name .. ")"
+if want > 0 and ready >= want then
   hs.status = "Healthy"
 end
 return hs
@@ -214,7 +259,8 @@ return hs
 # status.desired/readyReplicas/observedGeneration, LoginSet status.replicas, Controller and
 # Accounting status.conditions); v1.2.1 writes no conditions on Controller/Accounting and its
 # LoginSet status.replicas counts the login Deployment's pods, crash-looping ones included: real
-# readiness is gated by Jobs (render/slurm_ready.py, batch/Job below); mariadb-operator MariaDB
+# readiness is gated by the PodDisruptionBudgets in the same waves (policy/PodDisruptionBudget above)
+# and by Jobs (render/slurm_ready.py, batch/Job below); mariadb-operator MariaDB
 # status.conditions[type=Ready] (the same
 # rule as Argo CD's built-in resource_customizations/k8s.mariadb.com/MariaDB/health.lua, stated here
 # so it does not depend on the Argo CD release). Ready False is Degraded for every failing reason the
@@ -229,6 +275,7 @@ CR_HEALTH = {
     "resource.customizations.health.slinky.slurm.net_LoginSet": _LOGINSET_LUA,
     "resource.customizations.health.k8s.mariadb.com_MariaDB": _READY_CONDITION_LUA,
     "resource.customizations.health.batch_Job": _JOB_LUA,
+    "resource.customizations.health.policy_PodDisruptionBudget": _PDB_LUA,
 }
 
 

@@ -18,7 +18,9 @@
   selector labels ``app.kubernetes.io/name`` + ``app.kubernetes.io/instance``): no eviction (a node
   drain, an autoscaler, the GPU Operator's upgrade drain) takes down the controller or the database
   while they restart or convert state; the operator's own rolling update deletes pods and is not held.
-  Login pods keep one replica up when there are two or more.
+  Login pods keep one replica up when there are two or more. Each budget is in the wave of the object
+  whose pods it guards, and its health (render/argocd.py) waits for every one of them to be Ready: the
+  wave does not end before slurmdbd, slurmctld or the login pods are Ready.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import F
 from ansible_collections.gpufleet.core.plugins.module_utils.render import upgrade_gates
 
 WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
+# a budget labelled so is Healthy only once every pod it guards is Ready (render/argocd.py)
+READY_GATE = {"gpufleet.io/health": "all-pods-ready"}
 WAVES = {
     "accounting": "1",
     "accounting-ready": "2",  # render/upgrade_gates.py: sacctmgr ping
@@ -41,11 +45,15 @@ RELEASE = "slurm"  # the Helm release name of the slurm chart: the Controller an
 LOGINSET = "main"
 
 
-def _pdb(name: str, app: str, instance: str, budget: dict[str, Any]) -> dict[str, Any]:
+def _pdb(name: str, app: str, instance: str, budget: dict[str, Any], wave: str) -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "gpufleet"}},
+        "metadata": {
+            "name": name,
+            "labels": {"app.kubernetes.io/part-of": "gpufleet", **READY_GATE},
+            "annotations": {WAVE_ANNOTATION: WAVES[wave]},
+        },
         "spec": {
             **budget,
             "selector": {"matchLabels": {"app.kubernetes.io/name": app, "app.kubernetes.io/instance": instance}},
@@ -54,12 +62,12 @@ def _pdb(name: str, app: str, instance: str, budget: dict[str, Any]) -> dict[str
 
 
 def disruption_budgets(tenant: Tenant) -> list[dict[str, Any]]:
-    out = [_pdb(f"{RELEASE}-controller", "slurmctld", RELEASE, {"maxUnavailable": 0})]
+    out = [_pdb(f"{RELEASE}-controller", "slurmctld", RELEASE, {"maxUnavailable": 0}, "controller")]
     if tenant.accounting.enabled:
-        out.append(_pdb(f"{RELEASE}-accounting", "slurmdbd", RELEASE, {"maxUnavailable": 0}))
+        out.append(_pdb(f"{RELEASE}-accounting", "slurmdbd", RELEASE, {"maxUnavailable": 0}, "accounting"))
     if tenant.login_replicas > 0:
         budget = {"maxUnavailable": 1} if tenant.login_replicas > 1 else {"maxUnavailable": 0}
-        out.append(_pdb(f"{RELEASE}-login", "login", f"{RELEASE}-login-{LOGINSET}", budget))
+        out.append(_pdb(f"{RELEASE}-login", "login", f"{RELEASE}-login-{LOGINSET}", budget, "loginsets"))
     return out
 
 

@@ -11,7 +11,8 @@
 - one real vCluster per tenant (real_vcluster.py: the vcluster 0.36.1 binary started with the
   configuration the real chart renders from the tenant's rendered values, host access through the
   chart's ServiceAccount and RBAC), reached at ``<tenant>.vc-<tenant>:443`` as the rendered
-  Applications say; inside them the Slinky and MariaDB operators are doubled (operator_doubles.py);
+  Applications say; inside each Slurm tenant's the real Slinky operator and its webhook
+  (tenant_slinky.py), and in every tenant's the MariaDB operator doubled (operator_doubles.py);
 - Argo CD v3.5.1 (tools/argocd.sh) in a loopback-only network namespace.
 ``sync_root`` registers the tenants (the tenant role, for real), applies the root app and records
 when each child app appeared and became healthy. Used by the tests and by bench/.
@@ -46,6 +47,8 @@ from controlplane import load_node_snapshot
 from operator_doubles import OperatorDoubles
 from playbook_runner import run_playbook, write_play
 from real_vcluster import CHART, FenceHost, RealVCluster, fence_nodes, run_kubectl
+from slinky_objects import chart_objects, chart_values
+from tenant_slinky import TenantSlinky, slurm_values
 
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
@@ -90,6 +93,7 @@ class ArgoBed:
     repo: Path
     inventory: Path
     doubles: OperatorDoubles
+    slinky: dict[str, TenantSlinky]
     root_app: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -124,25 +128,38 @@ def _parallel(jobs: list[Any]) -> None:
         raise errors[0]
 
 
+def slurm_chart_files(tenant_dir: Path) -> dict[str, str]:
+    """The slurm chart stand-in's ``objects/<clusterName>.yaml`` of every Slurm tenant."""
+    out = {}
+    for t in TENANTS:
+        values = slurm_values(tenant_dir, t)
+        if values is not None:
+            v = chart_values(values)
+            out[f"objects/{v['clusterName']}.yaml"] = yaml.safe_dump_all(chart_objects(v), sort_keys=True)
+    return out
+
+
 @contextmanager
 def start_bed(base: Path) -> Iterator[ArgoBed]:
     host = FenceHost()
     helm = HelmRepo(base / "helm-repo")
     argocd = LocalArgoCD(host, base / "argocd")
     vclusters: dict[str, RealVCluster] = {}
+    slinky: dict[str, TenantSlinky] = {}
     doubles: OperatorDoubles | None = None
     try:
         host.start(base / "host")
         nodes = fence_nodes(load_node_snapshot(SAMPLE_NODES), SAMPLE, SAMPLE_NODES.parent / "pools.lock.yaml", CLUSTER)
         host.create_nodes_from_snapshot([with_ephemeral_storage(n) for n in nodes])
-        charts = sorted({(c["chart"], c["version"]) for c in CHARTS.values()})
-        helm.publish(charts, base / "chart-src", real={"vcluster": CHART})
         mirrors = {c["repo_url"]: helm.url for c in CHARTS.values()}
         repo = base / "fleet.git"
         inventory = bed_inventory(base / "inventory", f"file://{repo}", mirrors)
         fleet_repository(repo, inventory)
-        assert host.kubeconfig is not None
         tenant_dir = repo / "gitops" / "clusters" / CLUSTER / "tenants"
+        charts = sorted({(c["chart"], c["version"]) for c in CHARTS.values()})
+        slurm = {"slurm": slurm_chart_files(tenant_dir)}
+        helm.publish(charts, base / "chart-src", real={"vcluster": CHART}, files=slurm)
+        assert host.kubeconfig is not None
         for t in TENANTS:
             values = tenant_dir / t / "vcluster" / "values.yaml"
             vclusters[t] = RealVCluster(t, values, host.kubeconfig, base / f"vc-{t}")
@@ -152,23 +169,39 @@ def start_bed(base: Path) -> Iterator[ArgoBed]:
             api.write_kubeconfig()
         doubles = OperatorDoubles({t: api.kubeconfig for t, api in tenants.items()}, host.kubeconfig)
         doubles.start()
+        for t, vc in vclusters.items():
+            values_file = slurm_values(tenant_dir, t)
+            if values_file is not None:
+                slinky[t] = TenantSlinky(vc, values_file, base / f"slinky-{t}")
 
-        argocd.install_config()
-        # each tenant API is https://<tenant>.vc-<tenant>:443 in the rendered tree: inside Argo CD's
-        # namespace that name resolves to its own loopback address, forwarded to the vCluster
-        forwards = {str(helm.port): helm.port}
-        hosts = {}
-        for i, api in enumerate(tenants.values()):
-            addr = f"127.0.1.{i + 1}"
-            hosts[api.host] = addr
-            forwards[f"{addr}:443"] = api.vc.port
-        argocd.start(forwards=forwards, hosts=hosts)
+        def start_argocd() -> None:
+            argocd.install_config()
+            # each tenant API is https://<tenant>.vc-<tenant>:443 in the rendered tree: inside Argo CD's
+            # namespace that name resolves to its own loopback address, forwarded to the vCluster
+            forwards = {str(helm.port): helm.port}
+            hosts = {}
+            for i, api in enumerate(tenants.values()):
+                addr = f"127.0.1.{i + 1}"
+                hosts[api.host] = addr
+                forwards[f"{addr}:443"] = api.vc.port
+            argocd.start(forwards=forwards, hosts=hosts)
+
+        _parallel([start_argocd, *(s.start for s in slinky.values())])
         yield ArgoBed(
-            host=host, tenants=tenants, argocd=argocd, helm=helm, repo=repo, inventory=inventory, doubles=doubles
+            host=host,
+            tenants=tenants,
+            argocd=argocd,
+            helm=helm,
+            repo=repo,
+            inventory=inventory,
+            doubles=doubles,
+            slinky=slinky,
         )
     finally:
         if doubles is not None:
             doubles.stop()
+        for op in slinky.values():
+            op.stop()
         argocd.stop()
         helm.close()
         for vc in vclusters.values():

@@ -33,7 +33,8 @@ from controlplane import BIN_DIR, REPO_ROOT, ControlPlaneError, LocalControlPlan
 
 ARGOCD_SH = REPO_ROOT / "tools" / "argocd.sh"
 GPUFLEET_CLI = REPO_ROOT / "scripts" / "gpufleet.py"
-ARGOCD_CRDS = REPO_ROOT.parent / "shared" / "upstream" / "crds" / "argocd"
+UPSTREAM = REPO_ROOT.parent / "shared" / "upstream"
+ARGOCD_CRDS = UPSTREAM / "crds" / "argocd"
 PART_OF = {"app.kubernetes.io/part-of": "argocd"}
 
 
@@ -73,76 +74,26 @@ KUEUE_CRDS = [
     minimal_crd("kueue.x-k8s.io", "v1beta2", "LocalQueue", "localqueues"),
     minimal_crd("kueue.x-k8s.io", "v1beta2", "Topology", "topologies", "Cluster"),
 ]
-# the mariadb-operator-crds chart ships the MariaDB CRD the tenants' accounting database uses
-MARIADB_CRDS = [minimal_crd("k8s.mariadb.com", "v1alpha1", "MariaDB", "mariadbs")]
-# the slurm-operator-crds chart ships the Slinky CRDs (stand-ins: the operator double in
-# operator_doubles.py writes their status through the status subresource)
-SLINKY_CRDS = [
-    {**c, "spec": {**c["spec"], "versions": [{**c["spec"]["versions"][0], "subresources": {"status": {}}}]}}
-    for c in (
-        minimal_crd("slinky.slurm.net", "v1beta1", kind, plural)
-        for kind, plural in (
-            ("Controller", "controllers"),
-            ("NodeSet", "nodesets"),
-            ("LoginSet", "loginsets"),
-            ("Accounting", "accountings"),
-        )
-    )
-]
+# the mariadb-operator-crds chart ships the MariaDB CRD the tenants' accounting database uses (a
+# stand-in with the status subresource: the mariadb-operator double in operator_doubles.py writes it)
 MARIADB_CRDS = [
     {**c, "spec": {**c["spec"], "versions": [{**c["spec"]["versions"][0], "subresources": {"status": {}}}]}}
-    for c in MARIADB_CRDS
+    for c in [minimal_crd("k8s.mariadb.com", "v1alpha1", "MariaDB", "mariadbs")]
 ]
+# the slurm-operator-crds chart ships the Slinky CRDs: the real ones of the pinned release
+SLINKY_CRDS = [yaml.safe_load(f.read_text()) for f in sorted((UPSTREAM / "crds" / "slinky").glob("*.yaml"))]
 CHART_EXTRAS = {"kueue": KUEUE_CRDS, "mariadb-operator-crds": MARIADB_CRDS, "slurm-operator-crds": SLINKY_CRDS}
-# what the double of the slurm chart (slurm 1.2.1) renders besides the values ConfigMap: the custom
-# resources the real chart renders, under the real chart's names, with the fields the operator
-# double (operator_doubles.py) reads; the vcluster chart is the real one (real_vcluster.CHART)
-SLURM_TEMPLATE = """apiVersion: slinky.slurm.net/v1beta1
-kind: Controller
-metadata:
-  name: {{ .Release.Name }}
-  namespace: {{ .Release.Namespace }}
-spec:
-  persistence: {{ toJson (default dict (default dict .Values.controller).persistence) }}
-{{- $acct := default dict .Values.accounting }}
-{{- if $acct.enabled }}
+# what the stand-in of the slurm chart (slurm 1.2.1) renders besides the values ConfigMap: the custom
+# resources and the sssd Secret tests/lib/slinky_objects.py makes, by hand from the real chart's
+# templates, from each Slurm tenant's rendered values (``objects/<clusterName>.yaml``, written when
+# the bed publishes the chart: values changed later are not seen), and ``extraObjects`` as the real
+# chart renders them; the vcluster chart is the real one (real_vcluster.CHART)
+SLURM_TEMPLATE = """{{- $objects := .Files.Get (printf "objects/%s.yaml" .Values.clusterName) }}
+{{- if not $objects }}{{ fail (printf "no objects published for clusterName %s" .Values.clusterName) }}{{ end }}
+{{ $objects }}
+{{- range .Values.extraObjects }}
 ---
-apiVersion: slinky.slurm.net/v1beta1
-kind: Accounting
-metadata:
-  name: {{ .Release.Name }}
-  namespace: {{ .Release.Namespace }}
-spec:
-  storageConfig: {{ toJson $acct.storageConfig }}
-{{- end }}
-{{- range $name, $ns := .Values.nodesets }}
-{{- if $ns.enabled }}
----
-apiVersion: slinky.slurm.net/v1beta1
-kind: NodeSet
-metadata:
-  name: {{ $.Release.Name }}-worker-{{ $name }}
-  namespace: {{ $.Release.Namespace }}
-spec:
-  replicas: {{ $ns.replicas | default 1 }}
-  scalingMode: {{ $ns.scalingMode | default "StatefulSet" }}
-  template:
-    spec: {{ toJson (pick (default dict $ns.podSpec) "nodeSelector" "tolerations" "affinity") }}
-{{- end }}
-{{- end }}
-{{- range $name, $ls := .Values.loginsets }}
-{{- if $ls.enabled }}
----
-apiVersion: slinky.slurm.net/v1beta1
-kind: LoginSet
-metadata:
-  name: {{ $.Release.Name }}-login-{{ $name }}
-  namespace: {{ $.Release.Namespace }}
-spec:
-  replicas: {{ $ls.replicas | default 1 }}
-  template:
-    spec: {{ toJson (pick (default dict $ls.podSpec) "nodeSelector" "tolerations" "affinity") }}
-{{- end }}
+{{ toYaml . }}
 {{- end }}
 """
 CHART_TEMPLATES = {"slurm": SLURM_TEMPLATE}
@@ -155,12 +106,12 @@ CILIUM_CRDS = [
 ]
 
 
-def double_chart(root: Path, name: str, version: str) -> Path:
+def double_chart(root: Path, name: str, version: str, files: dict[str, str] | None = None) -> Path:
     """A chart standing in for an upstream chart that cannot be downloaded here.
 
     It renders one ConfigMap ``<release>-values`` whose data holds the chart name, version, the
     release namespace and the complete values it was given (``values.json``), so a test can see
-    which value files Argo CD passed through ``$values``.
+    which value files Argo CD passed through ``$values``; ``files`` (path -> text) are packaged with it.
     """
     d = root / name
     (d / "templates").mkdir(parents=True, exist_ok=True)
@@ -191,6 +142,9 @@ def double_chart(root: Path, name: str, version: str) -> Path:
     )
     if name in CHART_TEMPLATES:
         (d / "templates" / "objects.yaml").write_text(CHART_TEMPLATES[name])
+    for rel, text in (files or {}).items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(text)
     extras = CHART_EXTRAS.get(name, [])
     if extras:
         (d / "crds").mkdir(exist_ok=True)
@@ -211,16 +165,22 @@ class HelmRepo:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
-    def publish(self, charts: list[tuple[str, str]], work: Path, real: dict[str, Path] | None = None) -> None:
+    def publish(
+        self,
+        charts: list[tuple[str, str]],
+        work: Path,
+        real: dict[str, Path] | None = None,
+        files: dict[str, dict[str, str]] | None = None,
+    ) -> None:
         """Package each (name, version): the chart directory ``real[name]`` where given (its version
-        must be the pinned one), else a double; (re)write index.yaml."""
-        real = real or {}
+        must be the pinned one), else a double (with ``files[name]``); (re)write index.yaml."""
+        real, files = real or {}, files or {}
         for name, version in charts:
             if name in real and yaml.safe_load((real[name] / "Chart.yaml").read_text())["version"] != version:
                 raise ArgoCDError(f"{real[name]}: not chart {name} {version}")
         helm = str(BIN_DIR / "helm")
         for name, version in charts:
-            src = real.get(name) or double_chart(work, name, version)
+            src = real.get(name) or double_chart(work, name, version, files.get(name))
             run([helm, "package", str(src), "--destination", str(self.root)])
         run([helm, "repo", "index", str(self.root), "--url", self.url])
 

@@ -2,8 +2,9 @@
 
 ``argocd_bed`` (session scope) is ``bed.start_bed``: host cluster, one real vCluster per tenant, a
 local Helm repository (the real vcluster chart, doubles of the others), the rendered tree in a local
-Git repository and Argo CD v3.5.1 in a loopback-only network namespace. Teardown stops everything on success, failure
-and interpreter exit (the shell runners also watch this process's pid).
+Git repository, the real Slinky operator in each Slurm tenant's vCluster and Argo CD v3.5.1 in a
+loopback-only network namespace. Teardown stops everything on success, failure and interpreter exit
+(the shell runners also watch this process's pid).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def _require() -> None:
     helpers.require_path(BIN_DIR / "argocd", "Argo CD; build it with tools/build.sh argocd")
     helpers.require_path(BIN_DIR / "helm", "helm; build it with tools/build.sh helm")
     helpers.require_path(BIN_DIR / "vcluster", "vcluster; build it with tools/build.sh vcluster")
+    for name in ("slurm-operator", "slurm-operator-webhook"):
+        helpers.require_path(BIN_DIR / name, "the Slinky operator; build it with tools/build.sh slinky")
     helpers.require_path(CHART / "Chart.yaml", "the vcluster chart of the pinned release (tools/build.sh vcluster)")
     helpers.require_path(ARGOCD_CRDS, "Argo CD CRDs")
     helpers.require_path(PROMETHEUS_CRDS, "prometheus-operator CRDs; tools/build.sh promcrds")

@@ -1,27 +1,16 @@
-"""Doubles of the two operators that run inside a tenant's (real) vCluster but cannot run in this
-branch, and of the host's volume provisioner. One thread, polling every second.
+"""The double of the operator that runs inside a tenant's (real) vCluster but cannot run here, and
+of the host's volume provisioner. One thread, polling every second. (The Slinky operator is the real
+one: tenant_slinky.py.)
 
 Limits, what each double does NOT do:
 
-* Slinky slurm-operator (v1.2.1, ``internal/controller/``): no slurmctld/slurmd/slurmdbd/slurmrestd
-  processes, no Slurm API, no webhooks, no ``RestApi``/``Token`` reconciliation, no
-  ``ControllerRevision``s, no rolling updates, no cordon/drain. Pods carry the CR's pod template's
-  scheduling fields only (nodeSelector, tolerations, affinity; a placeholder container, no volumes).
-  What it does, as v1.2.1 does: sets **no conditions** on Controller or Accounting (the operator
-  writes none); makes the Controller's state claim ``statesave-<name>-controller-0`` (the
-  volumeClaimTemplate of its ``<name>-controller`` StatefulSet); makes a Deployment named after
-  each LoginSet and copies the Deployment's ``status.replicas`` (pods, ready or not) into the
-  LoginSet's ``status.replicas`` (``loginset_sync_status.go``); for a NodeSet in DaemonSet scaling
-  mode makes one pod per vCluster node its template's nodeSelector matches and whose NoSchedule
-  taints it tolerates, pinned to that node by node affinity on ``metadata.name`` (as a DaemonSet
-  does), with ``status.desired`` = the number of such nodes, ``replicas`` = pods,
-  ``readyReplicas`` = Running+Ready pods (``nodeset_sync_status.go``). StatefulSet scaling mode:
-  ``desired`` = ``spec.replicas``, pods are not made.
-* mariadb-operator: no MariaDB server, no StatefulSet: makes the claim ``storage-<name>-0`` of
-  ``spec.storage``; condition ``Ready`` True once that claim is Bound, else False with the last
-  ``SyncError`` event vCluster's syncer recorded on the claim (e.g. the host quota's refusal).
+* mariadb-operator (its chart and images cannot be fetched here): no MariaDB server, no StatefulSet,
+  no Secrets, users, grants or backups: makes the claim ``storage-<name>-0`` of ``spec.storage``;
+  condition ``Ready`` True once that claim is Bound, else False with the last ``SyncError`` event
+  vCluster's syncer recorded on the claim (e.g. the host quota's refusal).
 * Host volume provisioner: a host claim that nothing pre-binds gets a hostPath volume made for it
-  (its storage class must exist); a volume it made goes once its claim is gone (``Delete``).
+  (its storage class must exist); a volume it made goes once its claim is gone (``Delete``). No
+  volume is ever attached or mounted (KWOK runs no containers).
 
 Everything else in the tenant vClusters is real: vCluster 0.36.1 syncs the pods, claims, Services,
 ConfigMaps and Secrets to ``vc-<tenant>`` and the host's kube-scheduler places the pods on KWOK nodes.
@@ -36,7 +25,6 @@ from typing import Any
 import kubernetes
 from kubernetes.client.rest import ApiException
 
-SLINKY = ("slinky.slurm.net", "v1beta1")
 MARIADB = ("k8s.mariadb.com", "v1alpha1")
 OWNER = "gpufleet.io/test-operator-double"
 PROVISIONED = "gpufleet.io/test-provisioned"
@@ -55,53 +43,13 @@ def _reason(exc: ApiException) -> str:
         return str(exc.reason)
 
 
-def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
-    if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-        return True
-    for t in tolerations:
-        if t.get("effect") not in (None, "", taint.get("effect")):
-            continue
-        if t.get("operator") == "Exists" and t.get("key") in (None, "", taint.get("key")):
-            return True
-        if t.get("key") == taint.get("key") and t.get("value", "") == taint.get("value", ""):
-            return True
-    return False
-
-
-def matching_nodes(nodes: list[Any], pod_spec: dict[str, Any]) -> list[str]:
-    """Nodes a DaemonSet-mode NodeSet wants a pod on: nodeSelector matches, NoSchedule taints tolerated."""
-    selector = pod_spec.get("nodeSelector") or {}
-    tolerations = pod_spec.get("tolerations") or []
-    out = []
-    for n in nodes:
-        labels = n.metadata.labels or {}
-        taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in n.spec.taints or []]
-        if all(labels.get(k) == v for k, v in selector.items()) and all(tolerates(tolerations, t) for t in taints):
-            out.append(n.metadata.name)
-    return sorted(out)
-
-
-def pinned(pod_spec: dict[str, Any], node: str) -> dict[str, Any]:
-    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-    return {
-        **_scheduling(pod_spec),
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}},
-    }
-
-
-def _scheduling(pod_spec: dict[str, Any]) -> dict[str, Any]:
-    keep = {k: pod_spec[k] for k in ("nodeSelector", "tolerations", "affinity") if pod_spec.get(k)}
-    return {**keep, "containers": [{"name": "placeholder", "image": "registry.invalid/operator-double"}]}
-
-
 class TenantOperators:
-    """The operator doubles of one tenant's vCluster and the provisioner of its host namespace."""
+    """The operator double of one tenant's vCluster and the provisioner of its host namespace."""
 
     def __init__(self, tenant: str, virtual: Path, host: Path) -> None:
         self.t = tenant
         self.ns = f"vc-{tenant}"
         self.vcore = kubernetes.client.CoreV1Api(client(virtual))
-        self.vapps = kubernetes.client.AppsV1Api(self.vcore.api_client)
         self.vcustom = kubernetes.client.CustomObjectsApi(self.vcore.api_client)
         self.hcore = kubernetes.client.CoreV1Api(client(host))
         self.hstorage = kubernetes.client.StorageV1Api(self.hcore.api_client)
@@ -205,74 +153,10 @@ class TenantOperators:
             }
             self._status(MARIADB, "mariadbs", db, {"conditions": [cond]})
 
-    def controllers(self) -> None:
-        for ctl in self._list(SLINKY, "controllers"):
-            m, pers = ctl["metadata"], (ctl.get("spec") or {}).get("persistence") or {}
-            size = ((pers.get("resources") or {}).get("requests") or {}).get("storage", "4Gi")
-            self._claim(m["namespace"], f"statesave-{m['name']}-controller-0", size, pers.get("storageClassName"))
-
-    def loginsets(self) -> None:
-        for ls in self._list(SLINKY, "loginsets"):
-            m, spec = ls["metadata"], ls.get("spec") or {}
-            labels = {"app.kubernetes.io/instance": m["name"], "app.kubernetes.io/name": "login"}
-            body = {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": m["name"], "labels": {OWNER: "true"}},
-                "spec": {
-                    "replicas": int(spec.get("replicas") or 1),
-                    "selector": {"matchLabels": labels},
-                    "template": {
-                        "metadata": {"labels": labels},
-                        "spec": _scheduling((spec.get("template") or {}).get("spec") or {}),
-                    },
-                },
-            }
-            try:
-                dep = self.vapps.read_namespaced_deployment(m["name"], m["namespace"])
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-                dep = self.vapps.create_namespaced_deployment(m["namespace"], body)
-            self._status(SLINKY, "loginsets", ls, {"replicas": dep.status.replicas or 0})
-
-    def nodesets(self) -> None:
-        nodes = self.vcore.list_node().items
-        for nset in self._list(SLINKY, "nodesets"):
-            m, spec = nset["metadata"], nset.get("spec") or {}
-            pod_spec = (spec.get("template") or {}).get("spec") or {}
-            if spec.get("scalingMode") != "DaemonSet":
-                self._status(SLINKY, "nodesets", nset, {"desired": int(spec.get("replicas") or 1)})
-                continue
-            want = matching_nodes(nodes, pod_spec)
-            sel = f"{OWNER}={m['name']}"
-            pods = {
-                p.metadata.name: p for p in self.vcore.list_namespaced_pod(m["namespace"], label_selector=sel).items
-            }
-            for node in want:
-                name = f"{m['name']}-{node}"[:63]
-                if name not in pods:
-                    meta = {"name": name, "labels": {OWNER: m["name"]}}
-                    self.vcore.create_namespaced_pod(
-                        m["namespace"],
-                        {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pinned(pod_spec, node)},
-                    )
-            ready = sum(
-                1
-                for p in pods.values()
-                if p.status.phase == "Running"
-                and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
-            )
-            status = {"desired": len(want), "replicas": len(pods), "readyReplicas": ready}
-            self._status(SLINKY, "nodesets", nset, {**status, "observedGeneration": m.get("generation", 1)})
-
     def step(self) -> None:
         self.reclaim()
         self.provision()
         self.mariadbs()
-        self.controllers()
-        self.loginsets()
-        self.nodesets()
 
 
 class OperatorDoubles:

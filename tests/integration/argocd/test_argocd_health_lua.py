@@ -172,6 +172,52 @@ def test_other_jobs_keep_the_builtin_health(tmp_path: Path, conditions: Any, wan
     assert status == want and (msg == "" if conditions is None else msg), (status, msg)
 
 
+def rendered_budget(name: str) -> dict[str, Any]:
+    values = yaml.safe_load((TENANTS / "research" / "slurm" / "values.yaml").read_text())
+    (pdb,) = [o for o in values["extraObjects"] if o["kind"] == "PodDisruptionBudget" and o["metadata"]["name"] == name]
+    return {**pdb, "metadata": {**pdb["metadata"], "namespace": "slurm", "generation": 1}}
+
+
+LOGIN_BUDGET = "(PodDisruptionBudget slurm-login)"
+COUNTING = "waiting for the disruption controller to count the login pods"
+
+
+def counted(generation: int, expected: int, ready: int) -> dict[str, int]:
+    return {"observedGeneration": generation, "expectedPods": expected, "currentHealthy": ready}
+
+
+@pytest.mark.parametrize(
+    ("status", "want", "message"),
+    [
+        (None, "Progressing", COUNTING),
+        (counted(1, 0, 0), "Progressing", f"0/0 login pods Ready {LOGIN_BUDGET}"),
+        # the login pod exists (LoginSet status.replicas 1) but is not Ready: a crash loop, a bad sssd.conf
+        (counted(1, 1, 0), "Progressing", f"0/1 login pods Ready {LOGIN_BUDGET}"),
+        (counted(1, 1, 1), "Healthy", f"1/1 login pods Ready {LOGIN_BUDGET}"),
+        (counted(0, 1, 1), "Progressing", COUNTING),  # an older generation's count
+    ],
+)
+def test_login_budget_health_is_ready_login_pods(tmp_path: Path, status: Any, want: str, message: str) -> None:
+    assert health(tmp_path, with_status(rendered_budget("slurm-login"), status)) == (want, message)
+
+
+def allowed(reason: str) -> list[dict[str, str]]:
+    return [{"type": "DisruptionAllowed", "status": "False", "reason": reason}]
+
+
+@pytest.mark.parametrize(
+    ("conditions", "want", "message"),
+    [
+        (None, "Progressing", "Waiting for status"),
+        (allowed("InsufficientPods"), "Healthy", "PodDisruptionBudget has InsufficientPods"),
+        (allowed("SyncFailed"), "Degraded", "PodDisruptionBudget has SyncFailed"),
+    ],
+)
+def test_other_budgets_keep_the_builtin_health(tmp_path: Path, conditions: Any, want: str, message: str) -> None:
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "x", "namespace": "y"}}
+    assert health(tmp_path, with_status(pdb, {"conditions": conditions} if conditions else None)) == (want, message)
+
+
 def test_the_binary_is_the_release_production_runs() -> None:
     """The bed's Argo CD (this binary, every bed test) is the release the rendered image names."""
     from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES

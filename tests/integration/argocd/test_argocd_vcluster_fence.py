@@ -4,6 +4,9 @@ rendered values), its pods are synced by the real syncer into ``vc-<tenant>`` an
 host's real kube-scheduler onto KWOK nodes labelled and tainted for their pools.
 
 * every tenant's vCluster is the real binary (a double, or another build, fails here);
+* every Slurm tenant's vCluster runs the real Slinky operator and webhook (the built binaries, as
+  processes in its network namespace): the workloads they own are the operator's, and its admission
+  refuses a bad NodeSet;
 * every synced pod of every tenant runs only on its own pool's nodes, and each DaemonSet-mode
   NodeSet has one pod per node of its pool;
 * a pod created inside a vCluster with another tenant's pool selector and toleration, or another
@@ -81,6 +84,42 @@ def test_every_tenant_runs_the_real_vcluster(argocd_bed: ArgoBed, synced: Synced
         assert synced_pods and all(
             (p["metadata"].get("annotations") or {}).get("vcluster.loft.sh/object-name") for p in synced_pods
         ), t
+
+
+def test_every_slurm_tenant_runs_the_real_slinky_operator(argocd_bed: ArgoBed, synced: Synced) -> None:
+    assert sorted(argocd_bed.slinky) == ["llm-pretrain", "research"]
+    for t, slinky in argocd_bed.slinky.items():
+        assert slinky.runs_built_binaries(), (t, slinky.processes(), slinky.error)
+        api = argocd_bed.tenants[t]
+        owners = {}
+        for kind in ("statefulsets", "deployments", "services"):
+            for o in api.get_json(kind, "-n", "slurm")["items"]:
+                for ref in o["metadata"].get("ownerReferences") or []:
+                    owners[f"{kind}/{o['metadata']['name']}"] = f"{ref['kind']}/{ref['name']}"
+        # what v1.2.1 makes of the chart's objects: slurmctld and slurmdbd StatefulSets, the login and
+        # restapi Deployments, each owned by its custom resource
+        for made, owner in [
+            ("statefulsets/slurm-controller", "Controller/slurm"),
+            ("statefulsets/slurm-accounting", "Accounting/slurm"),
+            ("deployments/slurm-restapi", "RestApi/slurm"),
+            ("deployments/slurm-login-main", "LoginSet/slurm-login-main"),
+        ]:
+            assert owners.get(made) == owner, (t, made, owners)
+        pods = api.get_json("pods", "-n", "slurm", "-l", "app.kubernetes.io/name=slurmd")["items"]
+        assert pods and all((p["metadata"].get("ownerReferences") or [{}])[0].get("kind") == "NodeSet" for p in pods), t
+
+
+def test_the_slinky_webhook_refuses_a_bad_nodeset_inside_the_vcluster(argocd_bed: ArgoBed, synced: Synced) -> None:
+    api = argocd_bed.tenants[TENANT]
+    nset = api.get_json("nodesets.slinky.slurm.net", "-n", "slurm")["items"][0]
+    good = {k: nset[k] for k in ("apiVersion", "kind", "spec")}
+    good["metadata"] = {"name": "webhook-probe", "namespace": "slurm"}
+    p = api.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(good), check=False)
+    assert p.returncode == 0, p.stderr
+    bad = json.loads(json.dumps(good))
+    bad["spec"]["template"]["spec"]["hostname"] = "Not_A_Hostname-"
+    p = api.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(bad), check=False)
+    assert p.returncode != 0 and 'admission webhook "nodeset-v1beta1.kb.io" denied' in p.stderr, p.stderr
 
 
 def test_every_tenant_pod_lands_only_on_its_pools_nodes(argocd_bed: ArgoBed, synced: Synced) -> None:

@@ -3,10 +3,10 @@
 One bed for the module: the Slurm build's slurmctld (SlurmUser=slurm, ``AuthAltTypes=auth/jwt``) and
 slurmrestd (as the RestApi pod runs it); a local control plane (etcd, kube-apiserver, scheduler,
 controller-manager, KWOK nodes) with the v1.2.1 CRDs; the operator's manager as a process in its own
-network namespace (operator_process.py); the sample's ``research`` tenant: its rendered objects
+network namespace (tests/lib/slinky_operator.py); the sample's ``research`` tenant: its rendered objects
 (namespace, PVC, ConfigMaps), PriorityClass and the chart's Controller, Accounting, RestApi, the
 ``research-batch`` NodeSet, the ``main`` LoginSet and the sssd.conf Secret made from its rendered
-values (slinky_objects.py). Two KWOK nodes carry that pool's label and taint.
+values (tests/lib/slinky_objects.py). Two KWOK nodes carry that pool's label and taint.
 
 What differs from a real pod (NodeSet pods are KWOK pods: no container runtime here): for each pod
 the operator creates, the test starts one slurmd process of the same build under the Slurm node name
@@ -37,7 +37,6 @@ import yaml
 from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_tools, shared_test_helpers
 from gpufleet_testlib.slurm_build import usable_by_every_user
 from harness import SlurmCluster, free_ports, require_slurm
-from operator_process import BIN, SlinkyOperator, SlinkyWebhook
 from polling import wait_for
 from slinky_objects import (
     NAMESPACE,
@@ -50,6 +49,7 @@ from slinky_objects import (
     sssd_ref,
     sssd_secret,
 )
+from slinky_operator import BIN, SlinkyOperator, SlinkyWebhook
 
 TENANT = REPO_ROOT / "gitops" / "clusters" / "gpu-east" / "tenants" / "research"
 CRDS = REPO_ROOT.parent / "shared" / "upstream" / "crds" / "slinky"
@@ -496,7 +496,7 @@ def test_webhook_admits_the_rendered_nodeset_and_refuses_a_bad_one(bed, webhook)
     r = _dry_run(bed, bad)
     # the CRD schema takes any int-or-string here: the refusal is the webhook's
     assert r.returncode != 0
-    assert f'admission webhook "{SlinkyWebhook.NAME}" denied the request' in r.stderr, r.stderr
+    assert 'admission webhook "nodeset-v1beta1.kb.io" denied the request' in r.stderr, r.stderr
     assert "maxUnavailable must be > 0, got 0" in r.stderr, r.stderr
     bad = json.loads(json.dumps(good))
     bad["spec"]["template"]["spec"]["hostname"] = "Not_A_Hostname-"

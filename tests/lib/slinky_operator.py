@@ -15,6 +15,10 @@ here, so the operator runs in a network namespace of its own that has only ``lo`
 
 The operator's own ``DEBUG=1`` switch (which points every client at localhost:6820) is not used: it
 would skip the Service-name lookup this wiring exercises.
+
+Given ``netns``, the operator joins a network namespace the caller owns instead (the Argo CD bed runs
+one per tenant in that tenant's vCluster namespace, where the vCluster's API is 127.0.0.1:8443): no
+hosts file, no forwarder, no health port (``--health-addr=0``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from urllib.parse import urlparse
 import yaml
 from polling import wait_for
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".build" / "bin"
 FORWARD = REPO / "tools" / "netns-forward.py"
 SLURMRESTD_PORT = 6820  # the operator's restapibuilder.SlurmrestdPort
@@ -44,14 +48,17 @@ class OperatorError(RuntimeError):
 class SlinkyOperator:
     """``start()`` the manager in its own netns; ``stop()`` ends it, the forwarder and the netns."""
 
-    def __init__(self, workdir: Path, kubeconfig: Path, restd_port: int, service_names: list[str]):
+    def __init__(self, workdir: Path, kubeconfig: Path, restd_port: int | None = None,
+                 service_names: list[str] | None = None, netns: str | None = None):  # fmt: skip
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.kubeconfig = Path(kubeconfig)
         self.restd_port = restd_port
-        self.service_names = service_names
-        self.netns = f"gf-slinky-{os.getpid()}"
+        self.service_names = service_names or []
+        self.own_netns = netns is None
+        self.netns = netns or f"gf-slinky-{os.getpid()}"
         self.log = self.workdir / "operator.log"
+        self.proc: subprocess.Popen | None = None
         self._procs: list[subprocess.Popen] = []
         self._files: list = []
 
@@ -74,6 +81,16 @@ class SlinkyOperator:
         binary = BIN / "slurm-operator"
         if not binary.is_file():
             raise OperatorError(f"{binary} missing: run tools/build.sh slinky")
+        health = "0"
+        if self.own_netns:
+            self._own_netns()
+            health = "127.0.0.1:8081"
+        argv = ["ip", "netns", "exec", self.netns, str(binary), f"--kubeconfig={self.kubeconfig}",
+                f"--health-addr={health}", "--metrics-addr=0", "--zap-log-level=2"]  # fmt: skip
+        self.proc = self._spawn(argv, self.log)
+        return self
+
+    def _own_netns(self) -> None:
         subprocess.run(["ip", "netns", "add", self.netns], check=True, capture_output=True)
         subprocess.run(["ip", "-n", self.netns, "link", "set", "lo", "up"], check=True, capture_output=True)
         etc = Path("/etc/netns") / self.netns
@@ -83,10 +100,6 @@ class SlinkyOperator:
         pairs = [f"{SLURMRESTD_PORT}={self.restd_port}", f"{api}={api}"]
         fwd = self._spawn(["python3", str(FORWARD), f"/run/netns/{self.netns}", *pairs], self.workdir / "forward.log")
         self._wait(lambda: "ready" in (self.workdir / "forward.log").read_text(), 10, "forwarder", fwd)
-        argv = ["ip", "netns", "exec", self.netns, str(binary), f"--kubeconfig={self.kubeconfig}",
-                "--health-addr=127.0.0.1:8081", "--metrics-addr=0", "--zap-log-level=2"]  # fmt: skip
-        self.proc = self._spawn(argv, self.log)
-        return self
 
     def _wait(self, cond, timeout: float, what: str, proc: subprocess.Popen) -> None:
         def probe() -> bool:
@@ -106,7 +119,7 @@ class SlinkyOperator:
         return self.log.exists() and needle in self.log.read_text(errors="replace")
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.proc is not None and self.proc.poll() is None
 
     def stop(self) -> None:
         for proc in reversed(self._procs):
@@ -121,25 +134,26 @@ class SlinkyOperator:
                     proc.wait(timeout=5)
         for f in self._files:
             f.close()
-        subprocess.run(["ip", "netns", "del", self.netns], check=False, capture_output=True)
-        shutil.rmtree(Path("/etc/netns") / self.netns, ignore_errors=True)
+        if self.own_netns:
+            subprocess.run(["ip", "netns", "del", self.netns], check=False, capture_output=True)
+            shutil.rmtree(Path("/etc/netns") / self.netns, ignore_errors=True)
 
 
 class SlinkyWebhook:
     """The operator's admission webhook (``slurm-operator-webhook``, cmd/webhook) as a process on
-    127.0.0.1, with a self-signed serving certificate for that address (the chart gets one from
-    cert-manager), and a ValidatingWebhookConfiguration for NodeSets that calls it by URL (in a
-    cluster: by its Service). The configuration mirrors the webhook's own kubebuilder marker (path,
-    name, rules, ``failurePolicy: Fail``); ``namespace`` scopes it so other tests' objects are not
-    sent to it."""
+    127.0.0.1 (in network namespace ``netns`` when given), with a self-signed serving certificate for
+    that address (the chart gets one from cert-manager), and webhook configurations that call it by URL
+    (in a cluster: by its Service). They mirror the webhook's own kubebuilder markers
+    (internal/webhook/*_webhook.go: path, name, rules, ``failurePolicy: Fail``): ``configuration``
+    validates the given Slinky kinds (``namespace`` scopes it so other tests' objects are not sent to
+    it), ``binding_configuration`` is the mutating one on pod bindings."""
 
-    PATH = "/validate-slinky-slurm-net-v1beta1-nodeset"
-    NAME = "nodeset-v1beta1.kb.io"
-
-    def __init__(self, workdir: Path, kubeconfig: Path, port: int, health_port: int):
+    def __init__(self, workdir: Path, kubeconfig: Path, port: int, health_port: int, netns: str | None = None):
         self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.kubeconfig = Path(kubeconfig)
         self.port, self.health_port = port, health_port
+        self.netns = netns
         self.log = self.workdir / "webhook.log"
         self.proc: subprocess.Popen | None = None
 
@@ -159,29 +173,43 @@ class SlinkyWebhook:
         env = dict(os.environ, TMPDIR=str(self.workdir / "tmp"))
         argv = [str(binary), f"--kubeconfig={self.kubeconfig}", f"--server-addr=127.0.0.1:{self.port}",
                 f"--health-addr=127.0.0.1:{self.health_port}", "--metrics-addr=0"]  # fmt: skip
+        if self.netns:
+            argv = ["ip", "netns", "exec", self.netns, *argv]
         self._out = open(self.log, "ab")  # closed in stop()
         self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env, start_new_session=True)  # fmt: skip
         return self
 
-    def configuration(self, namespace: str) -> dict:
+    def _hook(self, name: str, path: str, group: str, resource: str) -> dict:
         ca = base64.b64encode((self.workdir / "tmp/k8s-webhook-server/serving-certs/tls.crt").read_bytes()).decode()
+        version, ops = ("v1beta1", ["CREATE", "UPDATE"]) if group else ("v1", ["CREATE"])
         return {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": "slinky-bed-nodeset"},
-            "webhooks": [{
-                "name": self.NAME,
-                "clientConfig": {"url": f"https://127.0.0.1:{self.port}{self.PATH}", "caBundle": ca},
-                "rules": [{"apiGroups": ["slinky.slurm.net"], "apiVersions": ["v1beta1"],
-                           "operations": ["CREATE", "UPDATE"], "resources": ["nodesets"]}],
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "failurePolicy": "Fail",
-                "matchPolicy": "Equivalent",
-                "sideEffects": "None",
-                "admissionReviewVersions": ["v1"],
-            }],
+            "name": name,
+            "clientConfig": {"url": f"https://127.0.0.1:{self.port}{path}", "caBundle": ca},
+            "rules": [{"apiGroups": [group], "apiVersions": [version], "operations": ops, "resources": [resource]}],
+            "failurePolicy": "Fail",
+            "matchPolicy": "Equivalent",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
         }  # fmt: skip
+
+    def configuration(self, namespace: str | None = None, resources: tuple[str, ...] = ("nodesets",)) -> dict:
+        hooks = []
+        for plural in resources:
+            singular = plural[:-1]
+            hook = self._hook(f"{singular}-v1beta1.kb.io", f"/validate-slinky-slurm-net-v1beta1-{singular}",
+                              "slinky.slurm.net", plural)  # fmt: skip
+            if namespace:
+                hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+            hooks.append(hook)
+        name = "slinky-bed-nodeset" if namespace else "slurm-operator-webhook"
+        return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": name}, "webhooks": hooks}  # fmt: skip
+
+    def binding_configuration(self) -> dict:
+        hook = self._hook("podsbinding-v1.kb.io", "/mutate--v1-binding", "", "pods/binding")
+        return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                "metadata": {"name": "slurm-operator-webhook"}, "webhooks": [hook]}  # fmt: skip
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -193,3 +221,8 @@ class SlinkyWebhook:
                 self.proc.wait(timeout=5)
         if self.proc is not None:
             self._out.close()
+
+
+def running_binary(pid: int, name: str) -> bool:
+    """Process ``pid`` executes the binary tools/build.sh installed as ``.build/bin/<name>``."""
+    return Path(f"/proc/{pid}/exe").read_bytes() == (BIN / name).read_bytes()

@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 CHART_VALUES = REPO.parent / "shared" / "upstream" / "charts" / "slurm" / "values.yaml"
 API = "slinky.slurm.net/v1beta1"
 RELEASE = "slurm"
@@ -213,3 +213,20 @@ def loginset(values: dict[str, Any], key: str) -> dict[str, Any]:
         spec["service"] = copy.deepcopy(n["service"])
     name = f"{RELEASE}-login-{key}"
     return {"apiVersion": API, "kind": "LoginSet", "metadata": _meta(name, n.get("metadata")), "spec": spec}
+
+
+def chart_objects(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every object above that the chart makes from ``values`` (chart defaults merged in): the
+    Controller, the Accounting when on, the RestApi, each enabled NodeSet and LoginSet, the sssd
+    Secret."""
+    out = [controller(values)]
+    if values["accounting"].get("enabled"):
+        out.append(accounting(values))
+    out.append(restapi(values))
+    for key, entry in sorted((values.get("nodesets") or {}).items()):
+        if _merge(values.get("nodesetDefaults") or {}, entry).get("enabled"):
+            out.append(nodeset(values, key))
+    for key, entry in sorted((values.get("loginsets") or {}).items()):
+        if _merge(values.get("loginsetDefaults") or {}, entry).get("enabled"):
+            out.append(loginset(values, key))
+    return out + sssd_secret(values)
