@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test gates: ruff, then two lanes side by side, because the integration tests spend most of
 # their time waiting on real daemons while the unit tests and the gates are pure CPU:
-#   lane 1: pytest tests/integration (real slurmctld, kube-apiserver, vCluster, Argo CD, ...)
+#   lane 1: pytest tests/integration (real slurmctld, kube-apiserver, vCluster, Argo CD, ...) on two
+#           pytest-xdist workers
 #   lane 2: pytest tests/unit, then scripts/gates.d/* in order (the committed gitops/ tree is
 #           current is a unit test; ansible-test sanity, ansible-lint (production), changelog
 #           lint, molecule)
@@ -16,10 +17,11 @@ export ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections"
 export ANSIBLE_HOME="$ROOT/.build/ansible-home"
 step() { printf '\n==== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 
-run_pytest() { # dir -> pytest's status; collecting no test is a failure
-  local rc=0
-  pytest -q -p no:cacheprovider --durations=25 --durations-min=5 "$1" || rc=$?
-  if [ $rc -eq 5 ]; then echo "pytest collected no tests in $1: that is a failure" >&2; rc=1; fi
+run_pytest() { # dir [pytest args...] -> pytest's status; collecting no test is a failure
+  local dir=$1 rc=0
+  shift
+  pytest -q -p no:cacheprovider --durations=25 --durations-min=5 "$@" "$dir" || rc=$?
+  if [ $rc -eq 5 ]; then echo "pytest collected no tests in $dir: that is a failure" >&2; rc=1; fi
   return $rc
 }
 
@@ -48,9 +50,10 @@ lane2_pid=$!
 set +m
 trap 'kill -TERM -- -$lane2_pid 2>/dev/null || true' EXIT
 
-step "lane 1: pytest tests/integration (lane 2, unit tests and gates, runs beside it)"
+step "lane 1: pytest tests/integration on two workers (lane 2, unit tests and gates, runs beside it)"
 lane1=0
-run_pytest tests/integration || lane1=$?
+# groups (tests/integration/conftest.py) keep what shares a component or this machine's files on one worker
+run_pytest tests/integration -n 2 --dist loadscope || lane1=$?
 lane1_secs=$((SECONDS - start))
 
 lane2=0
