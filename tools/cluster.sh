@@ -255,7 +255,7 @@ state_procs() {
   local pg pids
   pg="$(cat "$STATE/pids/runner" 2>/dev/null || echo -1)"
   pids=" $(all_pids | tr '\n' ' ') "
-  ps -e -o pid=,pgid=,stat=,args= | awk -v pg="$pg" -v st="$STATE" -v pids="$pids" -v me="$$" '
+  ps -e -ww -o pid=,pgid=,stat=,args= | awk -v pg="$pg" -v st="$STATE" -v pids="$pids" -v me="$$" '
     $3 ~ /^Z/ { next }
     $1 == me { next }
     ($2 == pg || index(pids, " " $1 " ")) && index($0, st) { print $1 }'

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import json
 import os
 import shutil
@@ -224,7 +225,8 @@ class RealVCluster:
         self.values = values
         self.host_kubeconfig = host_kubeconfig
         self.state = state.resolve()
-        self.netns = f"gpfvc-{tenant}"[:15]
+        # one namespace per state directory: runs with their own base temp dirs never share one
+        self.netns = f"gpfvc-{hashlib.sha256(str(self.state).encode()).hexdigest()[:8]}-{tenant}"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.objects: list[dict[str, Any]] = []
         self.port = 0  # the syncer's 8443 on the caller's loopback (``expose``)
