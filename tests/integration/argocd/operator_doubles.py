@@ -15,7 +15,9 @@ Limits, what each double does NOT do:
   mode makes one pod per vCluster node its template's nodeSelector matches and whose NoSchedule
   taints it tolerates, pinned to that node by node affinity on ``metadata.name`` (as a DaemonSet
   does), with ``status.desired`` = the number of such nodes, ``replicas`` = pods,
-  ``readyReplicas`` = Running+Ready pods (``nodeset_sync_status.go``). StatefulSet scaling mode:
+  ``readyReplicas`` = Running+Ready pods, ``updatedReplicas`` = pods (it never replaces a pod, so it
+  calls every pod it made current: a template change is not rolled out) (``nodeset_sync_status.go``).
+  StatefulSet scaling mode:
   ``desired`` = ``spec.replicas``, pods are not made.
 * mariadb-operator: no MariaDB server, no StatefulSet: makes the claim ``storage-<name>-0`` of
   ``spec.storage``; condition ``Ready`` True once that claim is Bound, else False with the last
@@ -263,7 +265,7 @@ class TenantOperators:
                 if p.status.phase == "Running"
                 and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
             )
-            status = {"desired": len(want), "replicas": len(pods), "readyReplicas": ready}
+            status = {"desired": len(want), "replicas": len(pods), "readyReplicas": ready, "updatedReplicas": len(pods)}
             self._status(SLINKY, "nodesets", nset, {**status, "observedGeneration": m.get("generation", 1)})
 
     def step(self) -> None:

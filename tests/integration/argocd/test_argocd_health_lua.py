@@ -74,6 +74,59 @@ def test_slinky_cr_health(tmp_path: Path, kind: str, conditions: Any, want: str,
     assert (status, message in msg) == (want, True), (status, msg)
 
 
+# ---- Slinky NodeSet: what the v1.2.1 operator writes (nodeset_sync_status.go: observedGeneration with every
+# status, zero counts omitted); a rolling update holds the next sync wave until every pod runs the new
+# template and is Ready, a window or OnDelete does not wait for pods still on the old template.
+
+ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+WINDOW = {"type": "ScheduledUpdate", "scheduledUpdate": {"startTime": "2026-12-05T02:00:00Z", "duration": "4h"}}
+
+
+def nodeset(strategy: dict[str, Any], status: dict[str, Any] | None, generation: int = 2) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "slinky.slurm.net/v1beta1",
+        "kind": "NodeSet",
+        "metadata": {"name": "slurm-worker-research-batch", "namespace": "slurm", "generation": generation},
+        "spec": {"controllerRef": {"name": "slurm"}, "updateStrategy": strategy},
+    }
+    if status is not None:
+        obj["status"] = {"nodeSetHash": "5d8f", "selector": "x=y", **status}
+    return obj
+
+
+DONE = {"observedGeneration": 2, "desired": 2, "replicas": 2, "updatedReplicas": 2, "readyReplicas": 2}
+
+
+@pytest.mark.parametrize(
+    ("strategy", "status", "want", "message"),
+    [
+        (ROLLING, None, "Progressing", "waiting for the operator"),
+        # the template changed (generation 2), the operator has not synced it yet
+        (ROLLING, {**DONE, "observedGeneration": 1}, "Progressing", "observe generation 2"),
+        # first pod deleted for replacement: one Ready, none on the new template yet
+        (ROLLING, {**DONE, "readyReplicas": 1, "updatedReplicas": 0}, "Progressing", "1/2 slurmd pods ready"),
+        # first pod replaced and Ready, the second still on the old template
+        (
+            ROLLING,
+            {**DONE, "updatedReplicas": 1},
+            "Progressing",
+            "rolling update in progress: 2/2 slurmd pods ready, 1/2 on the current template",
+        ),
+        (ROLLING, DONE, "Healthy", "2/2 slurmd pods ready, 2/2 on the current template"),
+        # no node matches (DaemonSet mode): the operator omits desired and the other zero counts
+        (ROLLING, {"observedGeneration": 2}, "Healthy", "0/0 slurmd pods ready"),
+        (WINDOW, {**DONE, "updatedReplicas": 0}, "Healthy", "replaced in the update window from 2026-12-05T02:00:00Z"),
+        (WINDOW, {**DONE, "readyReplicas": 1, "updatedReplicas": 1}, "Progressing", "1/2 slurmd pods ready"),
+        ({"type": "OnDelete"}, {**DONE, "updatedReplicas": 1}, "Healthy", "when their pod is deleted (OnDelete)"),
+    ],
+)
+def test_nodeset_health_holds_the_wave_during_a_rolling_update(
+    tmp_path: Path, strategy: dict[str, Any], status: Any, want: str, message: str
+) -> None:
+    got, msg = health(tmp_path, nodeset(strategy, status))
+    assert (got, message in msg) == (want, True), (got, msg)
+
+
 def mariadb(reason: str, status: str = "False", message: str = "msg") -> dict[str, Any]:
     cond = {"type": "Ready", "status": status, "reason": reason, "message": message}
     return {
