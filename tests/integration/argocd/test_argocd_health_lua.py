@@ -9,41 +9,13 @@ the wave, a True one releases it.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from argocd_harness import BIN_DIR
-
-from ansible_collections.gpufleet.core.plugins.module_utils.render.argocd import health_checks
-
-ARGOCD = BIN_DIR / "argocd"
-
-
-def health(tmp_path: Path, obj: dict[str, Any]) -> tuple[str, str]:
-    if not ARGOCD.exists():
-        pytest.skip("Argo CD; build it with tools/build.sh argocd")
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-cm"}, "data": health_checks()}
-    (tmp_path / "cm.yaml").write_text(yaml.safe_dump(cm))
-    (tmp_path / "obj.yaml").write_text(yaml.safe_dump(obj))
-    cmd = [str(ARGOCD), "admin", "settings", "resource-overrides", "health", str(tmp_path / "obj.yaml")]
-    p = subprocess.run(
-        [*cmd, "--argocd-cm-path", str(tmp_path / "cm.yaml")],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, HOME=str(tmp_path)),
-        check=True,
-        timeout=60,
-    )
-    out = dict(line.split(": ", 1) for line in p.stdout.splitlines() if ": " in line)
-    return out["STATUS"], out.get("MESSAGE", "")
+from argocd_health import ARGOCD, argocd_health
 
 
 def cr(kind: str, conditions: list[dict[str, str]] | None) -> dict[str, Any]:
@@ -69,8 +41,8 @@ def cr(kind: str, conditions: list[dict[str, str]] | None) -> dict[str, Any]:
         ([{"type": "X", "status": "Unknown"}], "Progressing", "no condition True"),
     ],
 )
-def test_slinky_cr_health(tmp_path: Path, kind: str, conditions: Any, want: str, message: str) -> None:
-    status, msg = health(tmp_path, cr(kind, conditions))
+def test_slinky_cr_health(kind: str, conditions: Any, want: str, message: str) -> None:
+    status, msg = argocd_health(cr(kind, conditions))
     assert (status, message in msg) == (want, True), (status, msg)
 
 
@@ -121,9 +93,9 @@ DONE = {"observedGeneration": 2, "desired": 2, "replicas": 2, "updatedReplicas":
     ],
 )
 def test_nodeset_health_holds_the_wave_during_a_rolling_update(
-    tmp_path: Path, strategy: dict[str, Any], status: Any, want: str, message: str
+    strategy: dict[str, Any], status: Any, want: str, message: str
 ) -> None:
-    got, msg = health(tmp_path, nodeset(strategy, status))
+    got, msg = argocd_health(nodeset(strategy, status))
     assert (got, message in msg) == (want, True), (got, msg)
 
 
@@ -152,10 +124,10 @@ def mariadb(reason: str, status: str = "False", message: str = "msg") -> dict[st
         ("Updating", "Progressing"),
     ],
 )
-def test_mariadb_health_degraded_for_every_failing_reason(tmp_path: Path, reason: str, want: str) -> None:
-    status, msg = health(tmp_path, mariadb(reason, message="could not bootstrap"))
+def test_mariadb_health_degraded_for_every_failing_reason(reason: str, want: str) -> None:
+    status, msg = argocd_health(mariadb(reason, message="could not bootstrap"))
     assert (status, msg) == (want, f"{reason}: could not bootstrap")
-    assert health(tmp_path, mariadb("StatefulSetReady", "True", "Running")) == ("Healthy", "StatefulSetReady: Running")
+    assert argocd_health(mariadb("StatefulSetReady", "True", "Running")) == ("Healthy", "StatefulSetReady: Running")
 
 
 # ---- readiness gates: batch/Job health (Argo CD's built-in rules, plus the reason while a gate runs)
@@ -195,15 +167,15 @@ FAILED = {
         ({"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}, "Healthy", ""),
     ],
 )
-def test_login_gate_holds_the_tenant_with_a_reason(tmp_path: Path, status: Any, want: str, message: str) -> None:
+def test_login_gate_holds_the_tenant_with_a_reason(status: Any, want: str, message: str) -> None:
     job = rendered_job("research/slurm-ready/login-ready.yaml")
-    got = health(tmp_path, with_status(job, status))
+    got = argocd_health(with_status(job, status))
     assert got == (want, message), got
 
 
-def test_accounts_job_says_what_it_waits_for(tmp_path: Path) -> None:
+def test_accounts_job_says_what_it_waits_for() -> None:
     job = rendered_job("research/accounting/accounts.yaml")
-    status, msg = health(tmp_path, with_status(job, {"active": 1, "failed": 2}))
+    status, msg = argocd_health(with_status(job, {"active": 1, "failed": 2}))
     assert (status, msg) == (
         "Progressing",
         "waiting for slurmctld (scontrol ping) and slurmdbd (sacctmgr ping): 2 failed attempt(s) of 21",
@@ -219,9 +191,9 @@ def test_accounts_job_says_what_it_waits_for(tmp_path: Path) -> None:
         ([{"type": "Suspended", "status": "True", "message": "suspended"}], "Suspended"),
     ],
 )
-def test_other_jobs_keep_the_builtin_health(tmp_path: Path, conditions: Any, want: str) -> None:
+def test_other_jobs_keep_the_builtin_health(conditions: Any, want: str) -> None:
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x", "namespace": "y"}, "spec": {}}
-    status, msg = health(tmp_path, with_status(job, {"conditions": conditions} if conditions else None))
+    status, msg = argocd_health(with_status(job, {"conditions": conditions} if conditions else None))
     assert status == want and (msg == "" if conditions is None else msg), (status, msg)
 
 
