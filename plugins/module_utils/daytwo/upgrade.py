@@ -27,7 +27,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.versions import char
 
 SLINKY = ("slurm_operator_crds", "slurm_operator", "slurm")
 _WAVE_OF = {"slurmdbd": "accounting", "slurmctld": "controller"}
-WAVES = rollout.WAVES
 _TIME = "%Y-%m-%d %H:%M"
 
 
@@ -120,7 +119,8 @@ def driver_losses(fleet: Fleet, cluster: str) -> list[TenantLoss]:
 
 
 def _span(waves: list[int]) -> str:
-    lo, hi = min(waves, default=int(WAVES["nodesets"])), max(waves, default=int(WAVES["nodesets"]))
+    first = int(rollout.WAVES["nodesets"])
+    lo, hi = min(waves, default=first), max(waves, default=first)
     return str(lo) if lo == hi else f"{lo} to {hi}"
 
 
@@ -128,7 +128,7 @@ def _slurm_lines(old: Fleet, new: Fleet, slinky: list[str]) -> list[str]:
     (_old_chart, a), (_new_chart, b) = slurm_release(old), slurm_release(new)
     tenants = losses(new)
     wave_of = {
-        **{d: WAVES[w] for d, w in _WAVE_OF.items()},
+        **{d: rollout.WAVES[w] for d, w in _WAVE_OF.items()},
         "slurmd": _span([w for x in tenants for _ns, w in x.waves]),
         "login": _span([x.login_wave for x in tenants]),
     }
@@ -140,8 +140,8 @@ def _slurm_lines(old: Fleet, new: Fleet, slinky: list[str]) -> list[str]:
     lines += [
         "",
         "Each step starts only once the one before answers: the Argo CD Sync hooks `slurm-accounting-ready`"
-        f" (wave {WAVES['accounting-ready']}, `sacctmgr ping`) and `slurm-controller-ready`"
-        f" (wave {WAVES['controller-ready']}, `scontrol ping`); a gate that keeps failing fails the sync and"
+        f" (wave {rollout.WAVES['accounting-ready']}, `sacctmgr ping`) and `slurm-controller-ready`"
+        f" (wave {rollout.WAVES['controller-ready']}, `scontrol ping`); a gate that keeps failing fails the sync and"
         " the later steps do not start.",
         "",
         "Workers (step 3) per tenant: in the tenant's update window every node of its NodeSets is reserved"
