@@ -145,6 +145,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.windows import ended_windows, parse_now
     from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
     from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
     from ansible_collections.gpufleet.core.plugins.module_utils.pools.capacity import capacity_problems
@@ -156,6 +157,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"{len(problems)} cluster(s) of {args.inventory} cannot be rendered:\n"
             + "\n".join(f"  - {p}".replace("\n", "\n  ") for p in problems)
         )
+    for w in ended_windows(fleet, args.inventory, parse_now(args.now)):
+        print(f"gpufleet: WARNING: {w.issue}", file=sys.stderr)
     print(
         f"{args.inventory}: fleet {fleet.name!r} is valid: {len(fleet.clusters)} cluster(s), "
         f"{len(fleet.tenants)} tenant(s), {len(fleet.pools)} pool(s)"
@@ -164,9 +167,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.windows import parse_now
     from ansible_collections.gpufleet.core.plugins.module_utils.review.change import render_markdown, review_change
 
-    rv = review_change(".", args.base, args.inventory, ignore=[args.markdown] if args.markdown else None)
+    now = parse_now(args.now)
+    rv = review_change(".", args.base, args.inventory, ignore=[args.markdown] if args.markdown else None, now=now)
     text = render_markdown(rv)
     if args.markdown:
         Path(args.markdown).write_text(text, encoding="utf-8")
@@ -310,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         "check an inventory as render does, short of parsing the fabric (every problem, with file, line and key)",
     )
     _inventory_arg(v)
+    v.add_argument("--now", help="warn of update windows ended by this UTC time (default: now)")
     v.set_defaults(func=cmd_validate)
     rv = _sub(
         sub,
@@ -319,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     _inventory_arg(rv, action="append")
     rv.add_argument("--base", required=True, help="base revision, e.g. origin/main (compared at the merge base)")
     rv.add_argument("--markdown", "-m", help="also write the Markdown to this file (a pull-request comment)")
+    rv.add_argument("--now", help="judge update windows at this UTC time (2026-12-05T02:00:00Z; default: now)")
     rv.set_defaults(func=cmd_review)
     m = _sub(sub, "maintenance", "put nodes into maintenance or return them (edits the inventory, renders)")
     m.add_argument("action", choices=["start", "end"])

@@ -85,7 +85,9 @@ def replace(path: str, old: str, new: str) -> Callable[[Path], None]:
     return go
 
 
-def pull_request(repo: Path, *edits: Callable[[Path], None], render: bool = True) -> tuple[int, str, str]:
+def pull_request(
+    repo: Path, *edits: Callable[[Path], None], render: bool = True, now: str | None = None
+) -> tuple[int, str, str]:
     """Apply the edits, re-render, commit on branch `pr`, review against main: (exit code, Markdown, stderr)."""
     for edit in edits:
         edit(repo)
@@ -93,7 +95,8 @@ def pull_request(repo: Path, *edits: Callable[[Path], None], render: bool = True
         run(repo, *CLI, "render", "--inventory", INV)
     run(repo, "git", "add", "-A")
     run(repo, "git", "commit", "-qm", "change")
-    p = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", "--markdown", "review.md", check=False)
+    at = ["--now", now] if now else []
+    p = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", "--markdown", "review.md", *at, check=False)
     assert p.returncode in (0, 1), p.stderr
     assert (repo / "review.md").read_text(encoding="utf-8") == p.stdout
     return p.returncode, p.stdout, p.stderr
@@ -335,3 +338,13 @@ def test_a_driver_chart_bump_shows_the_upgrade_plan(repo: Path) -> None:
     assert "GPU Operator: gpu-operator v26.7.0 -> v26.8.0." in plan
     assert "its slurmd pod (`app.kubernetes.io/name=slurmd`) is evicted once its jobs ended" in plan
     assert "| tenant | nodes | GPUs |" in plan
+
+
+def test_a_change_behind_an_ended_update_window_fails(repo: Path) -> None:
+    """Setting a window that has already ended (judged at --now) changes team-a's NodeSets to a schedule that
+    never comes: the review refuses it and names the file, key and what to do."""
+    window = "gpufleet_rollout:\n  window: {start: '2026-12-05T02:00:00Z', duration: 4h}\n"
+    rc, md, _ = pull_request(repo, append(f"{GV}/rollout.yml", window), now="2026-12-07T00:00:00Z")
+    assert rc == 1, md
+    assert f"- {GV}/rollout.yml:2: gpufleet_rollout.window: the update window 2026-12-05 02:00 to 2026-12-05" in md
+    assert "this change alters the slurm values of team-a" in md

@@ -7,8 +7,8 @@ nodes and GPUs down at once and when:
 
 - Slurm workers with an update window (``gpufleet_rollout.window`` / ``tenant_windows``) restart inside
   it, all nodes of the tenant's NodeSets together (the operator reserves them all with MAINT);
-- the others roll: each NodeSet at most ``max_unavailable_per_block`` nodes at a time, the NodeSets of
-  a tenant side by side;
+- the others roll: each NodeSet at most ``max_unavailable_per_block`` nodes at a time, NodeSets that
+  share a block in successive sync waves (``render.rollout_waves``), the others side by side;
 - a driver upgrade takes at most ``max_unavailable_per_block`` nodes of the whole cluster at once, each
   only after its Slurm jobs ended (the upgrade's drain waits on the busy-slurmd budget).
 """
@@ -19,14 +19,14 @@ from dataclasses import dataclass
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import SLURM_UPGRADE_ORDER
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.version_change import driver_version, slurm_release
-from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool, Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout, rollout_waves
 from ansible_collections.gpufleet.core.plugins.module_utils.render.driver_upgrade import SLURMD_SELECTOR
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.rollout import WAVES
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
 SLINKY = ("slurm_operator_crds", "slurm_operator", "slurm")
-_WAVE_OF = {"slurmdbd": "accounting", "slurmctld": "controller", "slurmd": "nodesets", "login": "loginsets"}
+_WAVE_OF = {"slurmdbd": "accounting", "slurmctld": "controller"}
 _TIME = "%Y-%m-%d %H:%M"
 
 
@@ -38,28 +38,26 @@ class TenantLoss:
     gpus: int
     of_gpus: int
     block: str = "-"  # the leaf group (or block) that can lose the most nodes at once
-    block_nodes: int = 0  # how many: one bound per NodeSet with nodes there
+    block_nodes: int = 0  # how many: one bound per NodeSet of a wave with nodes there
     when: str = "rolling"  # rolling | the update window, UTC
+    waves: tuple[tuple[str, int], ...] = ()  # (NodeSet, its sync wave)
+    login_wave: int = 0
 
 
-def _worst_block(inputs: ClusterInputs, pools: list[Pool], per_block: int | None) -> tuple[str, int]:
-    """The leaf group that loses the most nodes when every pool takes ``per_block`` (None: all) from it."""
-    topo = inputs.topology
-    if topo is None:
-        return "-", 0
-    down: dict[str, int] = {}
+def _worst_block(
+    inputs: ClusterInputs, pools: list[Pool], waves: dict[str, int], per_block: int | None
+) -> tuple[str, int]:
+    """The leaf group that loses the most nodes when every pool takes ``per_block`` (None: all) from it,
+    the pools of one sync wave together."""
+    down: dict[tuple[int, str], int] = {}
     for p in pools:
-        here: dict[str, int] = {}
-        for n in inputs.members.get(p.name, []):
-            group = topo.node_group.get(n)
-            if group is not None:
-                here[group] = here.get(group, 0) + 1
-        for group, count in here.items():
-            down[group] = down.get(group, 0) + (count if per_block is None else min(per_block, count))
+        counts = rollout_waves.block_counts(inputs, inputs.members.get(p.name, []))
+        for group, n in (counts if per_block is None else rollout_waves.takes(counts, per_block)).items():
+            down[(waves[p.name], group)] = down.get((waves[p.name], group), 0) + n
     if not down:
         return "-", 0
-    group = min(down, key=lambda g: (-down[g], g))
-    return group, down[group]
+    (_wave, group), n = min(down.items(), key=lambda kv: (-kv[1], kv[0][1], kv[0][0]))
+    return group, n
 
 
 def _changed(old: Fleet, new: Fleet, components: tuple[str, ...]) -> list[str]:
@@ -70,21 +68,28 @@ def _changed(old: Fleet, new: Fleet, components: tuple[str, ...]) -> list[str]:
     ]
 
 
-def _tenant_loss(fleet: Fleet, inputs: ClusterInputs, tenant: str, pools: list[Pool], per_block: int) -> TenantLoss:
-    """``per_block`` nodes per pool at once, or all of them in the tenant's window (Slurm workers)."""
-    window = fleet.rollout.window_of(tenant) if pools and pools[0].kind == "slurm" else None
-    down = gpus = total = total_gpus = 0
+def _tenant_loss(fleet: Fleet, inputs: ClusterInputs, tenant: Tenant, pools: list[Pool]) -> TenantLoss:
+    """``max_unavailable_per_block`` nodes per pool at once, the pools of one sync wave together, or all
+    of them in the tenant's window (Slurm workers)."""
+    window = fleet.rollout.window_of(tenant.name)
+    per_block = fleet.rollout.max_unavailable_per_block
+    waves, login_wave = rollout.waves(fleet, tenant, inputs)
+    down: dict[int, tuple[int, int]] = {}
+    total = total_gpus = 0
     for p in pools:
         members = inputs.members.get(p.name, [])
         per_node = max((inputs.by_name[n].gpus for n in members), default=0)
         take = len(members) if window else min(per_block, len(members))
-        down += take
-        gpus += take * per_node
+        nodes, gpus = down.get(waves[p.name], (0, 0))
+        down[waves[p.name]] = (nodes + take, gpus + take * per_node)
         total += len(members)
         total_gpus += sum(inputs.by_name[n].gpus for n in members)
-    block, block_nodes = _worst_block(inputs, pools, None if window else per_block)
+    nodes, gpus = max(down.values(), default=(0, 0))
+    block, block_nodes = _worst_block(inputs, pools, waves, None if window else per_block)
     when = f"{window.start_time():{_TIME}} to {window.end_time():{_TIME}} UTC" if window else "rolling"
-    return TenantLoss(tenant, down, total, gpus, total_gpus, block, block_nodes, when)
+    return TenantLoss(
+        tenant.name, nodes, total, gpus, total_gpus, block, block_nodes, when, tuple(sorted(waves.items())), login_wave
+    )
 
 
 def losses(fleet: Fleet) -> list[TenantLoss]:
@@ -95,7 +100,7 @@ def losses(fleet: Fleet) -> list[TenantLoss]:
         for t in sorted(fleet.cluster_tenants(name), key=lambda t: t.name):
             pools = fleet.tenant_pools(t.name, "slurm")
             if pools:
-                out.append(_tenant_loss(fleet, inputs, t.name, pools, fleet.rollout.max_unavailable_per_block))
+                out.append(_tenant_loss(fleet, inputs, t, pools))
     return out
 
 
@@ -113,33 +118,48 @@ def driver_losses(fleet: Fleet, cluster: str) -> list[TenantLoss]:
     return out
 
 
+def _span(waves: list[int]) -> str:
+    first = int(rollout.WAVES["nodesets"])
+    lo, hi = min(waves, default=first), max(waves, default=first)
+    return str(lo) if lo == hi else f"{lo} to {hi}"
+
+
 def _slurm_lines(old: Fleet, new: Fleet, slinky: list[str]) -> list[str]:
     (_old_chart, a), (_new_chart, b) = slurm_release(old), slurm_release(new)
+    tenants = losses(new)
+    wave_of = {
+        **{d: rollout.WAVES[w] for d, w in _WAVE_OF.items()},
+        "slurmd": _span([w for x in tenants for _ns, w in x.waves]),
+        "login": _span([x.login_wave for x in tenants]),
+    }
     lines = [f"Slinky: {'; '.join(slinky)} (Slurm {a} -> {b}). Per Slurm tenant, in this order:", ""]
     lines += ["| step | restarts | Argo CD wave | note |", "| ---: | --- | ---: | --- |"]
     for i, (daemon, note) in enumerate(SLURM_UPGRADE_ORDER, 1):
-        lines.append(f"| {i} | {daemon} | {WAVES[_WAVE_OF[daemon]]} | {note} |")
+        lines.append(f"| {i} | {daemon} | {wave_of[daemon]} | {note} |")
     per_block = new.rollout.max_unavailable_per_block
     lines += [
         "",
         "Each step starts only once the one before answers: the Argo CD Sync hooks `slurm-accounting-ready`"
-        f" (wave {WAVES['accounting-ready']}, `sacctmgr ping`) and `slurm-controller-ready`"
-        f" (wave {WAVES['controller-ready']}, `scontrol ping`); a gate that keeps failing fails the sync and"
+        f" (wave {rollout.WAVES['accounting-ready']}, `sacctmgr ping`) and `slurm-controller-ready`"
+        f" (wave {rollout.WAVES['controller-ready']}, `scontrol ping`); a gate that keeps failing fails the sync and"
         " the later steps do not start.",
         "",
         "Workers (step 3) per tenant: in the tenant's update window every node of its NodeSets is reserved"
         " (Slurm MAINT, IGNORE_JOBS) and restarts inside it: Slurm starts no job there that would still run at"
         " the start, a job still running then ends with its pod; without a window, each NodeSet rolls"
-        f" {per_block} node(s) at a time. Most capacity down at once:",
+        f" {per_block} node(s) at a time, and NodeSets that share a leaf group roll in successive sync waves"
+        " (a wave starts once every pod of the one before runs the new release and is Ready), so no leaf group"
+        f" loses more than {per_block} at once. Most capacity down at once:",
         "",
-        "| tenant | when | nodes | GPUs | most of one leaf group |",
-        "| --- | --- | ---: | ---: | --- |",
+        "| tenant | when | NodeSet (sync wave) | nodes | GPUs | most of one leaf group |",
+        "| --- | --- | --- | ---: | ---: | --- |",
     ]
-    for x in losses(new):
+    for x in tenants:
         block = f"{x.block_nodes} in `{x.block}`" if x.block_nodes else "-"
-        if x.when == "rolling" and x.block_nodes > per_block:
-            block += f" (over the {per_block} allowed: the NodeSets sharing it roll side by side)"
-        lines.append(f"| {x.tenant} | {x.when} | {x.nodes} of {x.of_nodes} | {x.gpus} of {x.of_gpus} | {block} |")
+        waves = ", ".join(f"`{ns}` ({w})" for ns, w in x.waves)
+        lines.append(
+            f"| {x.tenant} | {x.when} | {waves} | {x.nodes} of {x.of_nodes} | {x.gpus} of {x.of_gpus} | {block} |"
+        )
     return [*lines, ""]
 
 

@@ -117,30 +117,50 @@ if obj.status ~= nil and obj.status.conditions ~= nil then
 end
 return hs
 """
+# Slinky NodeSet (v1.2.1 internal/controller/nodeset/nodeset_sync_status.go): the operator writes
+# observedGeneration with every status and omits zero counts (omitempty). Healthy once it has seen the
+# current spec and every desired pod is Ready; under RollingUpdate also once every pod runs the current
+# template (updatedReplicas), so a NodeSet mid-rollout holds the next sync wave (render/rollout_waves.py:
+# NodeSets that share a block roll one after the other). ScheduledUpdate and OnDelete replace pods in the
+# window or on deletion: pods still on the old template are named in the message, not waited for.
 _NODESET_LUA = """hs = {}
 hs.status = "Progressing"
-hs.message = "waiting for the NodeSet's slurmd pods"
-if obj.status == nil then
+hs.message = "waiting for the operator to report the NodeSet's slurmd pods"
+if obj.status == nil or obj.status.observedGeneration == nil then
   return hs
 end
 local gen = obj.metadata.generation
-local seen = obj.status.observedGeneration
-if gen ~= nil and seen ~= nil and seen < gen then
+if gen ~= nil and obj.status.observedGeneration < gen then
   hs.message = "waiting for the operator to observe generation " .. gen
   return hs
 end
-local want = obj.status.desired
-if want == nil and obj.spec ~= nil then
-  want = obj.spec.replicas
-end
-if want == nil then
-  want = 1
-end
+local want = obj.status.desired or 0
 local ready = obj.status.readyReplicas or 0
-hs.message = ready .. "/" .. want .. " slurmd pods ready"
-if ready >= want then
-  hs.status = "Healthy"
+local updated = obj.status.updatedReplicas or 0
+local strategy = "RollingUpdate"
+if obj.spec ~= nil and obj.spec.updateStrategy ~= nil and obj.spec.updateStrategy.type ~= nil then
+  strategy = obj.spec.updateStrategy.type
 end
+hs.message = ready .. "/" .. want .. " slurmd pods ready, " .. updated .. "/" .. want .. " on the current template"
+if ready < want then
+  return hs
+end
+if updated < want then
+  if strategy == "RollingUpdate" then
+    hs.message = "rolling update in progress: " .. hs.message
+    return hs
+  end
+  if strategy == "ScheduledUpdate" then
+    local start = "?"
+    if obj.spec.updateStrategy.scheduledUpdate ~= nil and obj.spec.updateStrategy.scheduledUpdate.startTime ~= nil then
+      start = obj.spec.updateStrategy.scheduledUpdate.startTime
+    end
+    hs.message = hs.message .. "; the others are replaced in the update window from " .. start
+  else
+    hs.message = hs.message .. "; the others are replaced when their pod is deleted (" .. strategy .. ")"
+  end
+end
+hs.status = "Healthy"
 return hs
 """
 _LOGINSET_LUA = """hs = {}

@@ -12,8 +12,8 @@
   set one (``gpufleet_rollout.window`` / ``tenant_windows``), else ``RollingUpdate`` with
   ``maxUnavailable`` = the platform's
   ``gpufleet_rollout.max_unavailable_per_block`` (pods roll by ordinal, so this bounds what one NodeSet
-  takes from any block; NodeSets of a tenant roll side by side, so a block shared by k of them can lose
-  k times that);
+  takes from any block); NodeSets that share a block roll in successive waves from ``WAVES["nodesets"]``
+  on, and the LoginSets follow the last of them (render/rollout_waves.py);
 - PodDisruptionBudgets (chart ``extraObjects``) for the slurmctld, slurmdbd and login pods (the operator's
   selector labels ``app.kubernetes.io/name`` + ``app.kubernetes.io/instance``): no eviction (a node
   drain, an autoscaler, the GPU Operator's upgrade drain) takes down the controller or the database
@@ -28,9 +28,10 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import upgrade_gates
+from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout_waves, upgrade_gates
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 
-WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
+WAVE_ANNOTATION = rollout_waves.WAVE_ANNOTATION
 # a budget labelled so is Healthy only once every pod it guards is Ready (render/argocd.py)
 READY_GATE = {"gpufleet.io/health": "all-pods-ready"}
 WAVES = {
@@ -38,21 +39,20 @@ WAVES = {
     "accounting-ready": "2",  # render/upgrade_gates.py: sacctmgr ping
     "controller": "3",
     "controller-ready": "4",  # render/upgrade_gates.py: scontrol ping
-    "nodesets": "5",
-    "loginsets": "6",
+    "nodesets": "5",  # the first NodeSet wave; the LoginSets follow the tenant's last (waves())
 }
 RELEASE = "slurm"  # the Helm release name of the slurm chart: the Controller and Accounting objects' name
 LOGINSET = "main"
 
 
-def _pdb(name: str, app: str, instance: str, budget: dict[str, Any], wave: str) -> dict[str, Any]:
+def _pdb(name: str, app: str, instance: str, budget: dict[str, Any], wave: str | int) -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": {
             "name": name,
             "labels": {"app.kubernetes.io/part-of": "gpufleet", **READY_GATE},
-            "annotations": {WAVE_ANNOTATION: WAVES[wave]},
+            "annotations": {WAVE_ANNOTATION: str(wave)},
         },
         "spec": {
             **budget,
@@ -61,18 +61,24 @@ def _pdb(name: str, app: str, instance: str, budget: dict[str, Any], wave: str) 
     }
 
 
-def disruption_budgets(tenant: Tenant) -> list[dict[str, Any]]:
-    out = [_pdb(f"{RELEASE}-controller", "slurmctld", RELEASE, {"maxUnavailable": 0}, "controller")]
+def disruption_budgets(tenant: Tenant, login_wave: int) -> list[dict[str, Any]]:
+    out = [_pdb(f"{RELEASE}-controller", "slurmctld", RELEASE, {"maxUnavailable": 0}, WAVES["controller"])]
     if tenant.accounting.enabled:
-        out.append(_pdb(f"{RELEASE}-accounting", "slurmdbd", RELEASE, {"maxUnavailable": 0}, "accounting"))
+        out.append(_pdb(f"{RELEASE}-accounting", "slurmdbd", RELEASE, {"maxUnavailable": 0}, WAVES["accounting"]))
     if tenant.login_replicas > 0:
         budget = {"maxUnavailable": 1} if tenant.login_replicas > 1 else {"maxUnavailable": 0}
-        out.append(_pdb(f"{RELEASE}-login", "login", f"{RELEASE}-login-{LOGINSET}", budget, "loginsets"))
+        out.append(_pdb(f"{RELEASE}-login", "login", f"{RELEASE}-login-{LOGINSET}", budget, login_wave))
     return out
 
 
-def _wave(kind: str) -> dict[str, Any]:
-    return {"metadata": {"annotations": {WAVE_ANNOTATION: WAVES[kind]}}}
+def _wave(wave: str | int) -> dict[str, Any]:
+    return {"metadata": {"annotations": {WAVE_ANNOTATION: str(wave)}}}
+
+
+def waves(fleet: Fleet, tenant: Tenant, inputs: ClusterInputs) -> tuple[dict[str, int], int]:
+    """(the sync wave of each NodeSet, the LoginSets' wave: the one after the last NodeSet wave)."""
+    nodesets = rollout_waves.nodeset_waves(fleet, tenant, inputs, int(WAVES["nodesets"]))
+    return nodesets, max(nodesets.values(), default=int(WAVES["nodesets"])) + 1
 
 
 def update_strategy(fleet: Fleet, tenant: Tenant) -> dict[str, Any]:
@@ -89,16 +95,21 @@ def update_strategy(fleet: Fleet, tenant: Tenant) -> dict[str, Any]:
     return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": fleet.rollout.max_unavailable_per_block}}
 
 
-def slurm_fragment(fleet: Fleet, tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:
+def slurm_fragment(fleet: Fleet, tenant: Tenant, values: dict[str, Any], inputs: ClusterInputs) -> dict[str, Any]:
     """The rollout part of ``values`` (the tenant's slurm chart values as rendered so far)."""
-    nodeset = {**_wave("nodesets"), "updateStrategy": update_strategy(fleet, tenant)}
+    strategy = update_strategy(fleet, tenant)
+    nodeset_waves, login_wave = waves(fleet, tenant, inputs)
+    base = WAVES["nodesets"]
     out: dict[str, Any] = {
-        "controller": _wave("controller"),
-        "nodesets": {name: dict(nodeset) for name in values.get("nodesets", {})},
-        "extraObjects": disruption_budgets(tenant) + upgrade_gates.gates(tenant, WAVES),
+        "controller": _wave(WAVES["controller"]),
+        "nodesets": {
+            name: {**_wave(nodeset_waves.get(name, base)), "updateStrategy": dict(strategy)}
+            for name in values.get("nodesets", {})
+        },
+        "extraObjects": disruption_budgets(tenant, login_wave) + upgrade_gates.gates(tenant, WAVES),
     }
     if tenant.accounting.enabled:
-        out["accounting"] = _wave("accounting")
+        out["accounting"] = _wave(WAVES["accounting"])
     if values.get("loginsets"):
-        out["loginsets"] = {name: _wave("loginsets") for name in values["loginsets"]}
+        out["loginsets"] = {name: _wave(login_wave) for name in values["loginsets"]}
     return out

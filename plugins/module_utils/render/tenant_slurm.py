@@ -29,6 +29,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import (
     health,
     monitoring,
     rollout,
+    rollout_waves,
     slurm_conf_map,
     sssd,
 )
@@ -185,10 +186,11 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
     if tenant.identity is not None:
         sssd.add_to_values(tenant.name, tenant.identity, values)
     values = deep_merge(observe(tenant, values), eviction.slurm_fragment(tenant.name))
-    values = deep_merge(values, rollout.slurm_fragment(fleet, tenant, values))
+    values = deep_merge(values, rollout.slurm_fragment(fleet, tenant, values, inputs))
     given = deep_merge(tenant.slurm_values, cluster.tenant_override(tenant.name, "slurm"))
-    where = f"tenant {tenant.name} slurm values"
-    return slurm_conf_map.as_words(deep_merge(values, given), where), ann
+    values = slurm_conf_map.as_words(deep_merge(values, given), f"tenant {tenant.name} slurm values")
+    rollout_waves.check(fleet, tenant, values, inputs)
+    return values, ann
 
 
 def observe(tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:

@@ -27,10 +27,11 @@ The result renders as Markdown for a pull-request comment; ``ok`` decides the CI
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 
-from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import upgrade, version_change
+from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import upgrade, version_change, windows
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
@@ -424,11 +425,32 @@ def _version_rules(rv: Review, inv: _Inventory) -> None:
         rv.plan += upgrade.upgrade_plan(inv.base_fleet, inv.fleet)
 
 
+def _ended_windows(rv: Review, root: Path, inv: _Inventory, now: datetime) -> None:
+    """An update window that has ended (daytwo.windows) fails a change of its tenants' slurm values (it
+    would never reach their workers) and is a note otherwise."""
+    changed = {c.path for c in rv.rendered}
+    tenants = inv.fleet.tenants
+    for w in windows.ended_windows(inv.fleet, root / inv.rel, now):
+        values = {t: f"{inv.gitops_rel}/clusters/{tenants[t].cluster}/tenants/{t}/slurm/values.yaml" for t in w.tenants}
+        stuck = [t for t in w.tenants if values[t] in changed]
+        where = Path(w.issue.file)
+        issue = replace(w.issue, file=where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where))
+        if stuck:
+            rv.problems.append(f"{issue}; this change alters the slurm values of {', '.join(stuck)}")
+        else:
+            rv.notes.append(str(issue))
+
+
 def review_change(
-    repo: str | Path, base: str, inventories: list[str | Path], ignore: list[str | Path] | None = None
+    repo: str | Path,
+    base: str,
+    inventories: list[str | Path],
+    ignore: list[str | Path] | None = None,
+    now: datetime | None = None,
 ) -> Review:
     """Review the work tree of ``repo`` against the merge base of ``base``; ``ignore``: files that are not
-    part of the change (the review's own Markdown output)."""
+    part of the change (the review's own Markdown output); ``now``: the time an update window is judged
+    at (default the clock)."""
     root = Path(_git(Path(repo), "rev-parse", "--show-toplevel").decode().strip())
     rv = Review(base=base, base_commit=_base_commit(root, base))
     changed = _changed_paths(root, rv.base_commit)
@@ -444,6 +466,7 @@ def review_change(
         _version_rules(rv, inv)
         _rendered_changes(rv, inv)
         _drift(rv, root, changed, inv)
+        _ended_windows(rv, root, inv, now or windows.parse_now(None))
         for cluster in sorted(inv.fleet.clusters):
             _node_moves(rv, inv, cluster)
             allowed = inv.fleet.clusters[cluster].allow_node_moves  # a one-off permission: it must not stay

@@ -9,41 +9,13 @@ the wave, a True one releases it.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from argocd_harness import BIN_DIR
-
-from ansible_collections.gpufleet.core.plugins.module_utils.render.argocd import health_checks
-
-ARGOCD = BIN_DIR / "argocd"
-
-
-def health(tmp_path: Path, obj: dict[str, Any]) -> tuple[str, str]:
-    if not ARGOCD.exists():
-        pytest.skip("Argo CD; build it with tools/build.sh argocd")
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-cm"}, "data": health_checks()}
-    (tmp_path / "cm.yaml").write_text(yaml.safe_dump(cm))
-    (tmp_path / "obj.yaml").write_text(yaml.safe_dump(obj))
-    cmd = [str(ARGOCD), "admin", "settings", "resource-overrides", "health", str(tmp_path / "obj.yaml")]
-    p = subprocess.run(
-        [*cmd, "--argocd-cm-path", str(tmp_path / "cm.yaml")],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, HOME=str(tmp_path)),
-        check=True,
-        timeout=60,
-    )
-    out = dict(line.split(": ", 1) for line in p.stdout.splitlines() if ": " in line)
-    return out["STATUS"], out.get("MESSAGE", "")
+from argocd_health import ARGOCD, argocd_health
 
 
 def cr(kind: str, conditions: list[dict[str, str]] | None) -> dict[str, Any]:
@@ -69,9 +41,62 @@ def cr(kind: str, conditions: list[dict[str, str]] | None) -> dict[str, Any]:
         ([{"type": "X", "status": "Unknown"}], "Progressing", "no condition True"),
     ],
 )
-def test_slinky_cr_health(tmp_path: Path, kind: str, conditions: Any, want: str, message: str) -> None:
-    status, msg = health(tmp_path, cr(kind, conditions))
+def test_slinky_cr_health(kind: str, conditions: Any, want: str, message: str) -> None:
+    status, msg = argocd_health(cr(kind, conditions))
     assert (status, message in msg) == (want, True), (status, msg)
+
+
+# ---- Slinky NodeSet: what the v1.2.1 operator writes (nodeset_sync_status.go: observedGeneration with every
+# status, zero counts omitted); a rolling update holds the next sync wave until every pod runs the new
+# template and is Ready, a window or OnDelete does not wait for pods still on the old template.
+
+ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+WINDOW = {"type": "ScheduledUpdate", "scheduledUpdate": {"startTime": "2026-12-05T02:00:00Z", "duration": "4h"}}
+
+
+def nodeset(strategy: dict[str, Any], status: dict[str, Any] | None, generation: int = 2) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "slinky.slurm.net/v1beta1",
+        "kind": "NodeSet",
+        "metadata": {"name": "slurm-worker-research-batch", "namespace": "slurm", "generation": generation},
+        "spec": {"controllerRef": {"name": "slurm"}, "updateStrategy": strategy},
+    }
+    if status is not None:
+        obj["status"] = {"nodeSetHash": "5d8f", "selector": "x=y", **status}
+    return obj
+
+
+DONE = {"observedGeneration": 2, "desired": 2, "replicas": 2, "updatedReplicas": 2, "readyReplicas": 2}
+
+
+@pytest.mark.parametrize(
+    ("strategy", "status", "want", "message"),
+    [
+        (ROLLING, None, "Progressing", "waiting for the operator"),
+        # the template changed (generation 2), the operator has not synced it yet
+        (ROLLING, {**DONE, "observedGeneration": 1}, "Progressing", "observe generation 2"),
+        # first pod deleted for replacement: one Ready, none on the new template yet
+        (ROLLING, {**DONE, "readyReplicas": 1, "updatedReplicas": 0}, "Progressing", "1/2 slurmd pods ready"),
+        # first pod replaced and Ready, the second still on the old template
+        (
+            ROLLING,
+            {**DONE, "updatedReplicas": 1},
+            "Progressing",
+            "rolling update in progress: 2/2 slurmd pods ready, 1/2 on the current template",
+        ),
+        (ROLLING, DONE, "Healthy", "2/2 slurmd pods ready, 2/2 on the current template"),
+        # no node matches (DaemonSet mode): the operator omits desired and the other zero counts
+        (ROLLING, {"observedGeneration": 2}, "Healthy", "0/0 slurmd pods ready"),
+        (WINDOW, {**DONE, "updatedReplicas": 0}, "Healthy", "replaced in the update window from 2026-12-05T02:00:00Z"),
+        (WINDOW, {**DONE, "readyReplicas": 1, "updatedReplicas": 1}, "Progressing", "1/2 slurmd pods ready"),
+        ({"type": "OnDelete"}, {**DONE, "updatedReplicas": 1}, "Healthy", "when their pod is deleted (OnDelete)"),
+    ],
+)
+def test_nodeset_health_holds_the_wave_during_a_rolling_update(
+    strategy: dict[str, Any], status: Any, want: str, message: str
+) -> None:
+    got, msg = argocd_health(nodeset(strategy, status))
+    assert (got, message in msg) == (want, True), (got, msg)
 
 
 def mariadb(reason: str, status: str = "False", message: str = "msg") -> dict[str, Any]:
@@ -99,10 +124,10 @@ def mariadb(reason: str, status: str = "False", message: str = "msg") -> dict[st
         ("Updating", "Progressing"),
     ],
 )
-def test_mariadb_health_degraded_for_every_failing_reason(tmp_path: Path, reason: str, want: str) -> None:
-    status, msg = health(tmp_path, mariadb(reason, message="could not bootstrap"))
+def test_mariadb_health_degraded_for_every_failing_reason(reason: str, want: str) -> None:
+    status, msg = argocd_health(mariadb(reason, message="could not bootstrap"))
     assert (status, msg) == (want, f"{reason}: could not bootstrap")
-    assert health(tmp_path, mariadb("StatefulSetReady", "True", "Running")) == ("Healthy", "StatefulSetReady: Running")
+    assert argocd_health(mariadb("StatefulSetReady", "True", "Running")) == ("Healthy", "StatefulSetReady: Running")
 
 
 # ---- readiness gates: batch/Job health (Argo CD's built-in rules, plus the reason while a gate runs)
@@ -142,15 +167,15 @@ FAILED = {
         ({"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}, "Healthy", ""),
     ],
 )
-def test_login_gate_holds_the_tenant_with_a_reason(tmp_path: Path, status: Any, want: str, message: str) -> None:
+def test_login_gate_holds_the_tenant_with_a_reason(status: Any, want: str, message: str) -> None:
     job = rendered_job("research/slurm-ready/login-ready.yaml")
-    got = health(tmp_path, with_status(job, status))
+    got = argocd_health(with_status(job, status))
     assert got == (want, message), got
 
 
-def test_accounts_job_says_what_it_waits_for(tmp_path: Path) -> None:
+def test_accounts_job_says_what_it_waits_for() -> None:
     job = rendered_job("research/accounting/accounts.yaml")
-    status, msg = health(tmp_path, with_status(job, {"active": 1, "failed": 2}))
+    status, msg = argocd_health(with_status(job, {"active": 1, "failed": 2}))
     assert (status, msg) == (
         "Progressing",
         "waiting for slurmctld (scontrol ping) and slurmdbd (sacctmgr ping): 2 failed attempt(s) of 21",
@@ -166,9 +191,9 @@ def test_accounts_job_says_what_it_waits_for(tmp_path: Path) -> None:
         ([{"type": "Suspended", "status": "True", "message": "suspended"}], "Suspended"),
     ],
 )
-def test_other_jobs_keep_the_builtin_health(tmp_path: Path, conditions: Any, want: str) -> None:
+def test_other_jobs_keep_the_builtin_health(conditions: Any, want: str) -> None:
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x", "namespace": "y"}, "spec": {}}
-    status, msg = health(tmp_path, with_status(job, {"conditions": conditions} if conditions else None))
+    status, msg = argocd_health(with_status(job, {"conditions": conditions} if conditions else None))
     assert status == want and (msg == "" if conditions is None else msg), (status, msg)
 
 
@@ -197,8 +222,8 @@ def counted(generation: int, expected: int, ready: int) -> dict[str, int]:
         (counted(0, 1, 1), "Progressing", COUNTING),  # an older generation's count
     ],
 )
-def test_login_budget_health_is_ready_login_pods(tmp_path: Path, status: Any, want: str, message: str) -> None:
-    assert health(tmp_path, with_status(rendered_budget("slurm-login"), status)) == (want, message)
+def test_login_budget_health_is_ready_login_pods(status: Any, want: str, message: str) -> None:
+    assert argocd_health(with_status(rendered_budget("slurm-login"), status)) == (want, message)
 
 
 def allowed(reason: str) -> list[dict[str, str]]:
@@ -213,9 +238,9 @@ def allowed(reason: str) -> list[dict[str, str]]:
         (allowed("SyncFailed"), "Degraded", "PodDisruptionBudget has SyncFailed"),
     ],
 )
-def test_other_budgets_keep_the_builtin_health(tmp_path: Path, conditions: Any, want: str, message: str) -> None:
+def test_other_budgets_keep_the_builtin_health(conditions: Any, want: str, message: str) -> None:
     pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "x", "namespace": "y"}}
-    assert health(tmp_path, with_status(pdb, {"conditions": conditions} if conditions else None)) == (want, message)
+    assert argocd_health(with_status(pdb, {"conditions": conditions} if conditions else None)) == (want, message)
 
 
 def test_the_binary_is_the_release_production_runs() -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from argocd_health import argocd_health
 from controlplane import REPO_ROOT, LocalControlPlane, require_control_plane_tools, shared_test_helpers
 from gpufleet_testlib.slurm_build import usable_by_every_user
 from harness import SlurmCluster, free_ports, require_slurm
@@ -321,6 +322,13 @@ def test_cordon_reason_annotation_becomes_the_drain_reason(bed):
     wait_for(lambda: "DRAIN" not in bed.node(node), 120, f"{node} resumed")
 
 
+def _rollout_state(nodeset: dict) -> tuple:
+    """(generation, observedGeneration, desired, readyReplicas, updatedReplicas): what the health reads."""
+    s = nodeset.get("status") or {}
+    return (nodeset["metadata"]["generation"], s.get("observedGeneration"), s.get("desired", 0),
+            s.get("readyReplicas", 0), s.get("updatedReplicas", 0))  # fmt: skip
+
+
 def _available(pod: dict) -> bool:
     conds = {c["type"]: c["status"] for c in pod["status"].get("conditions", [])}
     return "deletionTimestamp" not in pod["metadata"] and conds.get("Ready") == "True"
@@ -333,7 +341,9 @@ def test_rolling_update_keeps_max_unavailable_and_waits_for_the_job(bed):
     the pod whose node runs a job goes only after the job ended. (Seen here: the next pod's drain
     starts as soon as the previous replacement is Ready, a moment before the operator undrains the
     previous node; so at most one *existing* pod is pending termination, not at most one Slurm node
-    in DRAIN.)"""
+    in DRAIN.) The NodeSet's Argo CD health (the rendered Lua, Argo CD's engine) on the NodeSet as the
+    operator writes it: Progressing from the template change until the last pod is replaced, then
+    Healthy; so a NodeSet in a later sync wave waits for this rollout."""
     strategy = bed.values["nodesets"][POOL]["updateStrategy"]
     assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}, strategy
     before = {p["spec"]["nodeName"]: p["metadata"]["name"] for p in bed.pods()}
@@ -343,8 +353,12 @@ def test_rolling_update_keeps_max_unavailable_and_waits_for_the_job(bed):
     bed.plane.kubectl("patch", "nodesets.slinky.slurm.net", "-n", NAMESPACE, f"slurm-worker-{POOL}",
                       "--type=merge", "-p", json.dumps(patch))  # fmt: skip
     least_available, most_pending, job_states_without_pod, drained = len(NODES), 0, set(), set()
+    seen: list[dict] = []  # the NodeSet each time its status or generation changed
     end = time.monotonic() + 150
     while time.monotonic() < end:
+        obj = bed.plane.get_json("nodesets.slinky.slurm.net", "-n", NAMESPACE, f"slurm-worker-{POOL}")
+        if not seen or _rollout_state(obj) != _rollout_state(seen[-1]):
+            seen.append(obj)
         pods = bed.pods()
         names = {p["metadata"]["name"] for p in pods}
         least_available = min(least_available, sum(_available(p) for p in pods))
@@ -368,6 +382,15 @@ def test_rolling_update_keeps_max_unavailable_and_waits_for_the_job(bed):
     assert job_states_without_pod == {"COMPLETED"}, job_states_without_pod
     status = wait_for(lambda: (s := bed.nodeset_status()).get("updatedReplicas") == len(NODES) and s, 120, "updated")
     wait_for(lambda: bed.nodeset_status().get("slurmIdle") == len(NODES), 120, f"slurmIdle in {status}")
+    # the Argo CD health of every state the operator wrote: Progressing until it reports the new template
+    # on every pod, all Ready, Healthy from then on
+    done = bed.plane.get_json("nodesets.slinky.slurm.net", "-n", NAMESPACE, f"slurm-worker-{POOL}")
+    got = [(_rollout_state(o), argocd_health(o)) for o in [*seen, done]]
+    first_done = next(i for i, (state, _h) in enumerate(got) if state[1:] == (state[0], 2, 2, 2))
+    assert first_done > 0 and all(h[0] == "Progressing" for _s, h in got[:first_done]), got
+    assert any(h[1].startswith("rolling update in progress:") for _s, h in got[:first_done]), got
+    healthy = ("Healthy", "2/2 slurmd pods ready, 2/2 on the current template")
+    assert all(h == healthy for _s, h in got[first_done:]), got
 
 
 def _patch_nodeset(bed, strategy: dict, revision: str | None = None) -> None:

@@ -235,8 +235,14 @@ def test_plan_of_a_slurm_bump(sample: Fleet) -> None:
     lines = upgrade_plan(_slinky(sample, "1.1.2"), new)
     _golden("slurm-bump", lines)
     text = "\n".join(lines)
-    assert "| llm-pretrain | 2026-12-06 02:00 to 2026-12-06 04:00 UTC | 32 of 32 | 256 of 256 |" in text
-    assert "| research | rolling | 2 of 14 | 16 of 112 | 2 in `su01-leaf` (over the 1 allowed" in text
+    assert (
+        "| llm-pretrain | 2026-12-06 02:00 to 2026-12-06 04:00 UTC | `pretrain` (5) | 32 of 32 | 256 of 256 |" in text
+    )
+    # research's two NodeSets share su01-leaf: one after the other, within the budget of 1 node per block
+    assert (
+        "| research | rolling | `research-batch` (5), `research-debug` (6) | 1 of 14 | 8 of 112 | 1 in `su01-leaf` |"
+        in text
+    )
 
 
 def test_plan_of_a_chart_bump(sample: Fleet) -> None:

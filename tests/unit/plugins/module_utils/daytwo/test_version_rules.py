@@ -180,6 +180,9 @@ def test_upgrade_plan_orders_the_daemons_and_bounds_the_loss(sample: Fleet) -> N
     steps = [cells[2].strip() for cells in rows if cells[1].strip().isdigit()]
     assert steps == ["slurmdbd", "slurmctld", "slurmd", "login"]
     # one node per NodeSet at a time: pretrain has one NodeSet, research two
-    assert "| llm-pretrain | rolling | 1 of 32 | 8 of 256 | 1 in `su02-leaf` |" in text
-    # research's two NodeSets both have nodes under su01-leaf: the plan says that leaf can lose two
-    assert "| research | rolling | 2 of 14 | 16 of 112 | 2 in `su01-leaf` (over the 1 allowed" in text
+    assert "| llm-pretrain | rolling | `pretrain` (5) | 1 of 32 | 8 of 256 | 1 in `su02-leaf` |" in text
+    # research's two NodeSets both have nodes under su01-leaf: successive waves, that leaf loses one at most
+    assert (
+        "| research | rolling | `research-batch` (5), `research-debug` (6) | 1 of 14 | 8 of 112 | 1 in `su01-leaf` |"
+        in text
+    )

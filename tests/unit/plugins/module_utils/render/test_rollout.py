@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelE
 from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout_model import Rollout
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 REPO = Path(__file__).resolve().parents[5]
@@ -42,7 +43,10 @@ def test_waves_follow_slurms_upgrade_order(rendered: dict[str, dict]) -> None:
     order = [name for name, _step in SLURM_UPGRADE_ORDER]
     assert sorted(by_daemon, key=by_daemon.get) == order
     assert min(by_daemon.values()) > 0  # after the chart's ConfigMaps (wave 0)
-    assert len({_wave(ns) for ns in v["nodesets"].values()}) == 1
+    # the two NodeSets share the leaf group su01-leaf: one wave each, in name order, the login pods after
+    assert {n: _wave(ns) for n, ns in v["nodesets"].items()} == {"research-batch": 5, "research-debug": 6}
+    assert _wave(v["loginsets"]["main"]) == 7
+    assert {n: _wave(ns) for n, ns in rendered["llm-pretrain"]["nodesets"].items()} == {"pretrain": 5}
 
 
 def test_every_nodeset_rolls_at_most_the_block_allowance(rendered: dict[str, dict]) -> None:
@@ -68,12 +72,13 @@ def test_allowance_and_login_replicas() -> None:
     fleet = load_fleet(SAMPLE)
     wide = dataclasses.replace(fleet, rollout=Rollout(max_unavailable_per_block=4))
     t = dataclasses.replace(fleet.tenants["research"], login_replicas=3)
-    frag = rollout.slurm_fragment(wide, t, {"nodesets": {"a": {}}, "loginsets": {"main": {}}})
+    inputs = cluster_inputs(fleet, fleet.clusters["gpu-east"])
+    frag = rollout.slurm_fragment(wide, t, {"nodesets": {"a": {}}, "loginsets": {"main": {}}}, inputs)
     assert frag["nodesets"]["a"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] == 4
     login = next(o for o in frag["extraObjects"] if o["metadata"]["name"] == "slurm-login")
     assert login["spec"]["maxUnavailable"] == 1  # three replicas: one may go, two stay
     off = dataclasses.replace(t, accounting=dataclasses.replace(t.accounting, enabled=False), login_replicas=0)
-    frag = rollout.slurm_fragment(fleet, off, {"nodesets": {}})
+    frag = rollout.slurm_fragment(fleet, off, {"nodesets": {}}, inputs)
     assert [o["metadata"]["name"] for o in frag["extraObjects"]] == ["slurm-controller", "slurm-controller-ready"]
     assert "accounting" not in frag
 
