@@ -34,6 +34,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import upgrad
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import shared_composes
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, parse_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
@@ -442,7 +443,8 @@ def review_change(
         p = Path(path).resolve()
         if p.is_relative_to(root):
             changed.pop(p.relative_to(root).as_posix(), None)
-    invs = [_render_inventory(rv, repo, root, inv) for inv in inventories]
+    with shared_composes():  # the base and the head share every vars file the change leaves alone
+        invs = [_render_inventory(rv, repo, root, inv) for inv in inventories]
     _read_codeowners(rv, root)
     _approvals(rv, changed, invs)
     _input_changes(rv, changed, invs)
