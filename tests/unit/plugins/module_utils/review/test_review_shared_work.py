@@ -14,6 +14,7 @@ from render_fixtures import GIT_ENV, copy_sample
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LockError, parse_lock_entries
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import CheckError, extracting
 
 
@@ -102,3 +103,14 @@ def test_extracting_the_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(CheckError, match="ls-tree"):
         with extracting(repo, "no-such-branch", "inv", tmp_path / "bad"):
             pass
+
+
+def test_a_lock_parsed_again_is_a_fresh_copy() -> None:
+    text = "cluster: c\nowners:\n  p: t\nnodes:\n  n1: p\n  n2: p\n"
+    first = parse_lock_entries(text, "lock", "c")
+    first[0]["n1"] = "moved"
+    first[1].clear()
+    assert parse_lock_entries(text.encode(), "lock", "c") == ({"n1": "p", "n2": "p"}, {"p": "t"})
+    for _ in range(2):  # a refusal is not remembered as a result
+        with pytest.raises(LockError, match="expected 'd'"):
+            parse_lock_entries(text, "lock", "d")
