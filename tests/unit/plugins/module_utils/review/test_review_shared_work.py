@@ -69,7 +69,7 @@ def test_every_load_is_charged_its_budget(tmp_path: Path, monkeypatch: pytest.Mo
     budget = sum(charged) - 1  # one load passes it, at its last file
     monkeypatch.setattr(inventory, "MAX_TOTAL_NODES", budget)
     with inventory.shared_composes():
-        for _ in range(2):  # the second load's files were all composed by the first
+        for _attempt in range(2):  # the second load's files were all composed by the first
             with pytest.raises(ModelError, match=f"more than {budget} YAML nodes"):
                 inventory.load_inventory(inv)
 
@@ -111,6 +111,6 @@ def test_a_lock_parsed_again_is_a_fresh_copy() -> None:
     first[0]["n1"] = "moved"
     first[1].clear()
     assert parse_lock_entries(text.encode(), "lock", "c") == ({"n1": "p", "n2": "p"}, {"p": "t"})
-    for _ in range(2):  # a refusal is not remembered as a result
+    for _attempt in range(2):  # a refusal is not remembered as a result
         with pytest.raises(LockError, match="expected 'd'"):
             parse_lock_entries(text, "lock", "d")
