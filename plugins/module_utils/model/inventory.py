@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +95,8 @@ class _Totals:
 
 
 _TOTALS: ContextVar[_Totals | None] = ContextVar("gpufleet_inventory_totals", default=None)
+# file text -> (composed node, size): see shared_composes
+_COMPOSED: ContextVar[dict[str, tuple[Any, int]] | None] = ContextVar("gpufleet_inventory_composed", default=None)
 
 
 def _charge(nodes: int = 0, size: int = 0) -> None:
@@ -252,23 +256,51 @@ def _has_vault(value: Any) -> bool:
     return False
 
 
+@contextmanager
+def shared_composes() -> Iterator[None]:
+    """Loads inside the block compose each distinct file text once: a review loads an inventory at the
+    base and at the head, which share every file the change leaves alone. Each load still constructs
+    its own values from the composed nodes (nothing built is shared) and is charged its budgets."""
+    token = _COMPOSED.set({})
+    try:
+        yield
+    finally:
+        _COMPOSED.reset(token)
+
+
+def _compose(loader: Any, text: str) -> tuple[yaml.Node | None, int]:
+    """The file's node graph and its size with aliases expanded (bounded); from :func:`shared_composes`
+    when this text was composed before. Raises _FileIssue."""
+    composed = _COMPOSED.get()
+    if "<<" in text:  # constructing flattens merge keys into the node itself: such a node is not reused
+        composed = None
+    if composed is not None and text in composed:
+        return composed[text]
+    node = loader.get_single_node()
+    if node is None:
+        return None, 0
+    try:
+        n = _expanded_size(node, MAX_NODES)
+    except ValueError as exc:
+        raise _FileIssue(node.start_mark.line + 1, f"refused: {exc}") from None
+    if n > MAX_NODES:
+        raise _FileIssue(
+            None,
+            f"refused: its YAML aliases expand to more than {MAX_NODES} nodes (an alias bomb?);"
+            " write the values out instead of nesting aliases",
+        )
+    if composed is not None:
+        composed[text] = (node, n)
+    return node, n
+
+
 def _parse(f: Path, text: str) -> tuple[yaml.Node | None, Any]:
     """Compose (bounded), then construct one vars file. Raises _FileIssue."""
     loader = _loader_class()(text)
     try:
-        node = loader.get_single_node()
+        node, n = _compose(loader, text)
         if node is None:
             return None, None
-        try:
-            n = _expanded_size(node, MAX_NODES)
-        except ValueError as exc:
-            raise _FileIssue(node.start_mark.line + 1, f"refused: {exc}") from None
-        if n > MAX_NODES:
-            raise _FileIssue(
-                None,
-                f"refused: its YAML aliases expand to more than {MAX_NODES} nodes (an alias bomb?);"
-                " write the values out instead of nesting aliases",
-            )
         _charge(nodes=n)
         try:
             return node, loader.construct_document(node)

@@ -21,6 +21,7 @@ does not exist), ``read_lock_entries`` (the same with the owners: one parse), ``
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from pathlib import Path
@@ -186,10 +187,21 @@ def parse_lock_entries(
     text: str | bytes | None, source: str = "<lock>", cluster: str | None = None
 ) -> tuple[dict[str, str], dict[str, str]]:
     """node -> pool and pool -> tenant from one parse (a 10,000-node lock is the YAML constructor's
-    work twice otherwise)."""
+    work twice otherwise). A text parsed a moment ago is not parsed again: a review reads each lock
+    in its render, its reshuffle check and its node moves (fresh dicts every call)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    nodes, owners = _parsed_entries(text, source, cluster)
+    return dict(nodes), dict(owners)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_entries(
+    text: str | None, source: str, cluster: str | None
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     doc = _doc(text, source, cluster)
     owners = _str_map(doc, "owners", source, "pool -> tenant")
-    return _str_map(doc, "nodes", source, "node -> pool"), owners
+    return tuple(_str_map(doc, "nodes", source, "node -> pool").items()), tuple(owners.items())
 
 
 def _scalar(s: str) -> str:

@@ -35,6 +35,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import upgrad
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import shared_composes
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, parse_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
@@ -45,8 +46,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import (
     CheckError,
     _cluster_check,
-    _extract,
     _git,
+    extracting,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
     Move,
@@ -198,34 +199,34 @@ def _stale_problem(head: render_tree.RenderResult, out: Path, rel: str, gitops_r
 
 
 def _render_base(
-    rv: Review, root: Path, rel: str, head: render_tree.RenderResult, memo: render_cache.Memo
+    rv: Review, base_dir: Path | None, rel: str, head: render_tree.RenderResult, memo: render_cache.Memo
 ) -> render_tree.RenderResult | None:
-    """Render the inventory as it is at the base (notes when it is new or does not render), with its
-    pool locks read in, and check that no more nodes move than the pool size changes need. ``memo``:
-    the head's parses, so a snapshot the base shares is not parsed again."""
-    with tempfile.TemporaryDirectory(prefix="gpufleet-review-") as tmp:
-        if not _extract(root, rv.base_commit, rel, Path(tmp)):
-            rv.notes.append(f"`{rel}` does not exist at the base: a new inventory")
-            return None
-        try:
-            base_result = render_tree.render_inventory(Path(tmp) / rel, digests=render_cache.InputDigests(memo))
-        except GpufleetError as exc:
-            rv.notes.append(f"`{rel}` at the base does not render ({exc}); every rendered file counts as new")
-            return None
-        for c in base_result.fleet.clusters:  # read the base locks before the folder goes away
-            lp = lock_path(base_result.fleet, c)
-            if lp not in base_result.locks and lp.is_file():
-                base_result.locks[lp] = lp.read_bytes()
-        # no more nodes move than the pool size changes need (scale.check's rule: no reshuffle)
-        for c in sorted(set(head.fleet.clusters) & set(base_result.fleet.clusters)):
-            names = (_node_names(base_result, c), _node_names(head, c))
-            check = _cluster_check(rel, c, base_result.fleet, head.fleet, names)
-            if not check.ok:
-                rv.problems.append(
-                    f"cluster `{c}`: {check.moved} node(s) change pool but the pool size changes need"
-                    f" only {check.required}: a reshuffle ({'; '.join(check.moves[:10])})"
-                )
-        return base_result
+    """Render the inventory as it is at the base, extracted under ``base_dir`` (None: it does not
+    exist there; notes when it is new or does not render), with its pool locks read in, and check
+    that no more nodes move than the pool size changes need. ``memo``: the head's parses, so a
+    snapshot the base shares is not parsed again."""
+    if base_dir is None:
+        rv.notes.append(f"`{rel}` does not exist at the base: a new inventory")
+        return None
+    try:
+        base_result = render_tree.render_inventory(base_dir / rel, digests=render_cache.InputDigests(memo))
+    except GpufleetError as exc:
+        rv.notes.append(f"`{rel}` at the base does not render ({exc}); every rendered file counts as new")
+        return None
+    for c in base_result.fleet.clusters:  # read the base locks before the folder goes away
+        lp = lock_path(base_result.fleet, c)
+        if lp not in base_result.locks and lp.is_file():
+            base_result.locks[lp] = lp.read_bytes()
+    # no more nodes move than the pool size changes need (scale.check's rule: no reshuffle)
+    for c in sorted(set(head.fleet.clusters) & set(base_result.fleet.clusters)):
+        names = (_node_names(base_result, c), _node_names(head, c))
+        check = _cluster_check(rel, c, base_result.fleet, head.fleet, names)
+        if not check.ok:
+            rv.problems.append(
+                f"cluster `{c}`: {check.moved} node(s) change pool but the pool size changes need"
+                f" only {check.required}: a reshuffle ({'; '.join(check.moves[:10])})"
+            )
+    return base_result
 
 
 def _node_names(result: render_tree.RenderResult, cluster: str) -> set[str]:
@@ -240,15 +241,21 @@ def _render_inventory(rv: Review, repo: str | Path, root: Path, inv: str | Path)
         rel = inv_path.relative_to(root).as_posix()
     except ValueError:
         raise GpufleetError(f"{inv}: the inventory is not inside the Git work tree {root}") from None
-    fleet = load_fleet(inv_path)
-    out = render_tree.default_out(fleet)
-    memo = render_cache.Memo()  # what the head parses, the base reuses
-    head = render_tree.render_fleet(fleet, render_cache.cache_dir(out), digests=render_cache.InputDigests(memo))
-    gitops_rel = out.relative_to(root).as_posix() if out.is_relative_to(root) else str(out)
-    stale = _stale_problem(head, out, rel, gitops_rel)
-    if stale:
-        rv.problems.append(stale)
-    return _Inventory(rel, gitops_rel, head, _render_base(rv, root, rel, head, memo))
+    # the base is extracted by git in its own process while the head loads and renders
+    with tempfile.TemporaryDirectory(prefix="gpufleet-review-") as tmp:
+        with extracting(root, rv.base_commit, rel, Path(tmp)) as extracted:
+            fleet = load_fleet(inv_path)
+            out = render_tree.default_out(fleet)
+            memo = render_cache.Memo()  # what the head parses, the base reuses
+            digests = render_cache.InputDigests(memo)
+            head = render_tree.render_fleet(fleet, render_cache.cache_dir(out), digests=digests)
+            gitops_rel = out.relative_to(root).as_posix() if out.is_relative_to(root) else str(out)
+            stale = _stale_problem(head, out, rel, gitops_rel)
+            if stale:
+                rv.problems.append(stale)
+            base_dir = Path(tmp) if extracted() else None
+        base = _render_base(rv, base_dir, rel, head, memo)
+    return _Inventory(rel, gitops_rel, head, base)
 
 
 def _input_changes(rv: Review, changed: dict[str, str], invs: list[_Inventory]) -> None:
@@ -458,7 +465,8 @@ def review_change(
         p = Path(path).resolve()
         if p.is_relative_to(root):
             changed.pop(p.relative_to(root).as_posix(), None)
-    invs = [_render_inventory(rv, repo, root, inv) for inv in inventories]
+    with shared_composes():  # the base and the head share every vars file the change leaves alone
+        invs = [_render_inventory(rv, repo, root, inv) for inv in inventories]
     _read_codeowners(rv, root)
     _approvals(rv, changed, invs)
     _input_changes(rv, changed, invs)

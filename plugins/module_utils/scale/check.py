@@ -15,10 +15,11 @@ Pure but for ``git`` (subprocess, read-only). Returns a report; the script turns
 
 from __future__ import annotations
 
-import io
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,13 +110,40 @@ def _snapshot_nodes(path: Path) -> set[str] | None:
 
 def _extract(repo: Path, base: str, rel: str, dest: Path) -> bool:
     """Extract ``rel`` as of ``base`` into ``dest``; False when it did not exist there."""
-    listed = _git(repo, "ls-tree", "--name-only", base, "--", rel).decode().strip()
-    if not listed:
-        return False
-    data = _git(repo, "archive", "--format=tar", base, "--", rel)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(dest, filter="data")
-    return True
+    with extracting(repo, base, rel, dest) as finish:
+        return finish()
+
+
+@contextmanager
+def extracting(repo: Path, base: str, rel: str, dest: Path) -> Iterator[Callable[[], bool]]:
+    """:func:`_extract` begun now, finished by the call this yields: ``git archive`` writes the tar
+    file in its own process while the caller works on (a review renders the head meanwhile), and no
+    archive passes through a pipe into this process. Leaving the block stops a ``git`` still running."""
+    if not _git(repo, "ls-tree", "--name-only", base, "--", rel).strip():
+        yield lambda: False
+        return
+    with tempfile.NamedTemporaryFile(prefix="gpufleet-base-", suffix=".tar") as tar:
+        cmd = ["git", "archive", "--format=tar", f"--output={tar.name}", base, "--", rel]
+        # git ran just above (ls-tree), so it is installed
+        with subprocess.Popen(cmd, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+
+            def finish() -> bool:
+                try:
+                    err = proc.communicate(timeout=300)[1]
+                except subprocess.TimeoutExpired:
+                    raise CheckError(f"`git archive {base} -- {rel}` did not finish in 300 s in {repo}") from None
+                if proc.returncode != 0:
+                    why = err.decode(errors="replace").strip()
+                    raise CheckError(f"`git archive {base} -- {rel}` failed in {repo}: {why}")
+                with tarfile.open(tar.name) as archive:
+                    archive.extractall(dest, filter="data")
+                return True
+
+            try:
+                yield finish
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
 
 
 def _cluster_check(
