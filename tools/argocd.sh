@@ -116,8 +116,9 @@ shutdown() { trap '' TERM INT HUP; kill -TERM 0 2>/dev/null; sleep 2; kill -KILL
 trap shutdown TERM INT HUP
 if [[ -n "${OWNER_PID:-}" ]]; then
   ( while read -r s 2>/dev/null <"/proc/$OWNER_PID/stat" && s="${s##*) }" && [[ "${s:0:1}" != Z ]]; do sleep 1; done
-    echo "owner $OWNER_PID gone, tearing down" >>"$STATE/logs/runner.log"
-    ip netns del "$NS" 2>/dev/null; rm -rf "/etc/netns/$NS"
+    { echo "owner $OWNER_PID gone, tearing down" >>"$STATE/logs/runner.log"; } 2>/dev/null || true  # state may be gone
+    ip netns del "$NS" 2>/dev/null || true
+    rm -rf "/etc/netns/$NS"
     kill -TERM 0 ) &
   echo $! >"$STATE/pids/owner-watch"
 fi

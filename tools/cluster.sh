@@ -169,7 +169,8 @@ trap shutdown TERM INT HUP
 
 if [[ -n "${OWNER_PID:-}" ]]; then
   ( while read -r s 2>/dev/null <"/proc/$OWNER_PID/stat" && s="${s##*) }" && [[ "${s:0:1}" != Z ]]; do sleep 1; done
-    echo "owner $OWNER_PID gone, tearing down" >>"$STATE/logs/runner.log"
+    # the state dir may be gone already: the log line must not stop the teardown (set -e)
+    { echo "owner $OWNER_PID gone, tearing down" >>"$STATE/logs/runner.log"; } 2>/dev/null || true
     kill -TERM 0 ) &
   echo $! >"$STATE/pids/owner-watch"
 fi
