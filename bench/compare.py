@@ -59,7 +59,11 @@ if kind == "topology":  # dump, format
 elif kind == "review":  # repository, inventory, base; parse caches removed (a CI job's cold start)
     from pathlib import Path
     from ansible_collections.gpufleet.core.plugins.module_utils.render.cache import cache_dir
-    from ansible_collections.gpufleet.core.plugins.module_utils.review.change import render_markdown, review_change
+    from ansible_collections.gpufleet.core.plugins.module_utils.review.change import review_change
+    try:
+        from ansible_collections.gpufleet.core.plugins.module_utils.review.review_markdown import render_markdown
+    except ImportError:  # a base revision from before the Markdown had a module of its own
+        from ansible_collections.gpufleet.core.plugins.module_utils.review.change import render_markdown
     repo, inv, base = args
     shutil.rmtree(cache_dir(Path(repo) / "gitops"), ignore_errors=True)
     os.chdir(repo)

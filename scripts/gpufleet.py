@@ -168,7 +168,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_review(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.windows import parse_now
-    from ansible_collections.gpufleet.core.plugins.module_utils.review.change import render_markdown, review_change
+    from ansible_collections.gpufleet.core.plugins.module_utils.review.change import review_change
+    from ansible_collections.gpufleet.core.plugins.module_utils.review.review_markdown import render_markdown
 
     now = parse_now(args.now)
     rv = review_change(".", args.base, args.inventory, ignore=[args.markdown] if args.markdown else None, now=now)

@@ -15,7 +15,8 @@ from render_fixtures import GIT_ENV, cut_last_cable, edit_vars, make_inventory
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
-from ansible_collections.gpufleet.core.plugins.module_utils.review.change import render_markdown, review_change
+from ansible_collections.gpufleet.core.plugins.module_utils.review.change import review_change
+from ansible_collections.gpufleet.core.plugins.module_utils.review.review_markdown import render_markdown
 from ansible_collections.gpufleet.core.plugins.module_utils.topology import topology_load
 
 
