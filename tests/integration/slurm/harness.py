@@ -238,8 +238,9 @@ class SlurmCluster:
 
     def write_config(self) -> None:
         wd = self.workdir
-        for d in ("state", "spool", "log", "jobs"):
+        for d in ("state", "log", "jobs"):
             (wd / d).mkdir(exist_ok=True)
+        self._spool().mkdir(exist_ok=True)
         # fleet-sized configs: only the nodes that get a slurmd need a port of their own (the rest
         # keep SlurmdPort, where nothing listens: they stay down)
         with_port = self.all_nodes if len(self.all_nodes) <= MANY_NODES else self.nodes
@@ -293,9 +294,9 @@ class SlurmCluster:
             "SlurmdUser=root",
             *auth,
             f"StateSaveLocation={wd / 'state'}",
-            f"SlurmdSpoolDir={wd / 'spool'}/%n",
+            f"SlurmdSpoolDir={self._spool()}/%n",
             f"SlurmctldPidFile={wd / 'slurmctld.pid'}",
-            f"SlurmdPidFile={wd / 'spool'}/slurmd-%n.pid",
+            f"SlurmdPidFile={self._spool()}/slurmd-%n.pid",
             f"SlurmctldLogFile={self.log_dir / 'slurmctld.log'}",
             f"SlurmdLogFile={self.log_dir}/slurmd-%n.log",
             f"SlurmctldDebug={self.debug}",
@@ -338,7 +339,7 @@ class SlurmCluster:
                 if not p.is_symlink():
                     p.symlink_to("/dev/null")
         for node in self.nodes:
-            (wd / "spool" / node).mkdir(parents=True, exist_ok=True)
+            (self._spool() / node).mkdir(parents=True, exist_ok=True)
         if self.jwt and not self.jwt_key_path.exists():
             self.jwt_key_path.touch(0o600)
             self.jwt_key_path.write_bytes(secrets.token_bytes(32))
@@ -385,11 +386,19 @@ class SlurmCluster:
         """``device_path`` for slurm_conf.render_gres_conf pointing at the fake GPU devices."""
         return str(self._device_dir() / "nvidia")
 
-    def _munge_socket(self) -> Path:
+    def _short_dir(self) -> Path:
+        """A directory with a short path, outside the work dir, for what holds unix sockets (munged's,
+        slurmstepd's in the spool): their paths are limited to 107 bytes, and a work dir under a
+        pytest-xdist worker's base temp dir is long."""
         if self._sockdir is None:
-            # unix socket paths are limited to 107 bytes: keep it short, outside the work dir
-            self._sockdir = Path(tempfile.mkdtemp(prefix="gf-munge-", dir="/tmp"))
-        return self._sockdir / "munge.sock"
+            self._sockdir = Path(tempfile.mkdtemp(prefix="gf-slurm-", dir="/tmp"))
+        return self._sockdir
+
+    def _spool(self) -> Path:
+        return self._short_dir() / "spool"
+
+    def _munge_socket(self) -> Path:
+        return self._short_dir() / "munge.sock"
 
     # ------------------------------------------------------------------ processes
 
@@ -479,7 +488,7 @@ class SlurmCluster:
         """Start the slurmd of one node of slurm.conf (also later, for a node left out of ``nodes``)."""
         if node not in self.all_nodes:
             raise SlurmHarnessError(f"{node} is not in any NodeName line")
-        (self.workdir / "spool" / node).mkdir(parents=True, exist_ok=True)
+        (self._spool() / node).mkdir(parents=True, exist_ok=True)
         self._spawn(f"slurmd-{node}", [slurm_tool("slurmd"), "-D", "-N", node])
 
     def start_slurmrestd(self, port: int | None = None, timeout: float = 30) -> str:
