@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh Debian 12 machine, and skips what is already there:
 #   1. Debian packages listed in scripts/debian-packages.txt (munge, MariaDB, Slurm's build deps, ...)
+#   1b. the system user slurm (SlurmUser of the JWT and operator tests)
 #   2. the Python 3.12 virtualenv .venv from requirements-test.txt, and .build/py39 (Python 3.9, the
 #      oldest managed-host Python) from requirements-target-py39.txt
 #   3. the Go-built control-plane binaries (tools/build.sh -> .build/bin)
@@ -37,6 +38,18 @@ if ! $python_only; then
       $SUDO systemctl stop "$svc" >/dev/null 2>&1 || $SUDO service "$svc" stop >/dev/null 2>&1 || true
     done
   fi
+fi
+
+# --- 1b. users and groups the tests run daemons as ---------------------------------------------
+# slurmctld runs as the Slinky chart's SlurmUser `slurm` in the JWT and operator tests; a machine
+# that never had Debian's Slurm packages has no such user, so create it (system account, no login).
+if ! $python_only && ! getent passwd slurm >/dev/null; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  log "creating the system user slurm"
+  getent group slurm >/dev/null || $SUDO groupadd --system slurm || die "groupadd slurm failed"
+  $SUDO useradd --system --gid slurm --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin slurm || die "useradd slurm failed"
 fi
 
 # --- 2. Python virtualenv ----------------------------------------------------------------------
