@@ -169,6 +169,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_review(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.windows import parse_now
     from ansible_collections.gpufleet.core.plugins.module_utils.review.change import review_change
+    from ansible_collections.gpufleet.core.plugins.module_utils.review.review_json import render_json
     from ansible_collections.gpufleet.core.plugins.module_utils.review.review_markdown import render_markdown
 
     now = parse_now(args.now)
@@ -176,7 +177,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     text = render_markdown(rv)
     if args.markdown:
         Path(args.markdown).write_text(text, encoding="utf-8")
-    sys.stdout.write(text)
+    sys.stdout.write(render_json(rv) if args.format == "json" else text)
     return 0 if rv.ok else 1
 
 
@@ -204,6 +205,31 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     print(f"\nmaintenance {args.action} {args.name}: {change.file} and {len(change.files())} rendered file(s) {verb}")
     for f in change.files():
         print(f"  {change.out / f}")
+    return 0
+
+
+def cmd_hardware(args: argparse.Namespace) -> int:
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+    from ansible_collections.gpufleet.core.plugins.module_utils.scale import hardware
+
+    fleet = load_fleet(args.inventory)
+    if args.action == "add":
+        if not args.leaf:
+            print("gpufleet: error: add needs --leaf (and --parent for a new leaf)", file=sys.stderr)
+            return 2
+        change = hardware.plan_add(fleet, args.cluster, args.nodes, args.leaf, args.parent, args.like)
+    else:
+        change = hardware.plan_remove(fleet, args.cluster, args.nodes)
+    written = hardware.write_hardware(change, check=args.check)
+    for line in change.lines:
+        print(line)
+    for p in written:
+        print(f"  {'would change' if args.check else 'changed'}: {p}")
+    print(
+        "next: size the pools for them in pools.yml (new nodes are in no pool until one grows; removed"
+        f" nodes leave theirs), `gpufleet.py render -i {args.inventory}`, and open the scaling pull request:"
+        " its review lists the node moves and what to drain"
+    )
     return 0
 
 
@@ -326,6 +352,12 @@ def main(argv: list[str] | None = None) -> int:
     _inventory_arg(rv, action="append")
     rv.add_argument("--base", required=True, help="base revision, e.g. origin/main (compared at the merge base)")
     rv.add_argument("--markdown", "-m", help="also write the Markdown to this file (a pull-request comment)")
+    rv.add_argument(
+        "--format",
+        choices=["markdown", "json"],
+        default="markdown",
+        help="what goes to stdout: Markdown, or JSON for CI annotations (docs/review.schema.json)",
+    )
     rv.add_argument("--now", help="judge update windows at this UTC time (2026-12-05T02:00:00Z; default: now)")
     rv.set_defaults(func=cmd_review)
     m = _sub(sub, "maintenance", "put nodes into maintenance or return them (edits the inventory, renders)")
@@ -340,6 +372,21 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--duration", help="window length: 90m, 4h, 2d (start, with --start)")
     m.add_argument("--check", action="store_true", help="print the plan, write nothing")
     m.set_defaults(func=cmd_maintenance)
+    hw = _sub(
+        sub,
+        "hardware",
+        "add nodes to a cluster's snapshots under a leaf switch of its fabric file, or remove them (kubespray's"
+        " scale.yml and remove-node.yml)",
+    )
+    hw.add_argument("action", choices=["add", "remove"])
+    _inventory_arg(hw)
+    hw.add_argument("--cluster", required=True, help="the cluster of the nodes")
+    hw.add_argument("--nodes", required=True, help="the nodes, as a hostlist: gpu[025-032]")
+    hw.add_argument("--leaf", help="the leaf switch the new nodes are cabled to (add)")
+    hw.add_argument("--parent", help="the switch a new leaf hangs from (add, new leaf)")
+    hw.add_argument("--like", help="an existing node the new Nodes copy (add; default the leaf's first node)")
+    hw.add_argument("--check", action="store_true", help="say what would change, write nothing")
+    hw.set_defaults(func=cmd_hardware)
     cv = _sub(
         sub,
         "check-versions",

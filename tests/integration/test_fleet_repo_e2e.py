@@ -15,6 +15,7 @@ schemas (SchemaStore's, as check-jsonschema vendors them).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -79,22 +80,51 @@ def world() -> Iterator[dict[str, object]]:
     sh([*galaxy, str(tarball)], fleet, env)
     installed = fleet / "collections/ansible_collections/gpufleet/core"
     assert (installed / "MANIFEST.json").is_file() and not installed.is_symlink()
-    yield {"tmp": tmp, "env": env, "venv": venv, "fleet": fleet, "installed": installed, "pip": pip}
+    yield {
+        "tmp": tmp,
+        "env": env,
+        "venv": venv,
+        "fleet": fleet,
+        "installed": installed,
+        "pip": pip,
+        "tarball": tarball,
+        "kubernetes_core": vendored_kubernetes_core(dist),
+    }
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def codeowner(codeowners: Path, path: str) -> str:
-    """The owner CODEOWNERS gives ``path`` (the last matching line wins), for the patterns init writes:
-    ``*``, an anchored file, an anchored folder."""
-    owner = ""
+def vendored_kubernetes_core(dist: Path) -> Path:
+    """The kubernetes.core release tarball a fleet repository vendors for an install without Galaxy: the
+    collection as the pinned ``ansible`` package of the test toolchain ships it (MANIFEST.json and
+    FILES.json at the top, the layout ``ansible-galaxy collection build`` writes), packed as
+    ``kubernetes-core-<version>.tar.gz``."""
+    import json
+    import tarfile
+
+    import ansible_collections.kubernetes.core as kcore
+
+    src = Path(kcore.__path__[0])
+    version = json.loads((src / "MANIFEST.json").read_text())["collection_info"]["version"]
+    out = dist / f"kubernetes-core-{version}.tar.gz"
+    with tarfile.open(out, "w:gz") as tar:
+        for f in sorted(src.rglob("*")):
+            if "__pycache__" not in f.parts:
+                tar.add(f, arcname=f.relative_to(src).as_posix(), recursive=False)
+    return out
+
+
+def codeowners_of(codeowners: Path, path: str) -> tuple[str, ...]:
+    """The owners CODEOWNERS gives ``path`` (the last matching line wins; any one of them approves), for
+    the patterns init writes: ``*``, an anchored file, an anchored folder."""
+    owners: tuple[str, ...] = ()
     for line in codeowners.read_text().splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        pattern, who = line.split()[:2]
+        pattern, *who = line.split()
         p = "/" + path
         if pattern == "*" or p == pattern or (pattern.endswith("/") and p.startswith(pattern)):
-            owner = who
-    return owner
+            owners = tuple(who)
+    return owners
 
 
 def _ci_commands(fleet: Path, env: dict[str, str]) -> tuple[list[str], dict[str, str], list[str], dict[str, str]]:
@@ -203,7 +233,7 @@ def test_fleet_repository_from_the_built_collection(world: dict[str, object]) ->
     # part of the render manifest included: the tenant's entry alone approves it
     changed = sh(["git", "diff", "--name-only", "main...HEAD"], fleet, env).stdout.split()
     assert "gitops/clusters/gpu-1/tenants/vision/REPORT.md" in changed, changed
-    outside = [p for p in changed if codeowner(fleet / "CODEOWNERS", p) != "@acme/vision"]
+    outside = [p for p in changed if "@acme/vision" not in codeowners_of(fleet / "CODEOWNERS", p)]
     assert outside == [], outside
     assert "gitops/clusters/gpu-1/tenants/vision/.gpufleet-manifest" in changed, changed
     assert "gpufleet-core.tar.gz" not in review
@@ -246,3 +276,177 @@ def test_fleet_repository_from_the_built_collection(world: dict[str, object]) ->
     ):
         p = sh([checker, "--builtin-schema", schema, path], fleet, env, check=False)
         assert p.returncode == 0 and "ok -- validation done" in p.stdout, p.stdout + p.stderr
+
+
+def _review(cli: list[str], fleet: Path, env: dict[str, str]) -> tuple[str, dict[str, object]]:
+    """The review of the checked-out branch against main, as Markdown and as JSON (CI annotations)."""
+    md = sh([*cli, "review", "--base", "main"], fleet, env, check=False)
+    js = sh([*cli, "review", "--base", "main", "--format", "json"], fleet, env, check=False)
+    assert md.returncode == js.returncode, (md.stdout, js.stdout)
+    return md.stdout, json.loads(js.stdout)
+
+
+def _commit(fleet: Path, env: dict[str, str], message: str) -> None:
+    sh(["git", "add", "-A", "inventories", "gitops"], fleet, env)
+    sh(["git", "commit", "-qm", message], fleet, env)
+
+
+def _lab(world: dict[str, object]) -> tuple[Path, list[str], dict[str, str]]:
+    """A university lab's fleet repository: init with three tenants, both collections installed into its
+    collections/ from the vendored tarballs with --offline (no Galaxy; kubernetes.core for apply),
+    rendered and committed on main."""
+    env: dict[str, str] = world["env"]  # type: ignore[assignment]
+    venv: Path = world["venv"]  # type: ignore[assignment]
+    installed: Path = world["installed"]  # type: ignore[assignment]
+    tmp: Path = world["tmp"]  # type: ignore[assignment]
+    lab = tmp / "lab"
+    cli = [str(venv / "bin/python"), str(installed / "scripts/gpufleet.py")]
+    tenants = ["--tenant", "vision:slurm", "--tenant", "nlp:slurm", "--tenant", "serving:kubernetes"]
+    sh([*cli, "init", str(lab), "--org", "lab", *tenants], tmp, env)
+    galaxy = [str(venv / "bin/ansible-galaxy"), "collection", "install", "--offline", "-p", "collections"]
+    sh([*galaxy, str(world["tarball"]), str(world["kubernetes_core"])], lab, env)
+    for name in ("gpufleet/core", "kubernetes/core"):
+        assert (lab / "collections/ansible_collections" / name / "MANIFEST.json").is_file(), name
+    cli = [str(venv / "bin/python"), str(lab / "collections/ansible_collections/gpufleet/core/scripts/gpufleet.py")]
+    sh("git init -q -b main && git add -A && git commit -qm 'gpufleet init'", lab, env)
+    sh([*cli, "render"], lab, env)
+    _commit(lab, env, "render")
+    return lab, cli, env
+
+
+def test_a_labs_walk_from_its_own_repository(world: dict[str, object]) -> None:
+    """The new user's walk: a tenant pull request, maintenance, an upgrade and its revert, and apply
+    against the local control plane, all from the lab's own repository."""
+    lab, cli, env = _lab(world)
+    codeowners = lab / "CODEOWNERS"
+
+    # the tenant's pull request: its own approval covers it, and the review says what changes in words
+    sh("git checkout -q -b vision-more", lab, env)
+    own = lab / "inventories/prod/group_vars/all/tenants/vision.yml"
+    text = own.read_text().replace("login_replicas: 1", "login_replicas: 2").replace("users: []", "users: [ada]")
+    own.write_text(text)
+    sh([*cli, "render"], lab, env)
+    _commit(lab, env, "vision: two login nodes, ada")
+    md, js = _review(cli, lab, env)
+    assert js["ok"] is True and js["kind"] == "tenant" and js["tenant"] == "vision", js
+    words = {(c["tenant"], c["text"]) for c in js["tenant_changes"]}  # type: ignore[union-attr]
+    assert {("vision", "login `main` 1→2"), ("vision", "user `ada` added to account `vision`")} <= words, words
+    assert "- login `main` 1→2" in md
+    assert js["approval"]["covering"] == ["@lab/vision"], js["approval"]  # type: ignore[index]
+    changed = sh(["git", "diff", "--name-only", "main...HEAD"], lab, env).stdout.split()
+    assert [p for p in changed if "@lab/vision" not in codeowners_of(codeowners, p)] == []
+    assert codeowners_of(codeowners, "inventories/prod/group_vars/all/tenants/vision.yml") == ("@lab/vision",)
+    sh("git checkout -q main && git merge -q --ff-only vision-more", lab, env)
+
+    # maintenance of nodes of two tenants: the platform alone approves; each tenant is told, not asked
+    sh("git checkout -q -b psu-swap", lab, env)
+    sh(
+        [
+            *cli,
+            "maintenance",
+            "start",
+            "--name",
+            "psu-swap",
+            "--cluster",
+            "gpu-1",
+            "--nodes",
+            "gpu[005-010]",
+            "--reason",
+            "PSU swap",
+            "--start",
+            "2026-12-05T06:00:00Z",
+            "--duration",
+            "4h",
+        ],
+        lab,
+        env,
+    )
+    _commit(lab, env, "maintenance psu-swap")
+    md, js = _review(cli, lab, env)
+    assert js["ok"] is True and js["kind"] == "platform", js
+    assert js["approval"]["covering"] == ["@lab/platform"], js["approval"]  # type: ignore[index]
+    told = {n["tenant"]: n for n in js["notices"]}  # type: ignore[union-attr]
+    assert sorted(told) == ["nlp", "vision"], told
+    assert told["vision"]["handles"] == ["@lab/vision"] and "`gpu[005-008]`" in told["vision"]["text"]
+    assert "`gpu[009-010]`" in told["nlp"]["text"]
+    assert "@lab/vision, for your information (no approval needed)" in md
+    sh("git checkout -q main && git merge -q --ff-only psu-swap", lab, env)
+
+    # a scale that re-renders a tenant's tree (a node joins its pool): the platform alone approves it,
+    # as the tenant's rendered tree lists the platform beside the tenant
+    sh("git checkout -q -b vision-grows", lab, env)
+    pools = lab / "inventories/prod/group_vars/all/pools.yml"
+    data = yaml.safe_load(pools.read_text())
+    next(p for p in data["gpufleet_pools"] if p["name"] == "vision")["size"]["nodes"] += 1
+    pools.write_text(yaml.safe_dump(data, sort_keys=False))
+    sh([*cli, "render"], lab, env)
+    _commit(lab, env, "vision: one node more")
+    md, js = _review(cli, lab, env)
+    assert js["ok"] is True and js["kind"] == "platform", js
+    reached = [a["path"] for a in js["approvals"] if a["owner"] == "tenant vision"]  # type: ignore[union-attr]
+    assert "gitops/clusters/gpu-1/tenants/vision/slurm/values.yaml" in reached, reached
+    assert js["approval"]["covering"] == ["@lab/platform"], js["approval"]  # type: ignore[index]
+    assert "One approval from `@lab/platform` covers every committed file" in md
+    sh("git checkout -q main && git merge -q --ff-only vision-grows", lab, env)
+
+    # a GPU driver upgrade: every tenant is told how many of its nodes drain at once; its revert
+    # renders main's tree byte for byte
+    before = sh(["git", "rev-parse", "HEAD:gitops"], lab, env).stdout
+    sh("git checkout -q -b driver-upgrade", lab, env)
+    clusters = lab / "inventories/prod/group_vars/all/clusters.yml"
+    data = yaml.safe_load(clusters.read_text())
+    data["gpufleet_clusters"][0]["components"]["gpu_operator"] = {"values": {"driver": {"version": "580.95.05"}}}
+    clusters.write_text(yaml.safe_dump(data, sort_keys=False))
+    sh([*cli, "render"], lab, env)
+    _commit(lab, env, "driver upgrade")
+    md, js = _review(cli, lab, env)
+    assert js["kind"] == "platform" and js["approval"]["covering"] == ["@lab/platform"], js  # type: ignore[index]
+    told = {n["tenant"]: n["text"] for n in js["notices"]}  # type: ignore[union-attr]
+    assert sorted(told) == ["nlp", "serving", "vision"], told
+    assert "the GPU driver upgrade of `gpu-1` drains at most 1 of 7 node(s) at once" in told["vision"]
+    sh("git revert --no-edit HEAD -q", lab, env)
+    sh([*cli, "render", "--check"], lab, env)  # the reverted inputs render the committed tree
+    assert sh(["git", "rev-parse", "HEAD:gitops"], lab, env).stdout == before
+    sh("git checkout -q main", lab, env)
+
+    _apply_from_the_repository(lab, env, world["venv"])  # type: ignore[arg-type]
+
+
+def _apply_from_the_repository(lab: Path, env: dict[str, str], venv: Path) -> None:
+    """``ansible-playbook gpufleet.core.site -e gpufleet_apply=true`` from the lab's repository against the
+    local control plane: the root Application and the node pools come from the repository's gitops/ (not
+    from the installed collection's folder, which holds none)."""
+    sys.path.insert(0, str(REPO / "tests/integration/kube"))
+    from controlplane import LocalControlPlane, require_control_plane_tools, shared_test_helpers
+
+    require_control_plane_tools()
+    crd = shared_test_helpers().require_path(
+        REPO.parent / "shared/upstream/crds/argocd/application-crd.yaml", "Argo CD's Application CRD"
+    )
+    plane = LocalControlPlane()
+    try:
+        plane.start(lab.parent / "kube")
+        plane.apply_crds([crd])
+        plane.create_namespace("argocd")
+        nodes = plane.create_nodes_from_snapshot(lab / "inventories/prod/snapshots/gpu-1/nodes.yaml")
+        extra = {
+            "gpufleet_apply": True,
+            "gpufleet_kubeconfig": str(plane.kubeconfig),
+            "gpufleet_discover_live": False,
+            "gpufleet_register_tenants": False,  # no vCluster runs here
+            "gpufleet_apply_status": False,  # no Argo CD controller runs here
+        }
+        play = sh([str(venv / "bin/ansible-playbook"), "gpufleet.core.site", "-e", json.dumps(extra)], lab, env, False)
+        assert play.returncode == 0 and "failed=0" in play.stdout, play.stdout[-4000:] + play.stderr[-2000:]
+        app = plane.get_json("application", "gpu-1-root", "-n", "argocd")
+        want = yaml.safe_load_all((lab / "gitops/clusters/gpu-1/root-app.yaml").read_text())
+        assert app["spec"]["source"] == next(d for d in want if d)["spec"]["source"]
+        lock = yaml.safe_load((lab / "inventories/prod/snapshots/gpu-1/pools.lock.yaml").read_text())["nodes"]
+        labelled = {
+            n["metadata"]["name"]: n["metadata"]["labels"].get("node-restriction.kubernetes.io/gpufleet-pool")
+            for n in plane.get_json("nodes")["items"]
+            if n["metadata"]["name"] in nodes
+        }
+        assert {n: p for n, p in labelled.items() if n in lock} == lock
+    finally:
+        plane.stop()

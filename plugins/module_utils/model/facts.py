@@ -13,6 +13,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import components
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 
 
@@ -45,6 +46,8 @@ def fleet_to_dict(fleet: Fleet) -> dict[str, Any]:
         _add_releases(fleet, name, cluster["components"])
     for key in ("clusters", "tenants", "pools"):
         out[key] = list(out[key].values())
+    # the resolved tree of the fleet repository, for the stages that read it (apply, reservations)
+    out["gitops"]["dir"] = str(default_out(fleet))
     out["summary"] = {
         "clusters": len(fleet.clusters),
         "tenants": len(fleet.tenants),

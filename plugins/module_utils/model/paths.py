@@ -20,11 +20,21 @@ def inventory_root(inventory: str | os.PathLike[str]) -> Path:
     return inv.parent if inv.is_file() else inv
 
 
+def fleet_root(inventory_dir: Path) -> Path:
+    """The fleet repository holding ``inventory_dir``: the nearest folder above it that is a Git work
+    tree, else the nearest one with an ``ansible.cfg`` (a repository not yet under Git), else the current
+    directory. Never the installed collection: the playbooks pass the inventory, not their own folder."""
+    d = inventory_dir.resolve()
+    for marker in (".git", "ansible.cfg"):
+        root = next((cand for cand in (d, *d.parents) if (cand / marker).exists()), None)
+        if root is not None:
+            return root
+    return Path.cwd()
+
+
 def default_out(fleet: Fleet) -> Path:
-    """``gitops.path`` under the Git work tree holding the inventory (else the current directory)."""
-    d = fleet.inventory_dir.resolve()
-    root = next((cand for cand in (d, *d.parents) if (cand / ".git").exists()), Path.cwd())
-    return confined(root, fleet.gitops.path, "gpufleet_fleet.gitops.path")
+    """``gitops.path`` in the fleet repository holding the inventory (``fleet_root``)."""
+    return confined(fleet_root(fleet.inventory_dir), fleet.gitops.path, "gpufleet_fleet.gitops.path")
 
 
 def confined(root: Path, rel: str, key: str) -> Path:

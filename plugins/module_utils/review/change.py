@@ -39,6 +39,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, parse_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.review import approval, summary
 from ansible_collections.gpufleet.core.plugins.module_utils.review import codeowners as co
 from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import PLATFORM_OWNER, Owner
@@ -108,6 +109,8 @@ class Review:
     tenant_pr: str | None = None  # the tenant when only that tenant's files changed
     codeowners: co.CodeOwners = field(default_factory=co.none)
     approvals: list[Approval] = field(default_factory=list)  # every committed file the change touches
+    tenant_changes: list[summary.TenantChange] = field(default_factory=list)  # per tenant, in words
+    notices: list[approval.Notice] = field(default_factory=list)  # tenants told, no approval asked
 
     @property
     def ok(self) -> bool:
@@ -481,4 +484,7 @@ def review_change(
     rv.nodesets.sort()
     if rv.tenant_pr:
         _tenant_scope_problems(rv)
+    for inv in invs:
+        rv.tenant_changes += summary.all_tenant_changes(inv.base, inv.head)
+        rv.notices += approval.tenant_notices(rv, inv.rel, inv.base, inv.head)
     return rv

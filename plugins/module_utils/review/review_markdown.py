@@ -6,6 +6,7 @@ from __future__ import annotations
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.review.change import MAX_ROWS, Review
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import Owner
+from ansible_collections.gpufleet.core.plugins.module_utils.review.summary_markdown import md_approvers, md_tenants
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
     _cell,
     _code,
@@ -68,7 +69,7 @@ def _md_approvals(rv: Review) -> list[str]:
             a.change,
             str(a.owner),
             f"`{_cell(a.rule.pattern)}` (line {a.rule.line})" if a.rule else "none",
-            _cell(" ".join(a.rule.owners)) if a.rule and a.rule.owners else "nobody (no code-owner review)",
+            _cell(" or ".join(a.rule.owners)) if a.rule and a.rule.owners else "nobody (no code-owner review)",
         ]
         for a in rv.approvals
     ]
@@ -120,7 +121,7 @@ def _md_drains(rv: Review) -> list[str]:
 
 
 def render_markdown(rv: Review) -> str:
-    lines = _md_head(rv) + _md_files(rv) + _md_approvals(rv) + _md_moves(rv)
+    lines = _md_head(rv) + md_tenants(rv) + _md_files(rv) + _md_approvals(rv) + md_approvers(rv) + _md_moves(rv)
     lines += object_sections(rv.partitions, rv.nodesets, rv.topology)
     lines += _md_drains(rv) + rv.plan
     return "\n".join(lines).rstrip() + "\n"

@@ -300,22 +300,29 @@ def _snapshots(opts: Options, inv: str) -> dict[str, str]:
 
 
 def codeowners(opts: Options) -> str:
-    """The platform owns everything; each tenant owns its file and its rendered tree (the last match wins,
-    on GitHub and GitLab alike)."""
+    """The platform owns everything; each tenant owns its file alone, and its rendered tree together with
+    the platform. One section (none named): on GitHub and on GitLab the last matching line decides, and
+    one approval from any owner on that line satisfies it; a GitLab section would add its own required
+    approval instead. So a tenant's change needs that tenant (its file has no other owner), and a platform
+    change (an upgrade, a scale, maintenance) that re-renders tenant trees needs the platform alone."""
     gv = f"/inventories/{opts.site}/{'/'.join(TENANTS_DIR)}"
     lines = [
-        "# Who approves what (GitHub and GitLab CODEOWNERS; the last matching line wins).",
+        "# Who approves what (GitHub and GitLab CODEOWNERS; the last matching line wins, and one approval",
+        "# from any owner on that line is enough). No GitLab [section]: a section would require an approval",
+        "# of its own on top of these lines.",
         "# The platform team owns the repository: clusters, pools, snapshots, CI, the rendered platform.",
         f"*  {opts.platform}",
-        "# Each tenant owns its own file and its rendered tree (with the folder's render manifest).",
-        "# `gpufleet review` (CI) fails a tenant's pull request that changes anything else, so these",
-        "# approvals cannot reach past the tenant. Branch protection must require the CI check and",
-        "# code-owner review (docs/threat-model.md).",
+        "# Each tenant owns its own file alone: a change of it needs that tenant.",
+        "# Its rendered tree (with the folder's render manifest) is the tenant's and the platform's: the",
+        "# tenant approves what its own file renders, the platform alone what a platform change re-renders",
+        "# there (an upgrade, a scale, maintenance). `gpufleet review` (CI) fails a tenant's pull request that",
+        "# changes anything else, so a tenant's approval cannot reach past the tenant. Branch protection must",
+        "# require the CI check and code-owner review (docs/threat-model.md).",
     ]
     for t in opts.tenants:
         owner = opts.owner_of(t)
         lines.append(f"{gv}/{t.name}.yml  {owner}")
-        lines.append(f"/gitops/clusters/{opts.cluster}/tenants/{t.name}/  {owner}")
+        lines.append(f"/gitops/clusters/{opts.cluster}/tenants/{t.name}/  {owner} {opts.platform}")
     lines += [
         "# and nobody but the platform changes who owns what or what CI checks",
         f"/CODEOWNERS  {opts.platform}",
