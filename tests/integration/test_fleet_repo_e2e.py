@@ -409,6 +409,22 @@ def test_a_labs_walk_from_its_own_repository(world: dict[str, object]) -> None:
     assert sh(["git", "rev-parse", "HEAD:gitops"], lab, env).stdout == before
     sh("git checkout -q main", lab, env)
 
+    # a new leaf of 8 nodes by command, and the pool that grows onto it: the scaling pull request
+    sh("git checkout -q -b leaf-4", lab, env)
+    add = [*cli, "hardware", "add", "--cluster", "gpu-1", "--nodes", "gpu[025-032]", "--leaf", "leaf-4"]
+    p = sh([*add, "--parent", "spine-1"], lab, env)
+    assert "8 node(s) gpu[025-032] added under leaf-4" in p.stdout, p.stdout
+    data = yaml.safe_load(pools.read_text())
+    next(p for p in data["gpufleet_pools"] if p["name"] == "nlp")["size"]["nodes"] += 8
+    pools.write_text(yaml.safe_dump(data, sort_keys=False))
+    sh([*cli, "render"], lab, env)
+    _commit(lab, env, "leaf-4: 8 nodes for nlp")
+    md, js = _review(cli, lab, env)
+    assert js["ok"] is True and js["approval"]["covering"] == ["@lab/platform"], js  # type: ignore[index]
+    joined = sorted(m["node"] for m in js["moves"] if m["to"] == "nlp")  # type: ignore[union-attr]
+    assert joined == [f"gpu{i:03d}" for i in range(25, 33)], js["moves"]
+    sh("git checkout -q main && git merge -q --ff-only leaf-4", lab, env)
+
     _apply_from_the_repository(lab, env, world["venv"])  # type: ignore[arg-type]
 
 

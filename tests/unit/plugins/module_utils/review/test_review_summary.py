@@ -1,0 +1,119 @@
+"""The review in the operator's words and for CI: per-tenant changes read from the rendered objects, who
+approves under the CODEOWNERS ``init`` writes, the tenants a platform change tells, and the JSON of
+``--format json`` against its published schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.review.change import review_change
+from ansible_collections.gpufleet.core.plugins.module_utils.review.review_json import render_json
+from ansible_collections.gpufleet.core.plugins.module_utils.review.review_markdown import render_markdown
+from ansible_collections.gpufleet.core.plugins.module_utils.scaffold import fleet_repo
+
+REPO = Path(__file__).resolve().parents[5]
+SCHEMA = json.loads((REPO / "docs/review.schema.json").read_text())
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.org",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.org",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+}
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, env=ENV, check=True, capture_output=True)
+
+
+@pytest.fixture()
+def lab(tmp_path: Path) -> Path:
+    root = tmp_path / "lab"
+    fleet_repo.scaffold(root, fleet_repo.options(root, org="lab", tenants=["vision:slurm", "nlp:slurm"]))
+    git(root, "init", "-q", "-b", "main")
+    render(root)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+def render(root: Path) -> None:
+    result = render_tree.render_inventory(root / "inventories/prod")
+    render_tree.write_render(result, root / "gitops")
+
+
+def review(root: Path) -> tuple[dict[str, object], str]:
+    rv = review_change(root, "main", [root / "inventories/prod"])
+    data = json.loads(render_json(rv))
+    jsonschema.validate(data, SCHEMA)
+    assert render_json(rv) == render_json(review_change(root, "main", [root / "inventories/prod"]))  # stable
+    return data, render_markdown(rv)
+
+
+def test_a_tenants_change_in_words_approved_by_the_tenant(lab: Path) -> None:
+    git(lab, "checkout", "-q", "-b", "vision")
+    own = lab / "inventories/prod/group_vars/all/tenants/vision.yml"
+    text = own.read_text().replace("login_replicas: 1", "login_replicas: 2").replace("users: []", "users: [ada]")
+    own.write_text(text.replace("priority: 10", "priority: 20"))
+    render(lab)
+    git(lab, "add", "-A")
+    git(lab, "commit", "-qm", "vision")
+    data, md = review(lab)
+    assert data["ok"] is True and data["kind"] == "tenant" and data["tenant"] == "vision"
+    assert [(c["what"], c["text"]) for c in data["tenant_changes"]] == [  # type: ignore[union-attr]
+        ("replicas", "login `main` 1→2"),
+        ("budget", "disruption budget `slurm-login` maxUnavailable 0→1"),
+        ("qos", "QOS `normal`: Priority 10→20"),
+        ("user", "user `ada` added to account `vision`"),
+    ]
+    assert data["approval"]["covering"] == ["@lab/vision"] and data["notices"] == []  # type: ignore[index]
+    assert "#### `vision`\n\n- login `main` 1→2" in md and "One approval from `@lab/vision`" in md
+
+
+def test_maintenance_tells_the_tenants_and_needs_the_platform_alone(lab: Path) -> None:
+    git(lab, "checkout", "-q", "-b", "psu")
+    maint = lab / "inventories/prod/group_vars/all/maintenance.yml"
+    lock = yaml.safe_load((lab / "inventories/prod/snapshots/gpu-1/pools.lock.yaml").read_text())["nodes"]
+    vision = sorted(n for n, p in lock.items() if p == "vision")[:2]
+    maint.write_text(
+        yaml.safe_dump(
+            {"gpufleet_maintenance": [{"name": "psu", "cluster": "gpu-1", "reason": "PSU", "nodes": ",".join(vision)}]}
+        )
+    )
+    render(lab)
+    git(lab, "add", "-A")
+    git(lab, "commit", "-qm", "psu")
+    data, md = review(lab)
+    assert data["kind"] == "platform" and data["approval"]["covering"] == ["@lab/platform"]  # type: ignore[index]
+    (notice,) = data["notices"]  # type: ignore[misc]
+    assert notice["tenant"] == "vision" and notice["handles"] == ["@lab/vision"], notice
+    assert "maintenance `psu` (PSU)" in notice["text"] and "once merged and applied" in notice["text"]
+    assert "@lab/vision, for your information (no approval needed)" in md
+
+
+def test_a_hand_written_codeowners_that_would_ask_a_tenant_is_named(lab: Path) -> None:
+    co = lab / "CODEOWNERS"
+    co.write_text(co.read_text().replace(" @lab/platform\n/inventories", "\n/inventories"))
+    git(lab, "commit", "-qam", "tenant trees owned by the tenant alone")
+    git(lab, "checkout", "-q", "-b", "grow")
+    pools = lab / "inventories/prod/group_vars/all/pools.yml"
+    data = yaml.safe_load(pools.read_text())
+    next(p for p in data["gpufleet_pools"] if p["name"] == "vision")["size"]["nodes"] += 1
+    pools.write_text(yaml.safe_dump(data, sort_keys=False))
+    render(lab)
+    git(lab, "add", "-A")
+    git(lab, "commit", "-qm", "grow")
+    data, md = review(lab)
+    asks = data["approval"]["asks_tenants"]  # type: ignore[index]
+    assert data["approval"]["covering"] == [] and asks, data["approval"]  # type: ignore[index]
+    assert all(p.startswith("gitops/clusters/gpu-1/tenants/vision/") for p in asks), asks
+    assert "would need a tenant's approval" in md
