@@ -188,6 +188,11 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     )
     from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import Maintenance
 
+    if args.action == "list":
+        return _maintenance_list(args)
+    if not args.name:
+        print(f"gpufleet: error: {args.action} needs --name", file=sys.stderr)
+        return 2
     start = None
     if args.action == "start":
         if not args.cluster or not args.reason or bool(args.nodes) == bool(args.switch):
@@ -205,6 +210,16 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     print(f"\nmaintenance {args.action} {args.name}: {change.file} and {len(change.files())} rendered file(s) {verb}")
     for f in change.files():
         print(f"  {change.out / f}")
+    return 0
+
+
+def _maintenance_list(args: argparse.Namespace) -> int:
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.maintenance_status import status_lines, statuses
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.windows import parse_now
+    from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+
+    rows = [s for s in statuses(load_fleet(args.inventory), parse_now(args.now)) if args.name in (None, s.name)]
+    print("\n".join(status_lines(rows)))
     return 0
 
 
@@ -361,9 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     rv.add_argument("--now", help="judge update windows at this UTC time (2026-12-05T02:00:00Z; default: now)")
     rv.set_defaults(func=cmd_review)
     m = _sub(sub, "maintenance", "put nodes into maintenance or return them (edits the inventory, renders)")
-    m.add_argument("action", choices=["start", "end"])
+    m.add_argument("action", choices=["start", "end", "list"], help="list: every maintenance, its nodes and state")
     _inventory_arg(m)
-    m.add_argument("--name", required=True, help="name of the maintenance (the Slurm reservation is named after it)")
+    m.add_argument("--name", help="name of the maintenance (the Slurm reservation is named after it)")
+    m.add_argument("--now", help="list: the state at this UTC time (default: now)")
     m.add_argument("--cluster", help="cluster of the nodes (start)")
     m.add_argument("--nodes", help="nodes by hostlist, e.g. gpu[041-044] (start)")
     m.add_argument("--switch", help="every node under this switch, leaf group or block of the topology (start)")

@@ -371,6 +371,8 @@ def test_a_labs_walk_from_its_own_repository(world: dict[str, object]) -> None:
     assert "`gpu[009-010]`" in told["nlp"]["text"]
     assert "@lab/vision, for your information (no approval needed)" in md
     sh("git checkout -q main && git merge -q --ff-only psu-swap", lab, env)
+    listed = sh([*cli, "maintenance", "list", "--now", "2026-12-05T07:00:00Z"], lab, env).stdout
+    assert "| `psu-swap` | `gpu-1` | `gpu[005-010]` (6) | PSU swap | 2026-12-05T06:00:00Z for 4h | due |" in listed
 
     # a scale that re-renders a tenant's tree (a node joins its pool): the platform alone approves it,
     # as the tenant's rendered tree lists the platform beside the tenant
