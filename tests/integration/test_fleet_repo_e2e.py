@@ -95,21 +95,32 @@ def world() -> Iterator[dict[str, object]]:
 
 def vendored_kubernetes_core(dist: Path) -> Path:
     """The kubernetes.core release tarball a fleet repository vendors for an install without Galaxy: the
-    collection as the pinned ``ansible`` package of the test toolchain ships it (MANIFEST.json and
-    FILES.json at the top, the layout ``ansible-galaxy collection build`` writes), packed as
-    ``kubernetes-core-<version>.tar.gz``."""
-    import json
+    collection as the pinned ``ansible`` package of the test toolchain ships it, packed the way
+    ``ansible-galaxy collection build`` packs it (MANIFEST.json and FILES.json first, then the files
+    FILES.json lists; the Python package leaves out a few, such as ``.github/``, so FILES.json and its
+    checksum in MANIFEST.json are trimmed to what is there)."""
+    import hashlib
+    import io
     import tarfile
 
     import ansible_collections.kubernetes.core as kcore
 
     src = Path(kcore.__path__[0])
-    version = json.loads((src / "MANIFEST.json").read_text())["collection_info"]["version"]
+    manifest = json.loads((src / "MANIFEST.json").read_text())
+    listing = json.loads((src / "FILES.json").read_text())
+    listing["files"] = [f for f in listing["files"] if (src / f["name"]).exists()]
+    files_json = json.dumps(listing, indent=4).encode()
+    manifest["file_manifest_file"]["chksum_sha256"] = hashlib.sha256(files_json).hexdigest()
+    version = manifest["collection_info"]["version"]
     out = dist / f"kubernetes-core-{version}.tar.gz"
     with tarfile.open(out, "w:gz") as tar:
-        for f in sorted(src.rglob("*")):
-            if "__pycache__" not in f.parts:
-                tar.add(f, arcname=f.relative_to(src).as_posix(), recursive=False)
+        for name, data in (("MANIFEST.json", json.dumps(manifest, indent=4).encode()), ("FILES.json", files_json)):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+        for f in listing["files"]:
+            if f["name"] != ".":
+                tar.add(src / f["name"], arcname=f["name"], recursive=False)
     return out
 
 
@@ -389,6 +400,9 @@ def test_a_labs_walk_from_its_own_repository(world: dict[str, object]) -> None:
     assert "gitops/clusters/gpu-1/tenants/vision/slurm/values.yaml" in reached, reached
     assert js["approval"]["covering"] == ["@lab/platform"], js["approval"]  # type: ignore[index]
     assert "One approval from `@lab/platform` covers every committed file" in md
+    # the node it gets sits under another leaf: the review says the pool now spans two
+    placement = [c["text"] for c in js["tenant_changes"] if c["what"] == "placement"]  # type: ignore[union-attr]
+    assert len(placement) == 1 and placement[0].startswith("pool `vision` now spans 2 leaf groups, was 1"), placement
     sh("git checkout -q main && git merge -q --ff-only vision-grows", lab, env)
 
     # a GPU driver upgrade: every tenant is told how many of its nodes drain at once; its revert

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import (
     RULES,
+    SLINKY_SLURM,
     SLURM_RELEASES,
     SLURM_UPGRADE_ORDER,
     slinky_slurm_release,
@@ -131,7 +132,9 @@ def _slurm(old: Fleet, new: Fleet) -> list[Finding]:
                 "slurm-unknown",
                 f"slurm chart {new_chart}",
                 "gpufleet does not know which Slurm release this chart runs or from which releases it upgrades",
-                "use a chart listed in daytwo/rules.py (SLINKY_SLURM) or add the release and its source there",
+                "use a slurm chart of a line this gpufleet.core knows ("
+                + ", ".join(f"{line}.x: Slurm {rel}" for line, rel in sorted(SLINKY_SLURM.items()))
+                + "); a newer line needs a gpufleet.core that knows it (raise the pin in requirements.yml)",
             )
         ]
     if old_rel is None or old_rel == new_rel or not _slurm_tenants(old):

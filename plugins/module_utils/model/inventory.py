@@ -43,6 +43,8 @@ class RawModel:
     inventory_dir: Path
     data: dict[str, Any] = field(default_factory=dict)
     where: dict[tuple[str | int, ...], tuple[str, int]] = field(default_factory=dict)
+    # ("gpufleet_tenants", i) -> the tenant's own variable it came from (gpufleet_tenant_<t>), for messages
+    aliases: dict[tuple[str | int, ...], str] = field(default_factory=dict)
 
     def locate(self, path: tuple[str | int, ...]) -> tuple[str, int | None]:
         """File and line of ``path``, or of its nearest located ancestor."""
@@ -55,7 +57,9 @@ class RawModel:
 
     def issue(self, path: tuple[str | int, ...], message: str) -> Issue:
         file, line = self.locate(path)
-        return Issue(file=file, line=line, path=format_path(path), message=message)
+        alias = self.aliases.get(tuple(path[:2]))
+        shown = format_path((alias, *path[2:]) if alias else path)
+        return Issue(file=file, line=line, path=shown, message=message)
 
 
 def format_path(path: tuple[str | int, ...]) -> str:
@@ -566,7 +570,7 @@ def _load_inventory(inventory: str | Path) -> RawModel:
         raise ModelError([_file_issue(inv / "group_vars", "no group_vars/all(.yml|/) found")])
     for f in files:
         _merge_model_file(raw, inv, f, issues)
-    tenant_files.fold_into_list(raw.data, raw.where)
+    tenant_files.fold_into_list(raw.data, raw.where, raw.aliases)
     for f in other_vars_files(inv):
         got = _read_vars(f, issues)
         if got is not None:

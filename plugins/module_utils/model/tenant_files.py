@@ -114,9 +114,14 @@ def check_file(
     return issues
 
 
-def fold_into_list(data: dict[str, Any], where: dict[tuple[str | int, ...], tuple[str, int]]) -> None:
+def fold_into_list(
+    data: dict[str, Any],
+    where: dict[tuple[str | int, ...], tuple[str, int]],
+    aliases: dict[tuple[str | int, ...], str] | None = None,
+) -> None:
     """Append every ``gpufleet_tenant_*`` value to ``gpufleet_tenants`` (in load order), moving the
-    recorded locations with them, and drop the per-tenant variables from ``data``."""
+    recorded locations with them, and drop the per-tenant variables from ``data``; ``aliases`` records
+    each entry's variable (``("gpufleet_tenants", i)`` -> ``gpufleet_tenant_<t>``), the name messages use."""
     names = [k for k in data if k.startswith(TENANT_VAR_PREFIX)]
     if not names:
         return
@@ -129,5 +134,7 @@ def fold_into_list(data: dict[str, Any], where: dict[tuple[str | int, ...], tupl
     for name in names:
         index = len(tenants)
         tenants.append(data.pop(name))
+        if aliases is not None:
+            aliases[("gpufleet_tenants", index)] = name
         for path in [p for p in where if p and p[0] == name]:
             where[("gpufleet_tenants", index, *path[1:])] = where.pop(path)

@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.platform impo
     SLURM_NAMESPACE,
     namespace_of,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.render.rollout import LOGINSET
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_slurm import JWT_KEY_SECRET, SLURM_KEY_SECRET
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace, vcluster_server
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.picture import mermaid
@@ -161,6 +162,8 @@ def tenant_section(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs, t: Ten
     lines += _pool_lines(fleet, inputs, t)
     inside = _secrets_inside(t) if slurm else []
     if slurm:
+        login = f"LoginSet `{LOGINSET}`, {t.login_replicas} replica(s)" if t.login_replicas > 0 else "none"
+        lines.append(f"- Slurm login nodes: {login}.")
         lines += accounting.report_lines(t)
         lines += sssd.report_lines(t.identity)
         lines.append(f"- Slurm home: PVC `{SLURM_NAMESPACE}/{SLURM_HOME_PVC}` on PV `slurm-home-{t.name}`.")

@@ -7,6 +7,8 @@ and the head's), never from the raw diff:
 - Slurm accounts, users and QOS: the rendered ``sacctmgr`` script of the accounts Job (added, removed,
   each changed setting);
 - the update window of the tenant's Slurm workers (the fleet model: it is not a rendered object);
+- placement: a pool of the tenant that comes to span more leaf groups of the fabric than before (its
+  jobs then cross the spine), from the two renders' inputs;
 - drains (which nodes leave a pool) and the notices of :mod:`.approval` (maintenance, upgrade waves) are
   added by the review beside these.
 """
@@ -20,6 +22,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render.rollout_waves import block_counts
 
 try:
     import yaml
@@ -33,7 +36,7 @@ _USER = re.compile(r"^resolves (\S+) && run add user \S+ Account=(\S+) ")
 
 @dataclass(frozen=True, order=True)
 class TenantChange:
-    """One change of a tenant: ``what`` is replicas | budget | account | user | qos | window."""
+    """One change of a tenant: ``what`` is replicas | budget | account | user | qos | window | placement."""
 
     tenant: str
     what: str
@@ -143,6 +146,29 @@ def _window(fleet: Fleet | None, tenant: str) -> str | None:
     return f"{w.start} for {w.duration}" if w else "rolling"
 
 
+def _leaf_groups(result: Any, cluster: str, pool: str) -> dict[str, int]:
+    inputs = result.inputs.get(cluster) if result is not None else None
+    return block_counts(inputs, inputs.members.get(pool, [])) if inputs is not None else {}
+
+
+def _placement(base: Any, head: Any, tenant: str, cluster: str) -> list[TenantChange]:
+    """The tenant's pools that come to span more leaf groups than at the base."""
+    out = []
+    for pool in sorted(p.name for p in head.fleet.tenant_pools(tenant)):
+        a, b = _leaf_groups(base, cluster, pool), _leaf_groups(head, cluster, pool)
+        if a and len(b) > len(a):
+            where = ", ".join(f"`{g}` ({n})" for g, n in sorted(b.items()))
+            out.append(
+                TenantChange(
+                    tenant,
+                    "placement",
+                    f"pool `{pool}` now spans {len(b)} leaf groups, was {len(a)}: {where}; jobs across them"
+                    " cross the spine (a topology-aware scheduler keeps a job in one where it fits)",
+                )
+            )
+    return out
+
+
 def tenant_changes(base: Any, head: Any, tenant: str) -> list[TenantChange]:
     """What changes for ``tenant`` between the base's and the head's RenderResults (base None: new)."""
     cluster = head.fleet.tenants[tenant].cluster if tenant in head.fleet.tenants else base.fleet.tenants[tenant].cluster
@@ -170,7 +196,7 @@ def tenant_changes(base: Any, head: Any, tenant: str) -> list[TenantChange]:
     wa, wb = _window(base.fleet if base else None, tenant), _window(head.fleet, tenant)
     if base is not None and wa != wb:
         out.append(TenantChange(tenant, "window", f"update window of the Slurm workers: {wa} → {wb}"))
-    return out
+    return out + _placement(base, head, tenant, cluster)
 
 
 def all_tenant_changes(base: Any, head: Any) -> list[TenantChange]:

@@ -115,6 +115,10 @@ def test_unknown_slurm_chart_is_refused(sample: Fleet) -> None:
     found = check(sample, _slinky(sample, "1.9.0"))
     assert ("refuse", "slurm-unknown") in _actions(found)
     assert _actions(check(None, _slinky(sample, "1.9.0"))) == [("refuse", "slurm-unknown")]
+    # what to do names what the user can change (the chart, the pin), never a file inside the collection
+    (refusal,) = [f for f in found if f.rule == "slurm-unknown"]
+    assert "1.2.x: Slurm 26.05" in refusal.instead and "requirements.yml" in refusal.instead
+    assert ".py" not in refusal.line()
 
 
 def test_slinky_order(sample: Fleet) -> None:

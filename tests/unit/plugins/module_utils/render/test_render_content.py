@@ -275,6 +275,7 @@ def test_report_says_what_runs_where(files) -> None:
     assert research.startswith("# Tenant `research` on cluster `gpu-east`")
     assert "Slurm partition `batch`" in research and "https://research.vc-research:443" in research
     assert "slurm-auth-jwt" in research
+    assert "- Slurm login nodes: LoginSet `main`, 1 replica(s)." in research  # what a tenant changes most
     assert "Kueue ClusterQueue `inference`" in files[f"{C}/tenants/inference/REPORT.md"].decode()
     own = files[f"{C}/tenants/research/POOLS.md"].decode()
     assert "| research-batch | slurm | research | 12 | 96 |" in own and "| pretrain |" not in own
