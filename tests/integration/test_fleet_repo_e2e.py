@@ -40,6 +40,10 @@ GIT_ID = {
 CHECK_JSONSCHEMA = "check-jsonschema==0.39.0"
 
 
+ACCOUNT = "        - {name: vision, fairshare: 1, qos: [normal], default_qos: normal, users: []}\n"
+EVAL_ACCOUNT = "        - {name: vision-eval, fairshare: 1, qos: [normal], default_qos: normal, users: []}\n"
+
+
 def sh(cmd: list[str] | str, cwd: Path, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
     p = subprocess.run(
         cmd if isinstance(cmd, list) else ["bash", "-euo", "pipefail", "-c", cmd],
@@ -334,14 +338,14 @@ def test_a_labs_walk_from_its_own_repository(world: dict[str, object]) -> None:
     # the tenant's pull request: its own approval covers it, and the review says what changes in words
     sh("git checkout -q -b vision-more", lab, env)
     own = lab / "inventories/prod/group_vars/all/tenants/vision.yml"
-    text = own.read_text().replace("login_replicas: 1", "login_replicas: 2").replace("users: []", "users: [ada]")
+    text = own.read_text().replace("login_replicas: 1", "login_replicas: 2").replace(ACCOUNT, ACCOUNT + EVAL_ACCOUNT)
     own.write_text(text)
     sh([*cli, "render"], lab, env)
-    _commit(lab, env, "vision: two login nodes, ada")
+    _commit(lab, env, "vision: two login nodes, an eval account")
     md, js = _review(cli, lab, env)
     assert js["ok"] is True and js["kind"] == "tenant" and js["tenant"] == "vision", js
     words = {(c["tenant"], c["text"]) for c in js["tenant_changes"]}  # type: ignore[union-attr]
-    assert {("vision", "login `main` 1→2"), ("vision", "user `ada` added to account `vision`")} <= words, words
+    assert {("vision", "login `main` 1→2"), ("vision", "account `vision-eval` added")} <= words, words
     assert "- login `main` 1→2" in md
     assert js["approval"]["covering"] == ["@lab/vision"], js["approval"]  # type: ignore[index]
     changed = sh(["git", "diff", "--name-only", "main...HEAD"], lab, env).stdout.split()

@@ -241,6 +241,25 @@ def pem_problem(text: str) -> str | None:
     return None
 
 
+def _users_without_directory(raw: Any, ti: int, t: dict) -> list[Issue]:
+    """Slurm users of a tenant without a directory: the accounts Job adds a user only once ``id`` resolves
+    it, which without SSSD it never does (the Job would exit 3 after the merge)."""
+    accounting = (t.get("slurm") or {}).get("accounting") if isinstance(t.get("slurm"), dict) else None
+    accounts = accounting.get("accounts") if isinstance(accounting, dict) else None
+    out = []
+    for ai, a in enumerate(accounts if isinstance(accounts, list) else []):
+        if isinstance(a, dict) and a.get("users"):
+            out.append(
+                raw.issue(
+                    ("gpufleet_tenants", ti, "slurm", "accounting", "accounts", ai, "users"),
+                    "users need a directory: with no `identity` (the tenant's or gpufleet_identity) SSSD resolves"
+                    " none of them and the accounts Job would fail after the merge; configure identity, or list"
+                    " no users",
+                )
+            )
+    return out
+
+
 def identity_issues(raw: Any) -> list[Issue]:
     """Checks of ``gpufleet_identity`` and every tenant's ``identity`` (merged) beyond the schema."""
     d = raw.data
@@ -257,6 +276,7 @@ def identity_issues(raw: Any) -> list[Issue]:
         issues += _password_keys(raw, tpath, own)
         spec = merged_spec(fleet_default, own)
         if spec is None:
+            issues += _users_without_directory(raw, ti, t)
             continue
 
         def where(key: str, tpath: tuple = tpath, own: Any = own) -> tuple:

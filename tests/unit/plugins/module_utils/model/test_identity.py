@@ -29,8 +29,19 @@ def test_sample_tenants_inherit_the_fleet_directory():
     assert fleet.pools["research-batch"].slurm.allow_groups == ("research",)
 
 
+def _no_users(d: dict) -> None:
+    for t in d["gpufleet_tenants"]:
+        for a in ((t.get("slurm") or {}).get("accounting") or {}).get("accounts") or []:
+            a["users"] = []
+
+
 def test_identity_false_means_local_users(inv):
     edit_vars(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][0].update(identity=False))
+    # Slurm users without a directory: the accounts Job could resolve none of them (it would exit 3)
+    errs = model_errors(inv)
+    assert len(errs) == 2 and all("users need a directory" in e for e in errs), errs
+    assert any("gpufleet_tenants[0].slurm.accounting.accounts[1].users" in e for e in errs), errs
+    edit_vars(inv, "tenants.yml", _no_users)
     assert load_fleet(inv).tenants["llm-pretrain"].identity is None
     (inv / "group_vars" / "all" / "identity.yml").unlink()
     edit_vars(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][1].pop("identity"))
@@ -40,6 +51,11 @@ def test_identity_false_means_local_users(inv):
 def test_no_fleet_default_tenant_must_say_everything(inv):
     (inv / "group_vars" / "all" / "identity.yml").unlink()
     errs = model_errors(inv)  # research names only its login groups
+    # and llm-pretrain (no identity of its own) is left without a directory for its users
+    assert (
+        sum("gpufleet_tenants[0].slurm.accounting.accounts" in e and "users need a directory" in e for e in errs) == 2
+    )
+    errs = [e for e in errs if "users need a directory" not in e]
     assert len(errs) == 4, errs
     for key in ("type", "domain", "uris", "search_base"):
         assert any(f"gpufleet_tenants[1].identity: {key} is required" in e for e in errs), errs

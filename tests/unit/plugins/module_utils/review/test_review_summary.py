@@ -31,6 +31,10 @@ ENV = {
 }
 
 
+ACCOUNT = "        - {name: vision, fairshare: 1, qos: [normal], default_qos: normal, users: []}\n"
+EVAL_ACCOUNT = "        - {name: vision-eval, fairshare: 1, qos: [normal], default_qos: normal, users: []}\n"
+
+
 def git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, env=ENV, check=True, capture_output=True)
 
@@ -62,7 +66,7 @@ def review(root: Path) -> tuple[dict[str, object], str]:
 def test_a_tenants_change_in_words_approved_by_the_tenant(lab: Path) -> None:
     git(lab, "checkout", "-q", "-b", "vision")
     own = lab / "inventories/prod/group_vars/all/tenants/vision.yml"
-    text = own.read_text().replace("login_replicas: 1", "login_replicas: 2").replace("users: []", "users: [ada]")
+    text = own.read_text().replace("login_replicas: 1", "login_replicas: 2").replace(ACCOUNT, ACCOUNT + EVAL_ACCOUNT)
     own.write_text(text.replace("priority: 10", "priority: 20"))
     render(lab)
     git(lab, "add", "-A")
@@ -73,7 +77,7 @@ def test_a_tenants_change_in_words_approved_by_the_tenant(lab: Path) -> None:
         ("replicas", "login `main` 1→2"),
         ("budget", "disruption budget `slurm-login` maxUnavailable 0→1"),
         ("qos", "QOS `normal`: Priority 10→20"),
-        ("user", "user `ada` added to account `vision`"),
+        ("account", "account `vision-eval` added"),
     ]
     assert data["approval"]["covering"] == ["@lab/vision"] and data["notices"] == []  # type: ignore[index]
     assert "#### `vision`\n\n- login `main` 1→2" in md and "One approval from `@lab/vision`" in md
@@ -117,3 +121,29 @@ def test_a_hand_written_codeowners_that_would_ask_a_tenant_is_named(lab: Path) -
     assert data["approval"]["covering"] == [] and asks, data["approval"]  # type: ignore[index]
     assert all(p.startswith("gitops/clusters/gpu-1/tenants/vision/") for p in asks), asks
     assert "would need a tenant's approval" in md
+
+
+def test_users_and_accounts_in_words_from_the_rendered_script(lab: Path) -> None:
+    """The sacctmgr script of the accounts Job, as the renderer writes it, read back into words."""
+    from types import SimpleNamespace
+
+    from ansible_collections.gpufleet.core.plugins.module_utils.review.summary import tenant_changes
+
+    result = render_tree.render_inventory(lab / "inventories/prod")
+    path = "clusters/gpu-1/tenants/vision/accounting/accounts.yaml"
+    text = result.files[path].decode()
+    line = next(x for x in text.splitlines() if "run modify account where name=vision " in x)
+    users = line.replace(line.strip(), "resolves ada && run add user ada Account=vision Cluster=vision")
+    users += "\n" + users.replace("ada", "bob")
+    head_text = text.replace(line, f"{line}\n{users}").replace("Fairshare=1 ", "Fairshare=5 ")
+    base = SimpleNamespace(fleet=result.fleet, files=result.files, inputs={})
+    head = SimpleNamespace(fleet=result.fleet, files={**result.files, path: head_text.encode()}, inputs={})
+    assert [c.text for c in tenant_changes(base, head, "vision")] == [
+        "account `vision`: Fairshare 1→5",
+        "user `ada` added to account `vision`",
+        "user `bob` added to account `vision`",
+    ]
+    assert [c.text for c in tenant_changes(head, base, "vision")][1:] == [
+        "user `ada` removed from account `vision`",
+        "user `bob` removed from account `vision`",
+    ]
