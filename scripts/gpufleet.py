@@ -173,7 +173,8 @@ def cmd_review(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.review.review_markdown import render_markdown
 
     now = parse_now(args.now)
-    rv = review_change(".", args.base, args.inventory, ignore=[args.markdown] if args.markdown else None, now=now)
+    ignore = [args.markdown] if args.markdown else None
+    rv = review_change(".", args.base, args.inventory, ignore=ignore, now=now, charts_dir=args.charts)
     text = render_markdown(rv)
     if args.markdown:
         Path(args.markdown).write_text(text, encoding="utf-8")
@@ -372,6 +373,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=["markdown", "json"],
         default="markdown",
         help="what goes to stdout: Markdown, or JSON for CI annotations (docs/review.schema.json)",
+    )
+    rv.add_argument(
+        "--charts",
+        help="folder of the charts (helm pull: <chart>-<version>.tgz) to template before and after a chart or"
+        " values change (needs helm on PATH)",
     )
     rv.add_argument("--now", help="judge update windows at this UTC time (2026-12-05T02:00:00Z; default: now)")
     rv.set_defaults(func=cmd_review)

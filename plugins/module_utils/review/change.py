@@ -39,7 +39,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, parse_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
-from ansible_collections.gpufleet.core.plugins.module_utils.review import approval, summary
+from ansible_collections.gpufleet.core.plugins.module_utils.review import approval, chart_diff, summary
 from ansible_collections.gpufleet.core.plugins.module_utils.review import codeowners as co
 from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import PLATFORM_OWNER, Owner
@@ -111,6 +111,7 @@ class Review:
     approvals: list[Approval] = field(default_factory=list)  # every committed file the change touches
     tenant_changes: list[summary.TenantChange] = field(default_factory=list)  # per tenant, in words
     notices: list[approval.Notice] = field(default_factory=list)  # tenants told, no approval asked
+    charts: list[chart_diff.ChartChange] = field(default_factory=list)  # chart/values changes, templated
 
     @property
     def ok(self) -> bool:
@@ -451,10 +452,11 @@ def review_change(
     inventories: list[str | Path],
     ignore: list[str | Path] | None = None,
     now: datetime | None = None,
+    charts_dir: str | Path | None = None,
 ) -> Review:
     """Review the work tree of ``repo`` against the merge base of ``base``; ``ignore``: files that are not
     part of the change (the review's own Markdown output); ``now``: the time an update window is judged
-    at (default the clock)."""
+    at (default the clock); ``charts_dir``: where the charts are for the rendered-manifest diff."""
     root = Path(_git(Path(repo), "rev-parse", "--show-toplevel").decode().strip())
     rv = Review(base=base, base_commit=_base_commit(root, base))
     changed = _changed_paths(root, rv.base_commit)
@@ -487,4 +489,5 @@ def review_change(
     for inv in invs:
         rv.tenant_changes += summary.all_tenant_changes(inv.base, inv.head)
         rv.notices += approval.tenant_notices(rv, inv.rel, inv.base, inv.head)
+        rv.charts += chart_diff.chart_changes(inv.base, inv.head, inv.gitops_rel, charts_dir)
     return rv

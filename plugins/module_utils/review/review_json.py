@@ -54,6 +54,18 @@ def review_dict(rv: Any) -> dict[str, Any]:
         ],
         "tenant_changes": [{"tenant": c.tenant, "what": c.what, "text": c.text} for c in rv.tenant_changes],
         "notices": [{"tenant": n.tenant, "text": n.text, "handles": list(n.handles)} for n in rv.notices],
+        "charts": [
+            {
+                "app": c.app,
+                "chart": c.chart,
+                "old": c.old,
+                "new": c.new,
+                "values_changed": c.values_changed,
+                "diff": list(c.diff),
+                "note": c.note,
+            }
+            for c in rv.charts
+        ],
     }
 
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.review.change import MAX_ROWS, Review
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import Owner
-from ansible_collections.gpufleet.core.plugins.module_utils.review.summary_markdown import md_approvers, md_tenants
+from ansible_collections.gpufleet.core.plugins.module_utils.review.summary_markdown import (
+    md_approvers,
+    md_charts,
+    md_tenants,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.plan import (
     _cell,
     _code,
@@ -123,5 +127,5 @@ def _md_drains(rv: Review) -> list[str]:
 def render_markdown(rv: Review) -> str:
     lines = _md_head(rv) + md_tenants(rv) + _md_files(rv) + _md_approvals(rv) + md_approvers(rv) + _md_moves(rv)
     lines += object_sections(rv.partitions, rv.nodesets, rv.topology)
-    lines += _md_drains(rv) + rv.plan
+    lines += _md_drains(rv) + rv.plan + md_charts(rv)
     return "\n".join(lines).rstrip() + "\n"

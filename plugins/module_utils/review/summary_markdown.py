@@ -55,3 +55,17 @@ def md_tenants(rv: Any) -> list[str]:
             lines.append(f"- {cc}{n.text}")
         lines.append("")
     return lines
+
+
+def md_charts(rv: Any) -> list[str]:
+    """Each chart version or values change with the difference in the manifests the chart renders."""
+    if not rv.charts:
+        return []
+    lines = [f"### Chart changes ({len(rv.charts)})", ""]
+    for c in rv.charts:
+        version = f"{c.old or 'new'} → {c.new}" if c.old != c.new else c.new
+        values = ", values changed" if c.values_changed else ""
+        lines.append(f"- `{c.app}`: chart `{c.chart}` {version}{values}" + (f"; {c.note}" if c.note else ""))
+        if c.diff:
+            lines += ["", "```diff", *c.diff, "```", ""]
+    return [*lines, ""]
