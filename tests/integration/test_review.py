@@ -259,11 +259,17 @@ def test_every_committed_file_is_listed_with_its_codeowners_rule(repo: Path) -> 
     rows = approval_rows(md)
     committed = run(repo, "git", "diff", "--name-only", "main", "HEAD").stdout.split()
     assert sorted(rows) == sorted(committed) and "review.md" not in rows
-    tenant_rule = ["tenant team-a", "`/gitops/clusters/gpu-1/tenants/team-a/` (line 9)", "@example-org/team-a"]
+    # the tenant tree's line lists the platform beside the tenant: either approves
+    tenant_rule = [
+        "tenant team-a",
+        "`/gitops/clusters/gpu-1/tenants/team-a/` (line 13)",
+        "@example-org/team-a or @example-org/platform",
+    ]
     assert rows["gitops/clusters/gpu-1/tenants/team-a/.gpufleet-manifest"] == ["changed", *tenant_rule]
     assert rows["gitops/clusters/gpu-1/tenants/team-a/slurm/values.yaml"] == ["changed", *tenant_rule]
-    assert rows[TEAM_A] == ["changed", "tenant team-a", f"`/{TEAM_A}` (line 8)", "@example-org/team-a"]
+    assert rows[TEAM_A] == ["changed", "tenant team-a", f"`/{TEAM_A}` (line 12)", "@example-org/team-a"]
     assert "gitops/.gpufleet-manifest" not in rows
+    assert "One approval from `@example-org/team-a` covers every committed file" in md
 
 
 def test_a_platform_change_lists_locks_and_the_platform_rule(repo: Path) -> None:
@@ -275,8 +281,11 @@ def test_a_platform_change_lists_locks_and_the_platform_rule(repo: Path) -> None
     assert rc == 0, md
     rows = approval_rows(md)
     lock = f"{INV}/snapshots/gpu-1/pools.lock.yaml"
-    assert rows[lock] == ["changed", "platform", "`*` (line 3)", "@example-org/platform"]
-    assert rows["gitops/clusters/gpu-1/POOLS.md"][1:] == ["platform", "`*` (line 3)", "@example-org/platform"]
+    assert rows[lock] == ["changed", "platform", "`*` (line 5)", "@example-org/platform"]
+    assert rows["gitops/clusters/gpu-1/POOLS.md"][1:] == ["platform", "`*` (line 5)", "@example-org/platform"]
+    # it re-renders team-a's tree, whose line lists the platform too: the platform alone approves it all
+    assert rows["gitops/clusters/gpu-1/tenants/team-a/slurm/values.yaml"][1] == "tenant team-a"
+    assert "One approval from `@example-org/platform` covers every committed file" in md
 
 
 def test_the_base_codeowners_decides_not_the_pull_requests(repo: Path) -> None:
@@ -287,7 +296,7 @@ def test_the_base_codeowners_decides_not_the_pull_requests(repo: Path) -> None:
         replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"),
     )
     rows = approval_rows(md)
-    assert rows["CODEOWNERS"] == ["changed", "platform", "`/CODEOWNERS` (line 13)", "@example-org/platform"]
+    assert rows["CODEOWNERS"] == ["changed", "platform", "`/CODEOWNERS` (line 17)", "@example-org/platform"]
     assert rc == 1
 
 
