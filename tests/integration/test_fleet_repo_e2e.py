@@ -424,7 +424,7 @@ def test_a_labs_walk_from_its_own_repository(world: dict[str, object]) -> None:
     told = {n["tenant"]: n["text"] for n in js["notices"]}  # type: ignore[union-attr]
     assert sorted(told) == ["nlp", "serving", "vision"], told
     assert "the GPU driver upgrade of `gpu-1` drains at most 1 of 7 node(s) at once" in told["vision"]
-    sh("git revert --no-edit HEAD -q", lab, env)
+    sh("git revert --no-edit HEAD", lab, env)
     sh([*cli, "render", "--check"], lab, env)  # the reverted inputs render the committed tree
     assert sh(["git", "rev-parse", "HEAD:gitops"], lab, env).stdout == before
     sh("git checkout -q main", lab, env)
