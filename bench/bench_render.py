@@ -223,12 +223,21 @@ def fleet_table(inv: Path, clusters: list[str], runs: int, tmp: Path) -> None:
     alone: dict[str, list[dict]] = {c: [] for c in clusters}
     serial: list[dict] = []
     par: list[dict] = []
+    measure(inv, "", n, tmp)  # warm-up, not counted: page cache, byte-code, the pool locks written
     for i in range(runs):  # the fleet and its clusters in turn, so a slow minute hits all of them
         print(f"run {i + 1}/{runs}", file=sys.stderr, flush=True)
         serial.append(measure(inv, "", 1, tmp))
         for c in clusters:
             alone[c].append(measure(inv, c, 1, tmp))
         par.append(measure(inv, "", n, tmp))
+        s_alone = sum(alone[c][i]["seconds"] for c in clusters)
+        big = max(alone[c][i]["rss"] for c in clusters)
+        print(
+            f"# run {i + 1}: sum alone {s_alone:.1f} s, fleet 1 worker {serial[i]['seconds']:.1f} s, "
+            f"{n} workers {par[i]['seconds']:.1f} s; peak MiB: largest alone {big:.0f}, "
+            f"fleet {serial[i]['rss']:.0f}, {n} workers {par[i]['rss']:.0f} (+ workers {par[i]['workers_rss']:.0f})",
+            flush=True,
+        )
     rows = []
     for i in range(runs):
         s_alone = sum(alone[c][i]["seconds"] for c in clusters)
@@ -267,6 +276,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--tables", default="", help="comma-separated: runs, stages, features, fleet")
     ap.add_argument("--no-fabric", action="store_true", help="no ibnetdiscover snapshot (no topology)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--inventory", help="a fleet generated before (--keep): measured as it is (the fleet table only)")
     return ap.parse_args()
 
 
@@ -283,7 +293,10 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-render-"))
     os.environ["GPUFLEET_CACHE_DIR"] = str(tmp / "cache")
     try:
-        t_gen, inv = timed(make_big_inventory, tmp, args.nodes, args.tenants, not args.no_fabric, args.clusters)
+        if args.inventory:
+            t_gen, inv = 0.0, Path(args.inventory).resolve()
+        else:
+            t_gen, inv = timed(make_big_inventory, tmp, args.nodes, args.tenants, not args.no_fabric, args.clusters)
         snaps = sorted((inv / "snapshots").iterdir())
         size = sum(p.stat().st_size for d in snaps for p in d.iterdir())
         print(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
@@ -57,6 +58,8 @@ def render_parts(names: list[str], workers: int, job: Callable[[str], Any]) -> d
     """``{name: job(name)}`` for every name, the jobs run in ``workers`` forked processes."""
     global _JOB
     _JOB = job
+    for stream in (sys.stdout, sys.stderr):  # a forked worker flushes what it inherited: nothing, then
+        stream.flush()
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             done: dict[str, Any] = dict(pool.map(_run, names, chunksize=1))
