@@ -47,9 +47,9 @@ def worker_count(clusters: int, requested: int | None = None) -> int:
 
 
 def _run(name: str) -> tuple[str, Any]:
-    assert _JOB is not None
+    job = _JOB
     try:
-        return name, _JOB(name)
+        return name, job(name) if job is not None else None
     except Exception:  # rendered again in the parent, which raises it (see above)
         return name, None
 
