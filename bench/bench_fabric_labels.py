@@ -73,7 +73,7 @@ pool = apply.PoolRef("bench", "kubernetes", "t")
 nodes = [{"metadata": {"name": n, "labels": {**ls, **fence.node_labels(pool)}},
           "spec": {"taints": fence.node_taints(pool)}} for n, ls in read.items()]
 t4 = time.perf_counter()
-changes, _missing = apply.plan(nodes, dict.fromkeys(read, pool), None, (labels.SCHEMES["gpufleet"], read))
+changes, _missing = apply.plan(nodes, dict.fromkeys(read, pool), None, fabric=(labels.SCHEMES["gpufleet"], read))
 t5 = time.perf_counter()
 assert read == per_node and changes == [] and len(per_node) == len(topo.node_group)
 print(json.dumps({"sets": len(sets), "kib": len(data) / 1024, "levels": len(levels), "labels": t1 - t0,
@@ -90,7 +90,9 @@ def run(hosts: int, rails: int, tiers: int) -> dict:
             [sys.executable, "-c", GEN, str(ROOT / "tests" / "lib"), str(hosts), str(rails), str(tiers), path],
             check=True,
         )
-        p = subprocess.run([sys.executable, "-c", CHILD, str(_COLL), path], capture_output=True, text=True, check=True)
+        p = subprocess.run([sys.executable, "-c", CHILD, str(_COLL), path], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"the measuring child failed:\n{p.stderr}")
     finally:
         Path(path).unlink()
         Path(path + ".domains.json").unlink(missing_ok=True)

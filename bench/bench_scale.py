@@ -58,8 +58,10 @@ def main() -> int:
         inv = make_big_inventory(work, args.nodes, args.tenants, True)
         _git(work, "init", "-q", "-b", "main")  # the work tree scale() finds gitops/ in
         t0 = time.perf_counter()
-        write_render(render_inventory(inv), work / "gitops")
+        first = render_inventory(inv)
+        write_render(first, work / "gitops")
         t_render = time.perf_counter() - t0
+        free = first.summary["gpu-east"]["pools"].get("spare", 0)
         fleet = load_fleet(inv)
         pool = "team000-a"
         base = fleet.pools[pool].size_nodes or 0
@@ -71,7 +73,9 @@ def main() -> int:
         print()
         print("| k (nodes) | new size | node moves | moves needed | files changed | plan time (s) |")
         print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-        for k in (8, 64, 256, -8, -48):
+        # the steps the spare nodes allow (a small fleet has few)
+        steps = [k for k in (8, 64, 256, -8, -48) if k <= free and base + k > 0]
+        for k in steps:
             t0 = time.perf_counter()
             res = scale(inv, pool, base + k, check=True)
             dt = time.perf_counter() - t0
@@ -85,16 +89,17 @@ def main() -> int:
         _git(work, "remote", "add", "origin", str(remote))
         _git(work, "push", "-q", "origin", "main")
         t0 = time.perf_counter()
-        res = scale(inv, pool, base + 64, publish=True, token=None)
+        grow = max(steps)
+        res = scale(inv, pool, base + grow, publish=True, token=None)
         dt = time.perf_counter() - t0
         print("| step | seconds | detail |")
         print("| --- | ---: | --- |")
         print(
-            f"| scale +64 nodes: edit, render x2, plan, write, commit, push | {dt:.2f} | "
+            f"| scale {grow:+d} nodes: edit, render x2, plan, write, commit, push | {dt:.2f} | "
             f"{len(res.plan.moves)} moves, {len(res.plan.files)} files, branch {res.branch} |"
         )
         t0 = time.perf_counter()
-        again = scale(inv, pool, base + 64, publish=True, token=None)
+        again = scale(inv, pool, base + grow, publish=True, token=None)
         dt = time.perf_counter() - t0
         print(f"| same scale again (no change, nothing pushed) | {dt:.2f} | pushed={again.pushed} |")
     finally:

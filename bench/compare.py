@@ -72,7 +72,7 @@ elif kind == "review":  # repository, inventory, base; parse caches removed (a C
     t1, c1 = time.perf_counter(), time.process_time()
     detail = md.splitlines()[0]
     digest = hashlib.sha256(md.encode()).hexdigest()
-else:  # render: inventory, out, mode (uncached | cached | noop)
+else:  # render: inventory, out, mode (uncached | serial | cached | noop)
     from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as rt
     try:  # render/cache.py since the stage split; render/tree.py before it
         from ansible_collections.gpufleet.core.plugins.module_utils.render.cache import cache_dir
@@ -80,15 +80,22 @@ else:  # render: inventory, out, mode (uncached | cached | noop)
         cache_dir = rt.cache_dir
     inv, out, mode = args
     cache = cache_dir(__import__("pathlib").Path(out))
-    if mode == "uncached":
+    if mode in ("uncached", "serial"):  # serial: one process (a base without workers ignores it)
         shutil.rmtree(cache, ignore_errors=True)
+        if mode == "serial":
+            os.environ["GPUFLEET_RENDER_WORKERS"] = "1"
     elif mode == "cached":  # parse caches kept, the no-change record dropped: a full render
         for f in cache.glob("state.json"):
             f.unlink()
     c0, t0 = time.process_time(), time.perf_counter()
     _, _, result, report = rt.render_and_write(inv, out)
     t1, c1 = time.perf_counter(), time.process_time()
+    import resource  # the render's worker processes (none on a base without them): CPU and peak memory
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    c1 += kids.ru_utime + kids.ru_stime
     detail = "fast path" if result is None else f"full, {len(result.files)} files"
+    if kids.ru_maxrss:
+        detail += f", workers' peak {kids.ru_maxrss / 1024:.0f} MiB"
     if result is not None:
         digest = hashlib.sha256(json.dumps({k: v.hex() for k, v in result.files.items()}).encode()).hexdigest()
 print(json.dumps({"seconds": t1 - t0, "cpu": c1 - c0, "detail": detail, "digest": digest}))
@@ -250,7 +257,7 @@ from checkout_path import use_checkout
 use_checkout()
 from render_fixtures import make_big_inventory
 out = Path(sys.argv[2])
-src = make_big_inventory(out / "fleet", int(sys.argv[3]), int(sys.argv[4]), True)
+src = make_big_inventory(out / "fleet", int(sys.argv[3]), int(sys.argv[4]), True, int(sys.argv[5]))
 for side in ("base", "head"):  # one copy per side: a render writes pool locks into the inventory
     shutil.copytree(src, out / f"inv-{side}", symlinks=True)
 """
@@ -268,8 +275,9 @@ def make_dump(work: Path, tag: str) -> Path:
     return path
 
 
-def make_inventories(work: Path, nodes: int, tenants: int) -> dict[str, Path]:
-    subprocess.run([sys.executable, "-c", GEN, str(REPO / "scripts"), str(work), str(nodes), str(tenants)], check=True)
+def make_inventories(work: Path, nodes: int, tenants: int, clusters: int = 1) -> dict[str, Path]:
+    args = [str(REPO / "scripts"), str(work), str(nodes), str(tenants), str(clusters)]
+    subprocess.run([sys.executable, "-c", GEN, *args], check=True)
     return {side: work / f"inv-{side}" for side in ("base", "head")}
 
 
@@ -292,24 +300,89 @@ def make_review_repos(work: Path, inv: Path, changes: list[str]) -> dict[str, Pa
     return {c: work / f"review-{c}" for c in changes}
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True, help="git revision to compare against (e.g. main, 7a78b5b)")
     ap.add_argument("--runs", type=int, default=5, help="pairs per figure (default 5)")
     ap.add_argument("--big", action="store_true", help="add the 208 MB dump (38,912 hosts x 8)")
     ap.add_argument("--big-runs", type=int, default=2, help="pairs for the 208 MB dump (default 2)")
-    ap.add_argument("--nodes", type=int, default=10_000, help="render fleet size (0: no render figures)")
-    ap.add_argument("--tenants", type=int, default=100)
+    ap.add_argument("--nodes", type=int, default=10_000, help="render fleet size per cluster (0: no render figures)")
+    ap.add_argument("--tenants", type=int, default=100, help="tenants per cluster")
+    ap.add_argument("--clusters", type=int, default=1, help="clusters of the render fleet (each its own fabric)")
     ap.add_argument(
         "--only",
         default="",
         help="figures to run, comma-separated substrings of: topology-2k, topology-16k, topology-16k-ports, "
-        "topology-38k, render-uncached, render-cached, render-noop, review-tenant, review-fabric",
+        "topology-38k, render-uncached, render-serial, render-cached, render-noop, review-tenant, review-fabric",
     )
     ap.add_argument("--threshold", type=float, default=THRESHOLD, help="regression ratio (default 1.2)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    a = ap.parse_args()
+    return ap.parse_args()
 
+
+def topology_figures(a: argparse.Namespace, work: Path, wanted) -> list[Figure]:
+    figs = []
+    for tag, (label, _hosts, _tiers, headline) in SIZES.items():
+        if (tag != "38k" or a.big) and wanted(f"topology-{tag}"):
+            args = [str(make_dump(work, tag)), "ibnetdiscover-ports" if tag.endswith("-ports") else "ibnetdiscover"]
+            runs = a.big_runs if tag == "38k" else a.runs
+            figs.append(Figure(label, "topology", {"base": args, "head": args}, headline, runs))
+    return figs
+
+
+def fleet_figures(a: argparse.Namespace, tmp: Path, work: Path, wanted) -> list[Figure]:
+    """The render and review figures of the generated fleet (``--clusters`` x ``--nodes`` x ``--tenants``)."""
+    size = f"{a.nodes:,} nodes / {a.tenants} tenants" + (f" x {a.clusters} clusters" if a.clusters > 1 else "")
+    renders = [
+        ("uncached", f"render {size}, uncached full render"),
+        ("serial", "render, uncached, one process (GPUFLEET_RENDER_WORKERS=1)"),
+        ("cached", "render, full render with parse caches"),
+        ("noop", "render, no change (fast path)"),
+    ]
+    renders = [(m, label) for m, label in renders if a.nodes and wanted(f"render-{m}")]
+    reviews = [
+        ("tenant", "review --base, one tenant's change (cold parse caches)"),
+        ("fabric", "review --base, a fabric snapshot change (cold parse caches)"),
+    ]
+    reviews = [(c, label) for c, label in reviews if a.nodes and wanted(f"review-{c}")]
+    if not renders and not reviews:
+        return []
+    figs = []
+    invs = make_inventories(work, a.nodes, a.tenants, a.clusters)
+    for mode, label in renders:
+        args = {s: [str(invs[s]), str(tmp / f"out-{s}-{mode}"), mode] for s in ("base", "head")}
+        figs.append(Figure(label, "render", args, True, a.runs))
+    repos = make_review_repos(work, work / "fleet" / "inv", [c for c, _ in reviews]) if reviews else {}
+    for change, label in reviews:
+        args = {s: [str(repos[change]), "inv", "main"] for s in ("base", "head")}
+        figs.append(Figure(label, "review", args, True, a.runs))
+    return figs
+
+
+def run_pairs(figs: list[Figure], colls: dict[str, Path], envs: dict[str, dict[str, str]]) -> None:
+    """A warm-up per side (not counted: byte-code, page cache, the first render's tree, lock and
+    caches), then the pairs, the order alternating."""
+    for f in figs:
+        for s in ("base", "head"):
+            try:
+                child(colls[s], f, s, envs[s])
+            except (RuntimeError, ValueError, OSError) as e:
+                f.errors[s] = str(e)
+    for i in range(max(f.runs for f in figs) if figs else 0):
+        order = ("base", "head") if i % 2 == 0 else ("head", "base")
+        for f in figs:
+            if i >= f.runs or f.errors:
+                continue
+            print(f"pair {i + 1}/{f.runs}: {f.name}", file=sys.stderr, flush=True)
+            for s in order:
+                try:
+                    f.samples[s].append(child(colls[s], f, s, envs[s]))
+                except (RuntimeError, ValueError, OSError) as e:
+                    f.errors[s] = str(e)
+
+
+def main() -> int:
+    a = parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="gpufleet-bench-"))
     try:
         t0 = time.perf_counter()
@@ -323,61 +396,12 @@ def main() -> int:
         def wanted(name: str) -> bool:
             return not keys or any(k in name for k in keys)
 
-        figs: list[Figure] = []
-        for tag, (label, _hosts, _tiers, headline) in SIZES.items():
-            if (tag != "38k" or a.big) and wanted(f"topology-{tag}"):
-                args = [str(make_dump(work, tag)), "ibnetdiscover-ports" if tag.endswith("-ports") else "ibnetdiscover"]
-                figs.append(
-                    Figure(
-                        label,
-                        "topology",
-                        {"base": args, "head": args},
-                        headline,
-                        a.big_runs if tag == "38k" else a.runs,
-                    )
-                )
-        renders = [
-            ("uncached", f"render {a.nodes:,} nodes / {a.tenants} tenants, uncached full render"),
-            ("cached", "render, full render with parse caches"),
-            ("noop", "render, no change (fast path)"),
-        ]
-        renders = [(m, label) for m, label in renders if a.nodes and wanted(f"render-{m}")]
-        reviews = [
-            ("tenant", "review --base, one tenant's change (cold parse caches)"),
-            ("fabric", "review --base, a fabric snapshot change (cold parse caches)"),
-        ]
-        reviews = [(c, label) for c, label in reviews if a.nodes and wanted(f"review-{c}")]
-        if renders or reviews:
-            invs = make_inventories(work, a.nodes, a.tenants)
-            for mode, label in renders:
-                args = {s: [str(invs[s]), str(tmp / f"out-{s}"), mode] for s in ("base", "head")}
-                figs.append(Figure(label, "render", args, True, a.runs))
-            repos = make_review_repos(work, work / "fleet" / "inv", [c for c, _ in reviews]) if reviews else {}
-            for change, label in reviews:
-                args = {s: [str(repos[change]), "inv", "main"] for s in ("base", "head")}
-                figs.append(Figure(label, "review", args, True, a.runs))
+        figs = topology_figures(a, work, wanted) + fleet_figures(a, tmp, work, wanted)
         envs = {
             s: {**os.environ, "GPUFLEET_CACHE_DIR": str(tmp / f"cache-{s}"), "PYTHONDONTWRITEBYTECODE": "1"}
             for s in ("base", "head")
         }
-        # warm-up (not counted): byte-code, page cache, and the first render writes tree, lock, caches
-        for f in figs:
-            for s in ("base", "head"):
-                try:
-                    child(colls[s], f, s, envs[s])
-                except (RuntimeError, ValueError, OSError) as e:
-                    f.errors[s] = str(e)
-        for i in range(max(f.runs for f in figs) if figs else 0):
-            order = ("base", "head") if i % 2 == 0 else ("head", "base")
-            for f in figs:
-                if i >= f.runs or f.errors:
-                    continue
-                print(f"pair {i + 1}/{f.runs}: {f.name}", file=sys.stderr, flush=True)
-                for s in order:
-                    try:
-                        f.samples[s].append(child(colls[s], f, s, envs[s]))
-                    except (RuntimeError, ValueError, OSError) as e:
-                        f.errors[s] = str(e)
+        run_pairs(figs, colls, envs)
         dirty = " (+ uncommitted changes)" if _git("status", "--porcelain", "--untracked-files=no") else ""
         header = (
             f"# bench compare: base {a.base} ({base_sha[:10]}) vs head {_git('rev-parse', 'HEAD')[:10]}{dirty}; "

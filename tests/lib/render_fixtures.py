@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -103,66 +104,99 @@ def model_errors(inv: Path) -> list[str]:
     return [str(i) for i in exc.value.issues]
 
 
-def make_big_inventory(root: Path, nodes: int = 10_000, tenants: int = 100, fabric: bool = True) -> Path:
-    """A generated fleet: ``nodes`` GPU nodes (+16 CPU system nodes), ``tenants`` tenants.
+def make_big_inventory(
+    root: Path, nodes: int = 10_000, tenants: int = 100, fabric: bool = True, clusters: int = 1
+) -> Path:
+    """A generated fleet: ``clusters`` clusters of ``nodes`` GPU nodes (+16 CPU system nodes) and
+    ``tenants`` tenants each.
 
     Two tenants in three run Slurm (two pools: 2/3 and 1/3 of their share), the others
     Kubernetes-native (one pool sized in GPUs). Shares are whole 8-node units; the rest is spare.
+    One cluster is ``gpu-east`` with tenants ``team000``...; with more, cluster ``gpu-NN`` has its own
+    fabric (seed and node names of its own, so no two snapshots have the same bytes), its own server,
+    load-balancer addresses and pools, and tenants ``cNN-team000``....
     """
     inv = root / "inv"
     gv = inv / "group_vars" / "all"
     gv.mkdir(parents=True)
     shutil.copy(SAMPLE / "group_vars" / "all" / "fleet.yml", gv / "fleet.yml")
-    clusters = yaml.safe_load((SAMPLE / "group_vars" / "all" / "clusters.yml").read_text(encoding="utf-8"))
+    sample = yaml.safe_load((SAMPLE / "group_vars" / "all" / "clusters.yml").read_text(encoding="utf-8"))
+    names = ["gpu-east"] if clusters == 1 else [f"gpu-{i:02d}" for i in range(clusters)]
+    cdefs, pools, tlist = [], [], []
+    for i, name in enumerate(names):
+        cdefs.append(_big_cluster(sample["gpufleet_clusters"][0], name, i, clusters, fabric))
+        prefix = "" if clusters == 1 else f"c{i:02d}-"
+        _big_pools(name, prefix, nodes, tenants, pools, tlist)
+        _big_snapshots(inv / "snapshots" / name, nodes, fabric, i if clusters > 1 else None)
+    (gv / "clusters.yml").write_text(yaml.safe_dump({"gpufleet_clusters": cdefs}, sort_keys=False), encoding="utf-8")
+    (gv / "pools.yml").write_text(yaml.safe_dump({"gpufleet_pools": pools}, sort_keys=False), encoding="utf-8")
+    (gv / "tenants.yml").write_text(yaml.safe_dump({"gpufleet_tenants": tlist}, sort_keys=False), encoding="utf-8")
+    return inv
+
+
+def _big_cluster(sample: dict, name: str, index: int, clusters: int, fabric: bool) -> dict:
+    c = json.loads(json.dumps(sample))
+    c["name"] = name
     if not fabric:
-        clusters["gpufleet_clusters"][0]["fabric"] = {"source": "none"}
+        c["fabric"] = {"source": "none"}
+    else:
+        c["fabric"]["path"] = f"snapshots/{name}/fabric.ibnetdiscover"
     # A large fleet's nodes snapshot is JSON (what `kubectl get nodes -o json` writes; JSON is YAML):
     # it loads 40x faster than YAML.
-    clusters["gpufleet_clusters"][0]["nodes_snapshot"] = "snapshots/gpu-east/nodes.json"
-    (gv / "clusters.yml").write_text(yaml.safe_dump(clusters, sort_keys=False), encoding="utf-8")
+    c["nodes_snapshot"] = f"snapshots/{name}/nodes.json"
+    if clusters > 1:
+        c["server"] = f"https://{name}.example.internal:6443"
+        c["components"]["cilium"]["load_balancer"]["pools"] = [f"10.30.{index}.0/26"]
+        c["components"]["shared_storage"]["nfs_server"] = f"nfs.{name}.example.internal"
+    return c
+
+
+def _big_pools(cluster: str, prefix: str, nodes: int, tenants: int, pools: list, tlist: list) -> None:
     share = (nodes // tenants) // 8 * 8 - 8 if nodes // tenants >= 16 else 8
-    pools = [{"name": "system", "cluster": "gpu-east", "kind": "system", "size": {"nodes": 16}}]
-    tlist = []
+    system = "system" if not prefix else f"{prefix}system"
+    pools.append({"name": system, "cluster": cluster, "kind": "system", "size": {"nodes": 16}})
     for i in range(tenants):
-        t = f"team{i:03d}"
+        t = f"{prefix}team{i:03d}"
         if i % 3 != 2:
             a = share * 2 // 3 // 8 * 8 or 8
             b = share - a or 8
             pools += [
                 {
                     "name": f"{t}-a",
-                    "cluster": "gpu-east",
+                    "cluster": cluster,
                     "kind": "slurm",
                     "size": {"nodes": a},
                     "slurm": {"partition": "main", "default": True},
                 },
                 {
                     "name": f"{t}-b",
-                    "cluster": "gpu-east",
+                    "cluster": cluster,
                     "kind": "slurm",
                     "size": {"nodes": b},
                     "slurm": {"partition": "debug", "max_time": "02:00:00"},
                 },
             ]
-            tlist.append({"name": t, "cluster": "gpu-east", "pools": [f"{t}-a", f"{t}-b"]})
+            tlist.append({"name": t, "cluster": cluster, "pools": [f"{t}-a", f"{t}-b"]})
         else:
-            pools.append({"name": f"{t}-k8s", "cluster": "gpu-east", "kind": "kubernetes", "size": {"gpus": share * 8}})
-            tlist.append({"name": t, "cluster": "gpu-east", "pools": [f"{t}-k8s"], "namespaces": ["jobs"]})
-    pools.append({"name": "spare", "cluster": "gpu-east", "kind": "spare"})
-    (gv / "pools.yml").write_text(yaml.safe_dump({"gpufleet_pools": pools}, sort_keys=False), encoding="utf-8")
-    (gv / "tenants.yml").write_text(yaml.safe_dump({"gpufleet_tenants": tlist}, sort_keys=False), encoding="utf-8")
-    snap = inv / "snapshots" / "gpu-east"
+            pools.append({"name": f"{t}-k8s", "cluster": cluster, "kind": "kubernetes", "size": {"gpus": share * 8}})
+            tlist.append({"name": t, "cluster": cluster, "pools": [f"{t}-k8s"], "namespaces": ["jobs"]})
+    pools.append({"name": "spare" if not prefix else f"{prefix}spare", "cluster": cluster, "kind": "spare"})
+
+
+def _big_snapshots(snap: Path, nodes: int, fabric: bool, index: int | None) -> None:
     snap.mkdir(parents=True)
     spec = fabric_gen.GenSpec(hosts=nodes, rails=8, su_size=8, tiers=2 if nodes <= 2048 else 3)
+    if index is not None:  # a cluster of a fleet: a fabric of its own
+        spec = replace(spec, seed=index, name_format=f"g{index:02d}n{{:05d}}")
     fab = fabric_gen.generate(spec)
     if fabric:
         (snap / "fabric.ibnetdiscover").write_text(fabric_gen.render_ibnetdiscover(fab), encoding="utf-8")
     snapshot = fabric_gen.nodes_snapshot(fab)
     for item in snapshot["items"]:
         item["metadata"]["labels"].pop("nvidia.com/gpu.clique", None)
-    snapshot["items"] += [cpu_node(f"sys{i:02d}") for i in range(1, 17)]
+    sys_fmt = "sys{:02d}" if index is None else f"g{index:02d}sys{{:02d}}"
+    snapshot["items"] += [cpu_node(sys_fmt.format(i)) for i in range(1, 17)]
     (snap / "nodes.json").write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return inv
 
 
 GIT_ENV = {

@@ -45,7 +45,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
-from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions, fabric_labels, images
+from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions, fabric_labels, images, parallel
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import Rendered
 from ansible_collections.gpufleet.core.plugins.module_utils.render.host_project import scope_host_apps
@@ -188,37 +188,71 @@ def _index(fleet: Fleet, summary: dict[str, Any]) -> bytes:
     return "\n".join(lines).encode("utf-8")
 
 
+@dataclass
+class _ClusterPart:
+    """One cluster's share of a render: its files, pool lock and summary (and inputs, when kept)."""
+
+    files: dict[str, bytes]
+    lock: tuple[Path, bytes]
+    summary: dict[str, Any]
+    inputs: ClusterInputs | None = None
+
+
+def _cluster_part(
+    fleet: Fleet, name: str, cache: Path | None, base: str | None, digests: render_cache.InputDigests, keep: bool
+) -> _ClusterPart:
+    inputs = cluster_inputs(fleet, fleet.clusters[name], cache, base, digests)
+    files = _cluster_files(fleet, name, inputs)
+    if inputs.extra.get("refused_moves") is not None:
+        raise inputs.extra["refused_moves"]
+    summary: dict[str, Any] = {
+        "nodes": len(inputs.nodes),
+        "tenants": len(fleet.cluster_tenants(name)),
+        "pools": {p: len(m) for p, m in sorted(inputs.members.items())},
+    }
+    if inputs.extra.get("warnings"):
+        summary["warnings"] = list(inputs.extra["warnings"])
+    if inputs.extra.get("moves"):
+        summary["moves"] = list(inputs.extra["moves"])
+    return _ClusterPart(files, (inputs.lock_path, inputs.lock_bytes), summary, inputs if keep else None)
+
+
 def render_fleet(
     fleet: Fleet,
     cache: Path | None = None,
     base: str | None = None,
     digests: render_cache.InputDigests | None = None,
+    keep_inputs: bool = True,
+    workers: int | None = None,
 ) -> RenderResult:
     """Render every cluster of the fleet. Raises a GpufleetError subclass on bad input.
 
     ``cache``: directory for parsed snapshots (speed only; the output is the same without it).
     ``digests``: the snapshots' digests when the caller has hashed them already (render_and_write).
+    ``keep_inputs``: keep each cluster's parsed inputs in ``RenderResult.inputs`` (the review reads
+    them); without, a cluster's inputs are released once its files are rendered, so a fleet's render
+    holds the parse of one cluster at a time, and the clusters may render in ``workers`` processes
+    (render/parallel.py; default: one per core, at most one per cluster). The bytes are the same
+    whatever the number of workers and the order the clusters finish in.
     """
     digests = digests or render_cache.InputDigests()
+    names = sorted(fleet.clusters)
+    n = 1 if keep_inputs else parallel.worker_count(len(names), workers)
+    if n > 1:
+        parts = parallel.render_parts(names, n, lambda c: _cluster_part(fleet, c, cache, base, digests, False))
+    else:
+        parts = {c: _cluster_part(fleet, c, cache, base, digests, keep_inputs) for c in names}
     files: dict[str, bytes] = {}
     locks: dict[Path, bytes] = {}
     summary: dict[str, Any] = {}
     used: dict[str, ClusterInputs] = {}
-    for name in sorted(fleet.clusters):
-        inputs = used[name] = cluster_inputs(fleet, fleet.clusters[name], cache, base, digests)
-        files.update(_cluster_files(fleet, name, inputs))
-        if inputs.extra.get("refused_moves") is not None:
-            raise inputs.extra["refused_moves"]
-        locks[inputs.lock_path] = inputs.lock_bytes
-        summary[name] = {
-            "nodes": len(inputs.nodes),
-            "tenants": len(fleet.cluster_tenants(name)),
-            "pools": {p: len(m) for p, m in sorted(inputs.members.items())},
-        }
-        if inputs.extra.get("warnings"):
-            summary[name]["warnings"] = list(inputs.extra["warnings"])
-        if inputs.extra.get("moves"):
-            summary[name]["moves"] = list(inputs.extra["moves"])
+    for name in names:  # in name order, whatever order they were rendered in
+        part = parts.pop(name)
+        files.update(part.files)
+        locks[part.lock[0]] = part.lock[1]
+        summary[name] = part.summary
+        if part.inputs is not None:
+            used[name] = part.inputs
     files["README.md"] = _index(fleet, summary)
     files["IMAGES.md"] = images.table(fleet.image_mirror).encode()
     return RenderResult(fleet=fleet, files=dict(sorted(files.items())), locks=locks, summary=summary, inputs=used)
@@ -279,7 +313,8 @@ def render_and_write(
     current = render_cache.cached_current(out, digest)
     if current is not None:
         return fleet, out, None, WriteReport(plan=tree_writer.Plan(out=out, unchanged=current))
-    result = render_fleet(fleet, render_cache.cache_dir(out) if digest is not None else None, base, digests)
+    cache = render_cache.cache_dir(out) if digest is not None else None
+    result = render_fleet(fleet, cache, base, digests, keep_inputs=False)
     report = plan_render(result, out) if check else write_render(result, out)
     if not report.changed or (not check and not report.locks_changed):
         render_cache.record_cache(out, digest)
