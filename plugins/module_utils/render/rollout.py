@@ -41,6 +41,18 @@ WAVES = {
     "controller-ready": "4",  # render/upgrade_gates.py: scontrol ping
     "nodesets": "5",  # the first NodeSet wave; the LoginSets follow the tenant's last (waves())
 }
+# The slurm chart (1.2.1, templates/{nodeset,loginset,controller,accounting}/*-cr.yaml) writes a
+# component's ``metadata`` both on its custom resource and as its pod template's metadata, so the wave
+# annotation lands in ``spec.template``, which the operator's revision hashes (slurm-operator 1.2.1
+# internal/controller/nodeset/nodeset_history.go getPatch): a changed wave would replace every pod.
+# Argo CD ignores that one path and, with ``RespectIgnoreDifferences``, keeps its live value when it
+# syncs (argo-cd v3.5.1 controller/sync.go normalizeTargetResources): a wave orders the custom resource
+# and never changes a pod template. The CR's own ``metadata.annotations`` are not in the revision.
+TEMPLATE_WAVE = "/spec/template/metadata/annotations/" + WAVE_ANNOTATION.replace("~", "~0").replace("/", "~1")
+WAVED_KINDS = ("Accounting", "Controller", "LoginSet", "NodeSet")
+TEMPLATE_WAVE_IGNORE = tuple(
+    {"group": "slinky.slurm.net", "kind": kind, "jsonPointers": [TEMPLATE_WAVE]} for kind in WAVED_KINDS
+)
 RELEASE = "slurm"  # the Helm release name of the slurm chart: the Controller and Accounting objects' name
 LOGINSET = "main"
 

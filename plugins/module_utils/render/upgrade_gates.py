@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import HOOK, SYNC_WAVE
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import HOOK_DELETE_POLICY as HOOK_DELETE
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render import slurm_ready
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
@@ -32,9 +34,6 @@ RELEASE = "slurm"  # the slurm chart's release: the Controller and Accounting ar
 GATE_DIR = "/tmp/gpufleet-gate"
 KEY_PATH = "/etc/slurm/slurm.key"
 GATE_BACKOFF_LIMIT = 2  # three attempts of WAIT_TRIES x WAIT_SECONDS (5 min) each, then the sync fails
-HOOK = "argocd.argoproj.io/hook"
-HOOK_DELETE = "argocd.argoproj.io/hook-delete-policy"
-WAVE = "argocd.argoproj.io/sync-wave"
 
 
 def client_conf(tenant: Tenant) -> str:
@@ -77,7 +76,7 @@ def gate_job(tenant: Tenant, name: str, wave: str, what: str, command: str) -> d
             "annotations": {
                 HOOK: "Sync",
                 HOOK_DELETE: "BeforeHookCreation",
-                WAVE: wave,
+                SYNC_WAVE: wave,
                 slurm_ready.WAITS_FOR: what,
             },
         },

@@ -322,6 +322,56 @@ def test_cordon_reason_annotation_becomes_the_drain_reason(bed):
     wait_for(lambda: "DRAIN" not in bed.node(node), 120, f"{node} resumed")
 
 
+def _evict(bed, pod: str):
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": NAMESPACE}}
+    return bed.plane.kubectl("create", "--raw", f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}/eviction", "-f", "-",
+                             input=json.dumps(body), check=False)  # fmt: skip
+
+
+def test_rendered_host_budget_holds_the_pod_the_operator_marks_busy(bed):
+    """The driver upgrade's drain waits on the rendered ``slurmd-busy`` budget (tenants/<t>/host/
+    disruption.yaml). Whatever label the operator puts on the pod of a Slurm node that runs a job (read
+    from the pod, as the operator wrote it) is what the rendered budget selects: with a job on one node
+    the budget holds that pod alone, the API refuses its eviction, and once the job ended the operator
+    takes the label away again. The operator's own worker budget selects the same label."""
+    node, other = NODES
+    idle = {p["spec"]["nodeName"]: dict(p["metadata"]["labels"]) for p in bed.pods()}
+    rendered = _docs(TENANT / "host" / "disruption.yaml", {"PodDisruptionBudget"})
+    assert [d["metadata"]["name"] for d in rendered] == ["slurmd-busy"], rendered
+    pdb = {**rendered[0], "metadata": {**rendered[0]["metadata"], "namespace": NAMESPACE}}
+    selector = pdb["spec"]["selector"]["matchLabels"]
+    job = bed.cluster.sbatch("-w", node, wrap="sleep 90")
+    bed.cluster.wait_job(job)
+
+    def marked() -> dict | None:  # the labels the operator added to the busy pod since it was idle
+        pod = next(p for p in bed.pods() if p["spec"]["nodeName"] == node)
+        added = {k: v for k, v in pod["metadata"]["labels"].items() if idle[node].get(k) != v}
+        return added and {"pod": pod, "added": added}
+
+    seen = wait_for(marked, 120, f"the operator's label on the pod of busy {node}")
+    busy = seen["pod"]
+    assert selector.items() <= seen["added"].items(), (selector, seen["added"])
+    idle_now = next(p for p in bed.pods() if p["spec"]["nodeName"] == other)
+    assert not selector.items() <= idle_now["metadata"]["labels"].items(), idle_now["metadata"]["labels"]
+    # the operator's own worker budget in the namespace selects the same label
+    own = [b["spec"]["selector"]["matchLabels"] for b in bed.plane.get_json("pdb", "-n", NAMESPACE)["items"]]
+    assert any(selector.items() <= m.items() for m in own), own
+    _apply(bed.plane, [pdb])
+    try:
+        wait_for(lambda: bed.plane.get_json("pdb", "-n", NAMESPACE, "slurmd-busy").get("status", {})
+                 .get("expectedPods") == 1, 60, "slurmd-busy counting the busy pod")  # fmt: skip
+        refused = _evict(bed, busy["metadata"]["name"])
+        assert refused.returncode != 0 and "disruption budget" in refused.stderr, refused.stderr
+        assert (
+            "deletionTimestamp" not in bed.plane.get_json("pod", "-n", NAMESPACE, busy["metadata"]["name"])["metadata"]
+        )
+        bed.cluster.scancel(job)
+        wait_for(lambda: not marked(), 120, f"the operator's label gone from the pod of {node} once idle")
+    finally:
+        bed.plane.kubectl("delete", "pdb", "-n", NAMESPACE, "slurmd-busy", "--ignore-not-found")
+    bed.cluster.wait_idle(NODES, 60)
+
+
 def _rollout_state(nodeset: dict) -> tuple:
     """(generation, observedGeneration, desired, readyReplicas, updatedReplicas): what the health reads."""
     s = nodeset.get("status") or {}

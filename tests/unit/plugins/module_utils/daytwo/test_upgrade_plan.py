@@ -202,7 +202,7 @@ def test_busy_slurmd_budget_on_the_host(sample: Fleet) -> None:
     files = render_fleet(sample).files
     pdb = yaml.safe_load(files["clusters/gpu-east/tenants/research/host/disruption.yaml"])
     assert pdb["metadata"]["namespace"] == "vc-research"
-    assert pdb["spec"] == {"maxUnavailable": 0, "selector": {"matchLabels": {"slinky.slurm.net/pod-protect": "true"}}}
+    assert pdb["spec"]["maxUnavailable"] == 0  # the selector: model/test_contracts.py and the Slinky bed
     assert "clusters/gpu-east/tenants/inference/host/disruption.yaml" not in files  # no Slurm there
 
 
