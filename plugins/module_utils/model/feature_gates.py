@@ -88,7 +88,7 @@ def _vcluster_args(ci: int, tenant: str, values: Any) -> list[tuple[tuple[str | 
 def cluster_args(ci: int, cluster: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str, str]]:
     """(path, component, ``--feature-gates=`` argument) of every component the render gives the cluster."""
     out = []
-    for tenant, ov in sorted(_dict(cluster.get("tenant_overrides")).items()):
+    for tenant, ov in sorted(_dict(cluster.get("tenant_overrides")).items(), key=lambda kv: str(kv[0])):
         out += _vcluster_args(ci, tenant, _dict(_dict(ov).get("vcluster")).get("values"))
     return out
 

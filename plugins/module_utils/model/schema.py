@@ -13,6 +13,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting_model,
     bounds,
+    bridge_model,
     components,
     identity,
     maintenance_model,
@@ -334,6 +335,7 @@ SCHEMA: dict[str, Any] = {
                             },
                         },
                     },
+                    "slurm_bridge": bridge_model.PLATFORM_SCHEMA,
                     "allow_alpha_feature_gates": {
                         "type": "array",
                         "description": "platform-owned: Kubernetes feature gates that are alpha at the pinned"
@@ -395,6 +397,7 @@ SCHEMA: dict[str, Any] = {
                                 "default": 1,
                             },
                             "values": tenant_values.SLURM,
+                            "bridge": bridge_model.TENANT_SCHEMA,
                         },
                     },
                     "monitoring": _TENANT_MONITORING,
