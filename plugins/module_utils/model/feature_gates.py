@@ -93,16 +93,17 @@ def cluster_args(ci: int, cluster: dict[str, Any]) -> list[tuple[tuple[str | int
     return out
 
 
-def _allowed(cluster: dict[str, Any]) -> dict[str, str]:
+def _allowed(cluster: dict[str, Any]) -> set[str]:
+    """The alpha gates the platform allows the cluster's components (``allow_alpha_feature_gates``)."""
     entries = cluster.get("allow_alpha_feature_gates")
     return {
-        e["gate"]: e.get("reason", "")
+        e["gate"]
         for e in (entries if isinstance(entries, list) else [])
         if isinstance(e, dict) and isinstance(e.get("gate"), str)
     }
 
 
-def _judge(raw: Any, req: Request, allowed: dict[str, str]) -> Issue | None:
+def _judge(raw: Any, req: Request, allowed: set[str]) -> Issue | None:
     stage = maturity(req.gate)
     where = f"{req.component}: feature gate {req.gate}"
     if stage is None:
