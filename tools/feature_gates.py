@@ -30,7 +30,10 @@ STAGING = (
     ("k8s.io/component-base", "zpages/features/kube_features.go"),
     ("k8s.io/controller-manager", "pkg/features/kube_features.go"),
 )
-_CONST = re.compile(r"^\s*(\w+)\s+(?:featuregate\.)?Feature\s*=\s*\"(\w+)\"", re.MULTILINE)
+# a gate's name: typed (X featuregate.Feature = "X"), untyped (X = "X"), converted (X = featuregate.Feature("X"))
+_CONST = re.compile(
+    r"^\s*(\w+)\s+(?:(?:featuregate\.)?Feature\s*)?=\s*(?:featuregate\.Feature\()?\"(\w+)\"", re.MULTILINE
+)
 # a gate's specs: a block (its own name or another package's, ``genericfeatures.X``) or one line
 _BLOCK = re.compile(r"^(\t+)(?:\w+\.)?(\w+): \{\n(.*?)^\1\},?$", re.MULTILINE | re.DOTALL)
 _ONELINE = re.compile(r"^\t+(?:\w+\.)?(\w+): \{(\{Version.*\})\},?$", re.MULTILINE)

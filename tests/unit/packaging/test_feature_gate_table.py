@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from render_fixtures import REPO
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.feature_gate_table import GATES, KUBERNETES
@@ -36,6 +37,27 @@ def test_table_is_the_kubernetes_source_at_the_pinned_version() -> None:
     _sources()
     version = tool.pinned_kubernetes()
     assert tool.module_text(version, tool.table(version)) == tool.TABLE.read_text(), "run tools/feature_gates.py"
+
+
+def test_table_agrees_with_the_kubernetes_reference_list() -> None:
+    """A second reading of the same source, which Kubernetes generates from its registry:
+    test/compatibility_lifecycle/reference/versioned_feature_list.yaml (every gate of the kube feature
+    gate, with its versioned specs). Each gate there is in the table with the spec in force at the pinned
+    minor (the table also has client-go's gates, which that list leaves out); a gate the Go parser
+    missed fails here."""
+    (kube, *_staging) = _sources()
+    listed = yaml.safe_load(
+        (kube.parents[2] / "test/compatibility_lifecycle/reference/versioned_feature_list.yaml").read_text()
+    )
+    minor = tuple(int(x) for x in KUBERNETES.split("."))
+    want = {}
+    for gate in listed:
+        specs = [s for s in gate["versionedSpecs"] if tuple(int(x) for x in str(s["version"]).split(".")) <= minor]
+        if specs:
+            s = specs[-1]
+            want[gate["name"]] = (s["preRelease"].upper(), s["default"], bool(s.get("lockToDefault", False)))
+    assert len(want) > 200
+    assert {k: GATES.get(k) for k in want} == want
 
 
 def test_bridge_scheduler_gates_read_from_source() -> None:
