@@ -23,6 +23,10 @@ NODE_CORDON_REASON = _NODESET + "node-cordon-reason"
 NODE_TOPOLOGY_SPEC = "topology." + _SLINKY + "spec"  # TopologyPrefix + "spec"
 # LabelNodeSetPodHostname: a worker pod's Slurm node name.
 POD_HOSTNAME_LABEL = _NODESET + "pod-hostname"
+# api/v1beta1/nodeset_types.go ScheduledUpdateNodeSetStrategy.Flags are Slurm reservation flags
+# (slurmcontrol.go parseReservationFlags; V0044ReservationInfoFlagsFORCESTART): with this one the
+# operator makes the window's reservation even once its start has passed.
+RESERVATION_FORCE_START = "FORCE_START"
 # internal/builder/labels/labels.go: AppLabel = "app.kubernetes.io/name", WorkerApp = "slurmd"
 APP_LABEL = "app.kubernetes.io/name"
 SLURMD_APP = "slurmd"
