@@ -24,11 +24,13 @@ from typing import Any
 
 import pytest
 import yaml
+from kueue_controller import KueueController  # tests/integration/kube, on the path (conftest)
 from polling import wait_for
 from real_vcluster import RealVCluster
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import CONTROLLER_MANAGER_USERS
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.labels import SCHEMES, read_label_sets
 
 REPO = Path(__file__).resolve().parents[3]
 TENANT = "inference"
@@ -123,3 +125,87 @@ def test_a_pod_the_virtual_scheduler_binds_lands_on_the_tenants_node(
     node = wait_for(lambda: (_host_pod(fenced, name) or {}).get("spec", {}).get("nodeName"), 120, "host pod bound")
     assert pools[node] == TENANT, node
     assert _host_pod(fenced, name)["spec"]["nodeSelector"][fence.TENANT_KEY] == TENANT
+
+
+# ---- Kueue topology placement through the syncer ----------------------------------------------------
+
+NS_JOBS, QUEUE = "serving", "inference"  # the tenant's namespace and LocalQueue (its pool)
+KUEUE_SHARE = REPO / ".build" / "share" / "kueue"
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+
+
+def _job(name: str, pods: int, level: str) -> dict[str, Any]:
+    container = {"name": "worker", "image": "registry.example/allreduce:1",
+                 "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "8"},
+                               "limits": {"nvidia.com/gpu": "8"}}}  # fmt: skip
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": NS_JOBS, "labels": {"kueue.x-k8s.io/queue-name": QUEUE}},
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "completionMode": "Indexed",
+            "suspend": True,  # what Kueue's Job webhook sets (its webhooks are not registered here)
+            "template": {
+                "metadata": {"annotations": {REQUIRED: level}},
+                "spec": {"restartPolicy": "Never", "containers": [container]},
+            },
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def kueue_inside(fenced: RealVCluster, tmp_path_factory):
+    """The real Kueue (kueue_controller.py) against the vCluster's API; the host's inference Nodes
+    carry the rendered fabric labels (as the apply step sets them); the rendered objects of the tenant
+    (namespaces, Topology, flavors, queues) applied inside, as Argo CD's objects app does."""
+    crds = sorted((KUEUE_SHARE / "crds").glob("kueue.x-k8s.io_*.yaml"))
+    if not crds:
+        pytest.skip(f"no Kueue CRDs in {KUEUE_SHARE} (tools/build.sh kueue)")
+    doc = yaml.safe_load((REPO / "gitops" / "clusters" / "gpu-east" / "node-labels.yaml").read_text())
+    labels = read_label_sets(doc["sets"], doc["scheme"])
+    for node, want in sorted(labels.items()):
+        fenced.kubectl("label", "node", node, "--overwrite", *[f"{k}={v}" for k, v in sorted(want.items())])
+    for crd in crds:
+        fenced.vkubectl("apply", "--server-side", "-f", "-", input=crd.read_text())
+    fenced.vkubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=120s")
+    fenced.vkubectl("create", "namespace", "kueue-system", check=False)
+    objects = [o for o in yaml.safe_load_all((TENANT_DIR / "objects" / "objects.yaml").read_text()) if o]
+    fenced.vkubectl("apply", "--server-side", "-f", "-",
+                    input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))  # fmt: skip
+    cfg = yaml.safe_load(fenced.virtual_kubeconfig().read_text())
+    for c in cfg["clusters"]:
+        c["cluster"]["server"] = f"https://127.0.0.1:{fenced.port}"
+    state = tmp_path_factory.mktemp("kueue-in-vc")
+    (state / "kubeconfig").write_text(yaml.safe_dump(cfg))
+    kueue = KueueController()
+    kueue.start(state / "kubeconfig", state / "kueue")
+    try:
+        yield labels
+    finally:
+        kueue.stop()
+
+
+def test_a_job_kueue_admits_inside_the_vcluster_lands_under_one_leaf(
+    fenced: RealVCluster, kueue_inside: dict[str, dict[str, str]], pools: dict[str, str]
+) -> None:
+    """Kueue (inside the vCluster) admits the Job, gates its pods and its ungater adds the chosen leaf's
+    node selector; the vCluster's scheduler binds them there and the syncer creates the host pods bound:
+    all four land under one leaf switch, on the tenant's nodes, with the tenant selector on the host."""
+    leaf = SCHEMES["gpufleet"].tier(0)
+    fenced.vkubectl("apply", "-f", "-", input=json.dumps(_job("allreduce", 4, leaf)))
+
+    def host_pods() -> list[dict] | None:
+        items = json.loads(fenced.kubectl("get", "pods", "-n", NS, "-o", "json").stdout)["items"]
+        mine = [p for p in items if p["metadata"]["name"].startswith("allreduce-") and p["spec"].get("nodeName")]
+        return mine if len(mine) == 4 else None
+
+    placed = wait_for(host_pods, 240, "the Job's four pods bound on the host")
+    nodes = [p["spec"]["nodeName"] for p in placed]
+    assert {pools[n] for n in nodes} == {TENANT}, nodes
+    assert len({kueue_inside[n][leaf] for n in nodes}) == 1, {n: kueue_inside[n][leaf] for n in nodes}
+    assert all(p["spec"]["nodeSelector"][fence.TENANT_KEY] == TENANT for p in placed)
+    # inside, the pods carry the selector Kueue's ungater added (the one vCluster does not copy to the host)
+    inside = json.loads(fenced.vkubectl("get", "pods", "-n", NS_JOBS, "-o", "json").stdout)["items"]
+    assert inside and all(leaf in (p["spec"].get("nodeSelector") or {}) for p in inside), inside
