@@ -364,7 +364,7 @@ def test_rendered_host_budget_holds_the_pod_the_operator_marks_busy(bed):
     _apply(bed.plane, [pdb])
     try:
         wait_for(lambda: bed.plane.get_json("pdb", "-n", NAMESPACE, "slurmd-busy").get("status", {})
-                 .get("expectedPods") == 1, 60, "slurmd-busy counting the busy pod")  # fmt: skip
+                 .get("currentHealthy") == 1, 60, "slurmd-busy counting the busy pod")  # fmt: skip
         refused = _evict(bed, busy["metadata"]["name"])
         assert refused.returncode != 0 and "disruption budget" in refused.stderr, refused.stderr
         assert (
