@@ -37,6 +37,14 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"  # AnnotationSyncOptions
 HOOK = "argocd.argoproj.io/hook"  # AnnotationKeyHook
 HOOK_DELETE_POLICY = "argocd.argoproj.io/hook-delete-policy"  # AnnotationKeyHookDeletePolicy
 
+# --- Kueue v0.19.2 (the tenant's Jobs and the TAS path through the vCluster) ------------------------------
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # pkg/controller/constants/constants.go QueueLabel
+# apis/kueue/v1beta2/topology_types.go PodSetRequiredTopologyAnnotation
+KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+# apis/kueue/v1beta2/topology_types.go TopologySchedulingGate: added at admission, removed by the ungater
+# together with the chosen domain's nodeSelector (pkg/controller/tas/topology_ungater.go)
+KUEUE_TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+
 # --- vCluster 0.36.1 ----------------------------------------------------------------------------------
 # config/config.go IsVirtualSchedulerEnabled: either value runs a scheduler inside the vCluster; then the
 # syncer creates every host pod already bound (pkg/controllers/resources/pods/syncer.go SyncToHost: the

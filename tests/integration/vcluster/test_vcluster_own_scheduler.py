@@ -28,7 +28,12 @@ from kueue_controller import KueueController  # tests/integration/kube, on the p
 from polling import wait_for
 from real_vcluster import RealVCluster
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import CONTROLLER_MANAGER_USERS
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import (
+    CONTROLLER_MANAGER_USERS,
+    KUEUE_QUEUE_LABEL,
+    KUEUE_REQUIRED_TOPOLOGY,
+    KUEUE_TOPOLOGY_GATE,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.labels import SCHEMES, read_label_sets
 
@@ -131,7 +136,6 @@ def test_a_pod_the_virtual_scheduler_binds_lands_on_the_tenants_node(
 
 NS_JOBS, QUEUE = "serving", "inference"  # the tenant's namespace and LocalQueue (its pool)
 KUEUE_SHARE = REPO / ".build" / "share" / "kueue"
-REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 
 
 def _job(name: str, pods: int, level: str) -> dict[str, Any]:
@@ -141,14 +145,14 @@ def _job(name: str, pods: int, level: str) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": name, "namespace": NS_JOBS, "labels": {"kueue.x-k8s.io/queue-name": QUEUE}},
+        "metadata": {"name": name, "namespace": NS_JOBS, "labels": {KUEUE_QUEUE_LABEL: QUEUE}},
         "spec": {
             "parallelism": pods,
             "completions": pods,
             "completionMode": "Indexed",
             "suspend": True,  # what Kueue's Job webhook sets (its webhooks are not registered here)
             "template": {
-                "metadata": {"annotations": {REQUIRED: level}},
+                "metadata": {"annotations": {KUEUE_REQUIRED_TOPOLOGY: level}},
                 "spec": {"restartPolicy": "Never", "containers": [container]},
             },
         },
@@ -209,3 +213,5 @@ def test_a_job_kueue_admits_inside_the_vcluster_lands_under_one_leaf(
     # inside, the pods carry the selector Kueue's ungater added (the one vCluster does not copy to the host)
     inside = json.loads(fenced.vkubectl("get", "pods", "-n", NS_JOBS, "-o", "json").stdout)["items"]
     assert inside and all(leaf in (p["spec"].get("nodeSelector") or {}) for p in inside), inside
+    gates = [g["name"] for p in inside for g in p["spec"].get("schedulingGates") or []]
+    assert KUEUE_TOPOLOGY_GATE not in gates, gates
