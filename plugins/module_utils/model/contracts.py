@@ -23,6 +23,10 @@ NODE_CORDON_REASON = _NODESET + "node-cordon-reason"
 NODE_TOPOLOGY_SPEC = "topology." + _SLINKY + "spec"  # TopologyPrefix + "spec"
 # LabelNodeSetPodHostname: a worker pod's Slurm node name.
 POD_HOSTNAME_LABEL = _NODESET + "pod-hostname"
+# api/v1beta1/nodeset_types.go ScheduledUpdateNodeSetStrategy.Flags are Slurm reservation flags
+# (slurmcontrol.go parseReservationFlags; V0044ReservationInfoFlagsFORCESTART): with this one the
+# operator makes the window's reservation even once its start has passed.
+RESERVATION_FORCE_START = "FORCE_START"
 # internal/builder/labels/labels.go: AppLabel = "app.kubernetes.io/name", WorkerApp = "slurmd"
 APP_LABEL = "app.kubernetes.io/name"
 SLURMD_APP = "slurmd"
@@ -32,6 +36,14 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"  # AnnotationSyncWave
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"  # AnnotationSyncOptions
 HOOK = "argocd.argoproj.io/hook"  # AnnotationKeyHook
 HOOK_DELETE_POLICY = "argocd.argoproj.io/hook-delete-policy"  # AnnotationKeyHookDeletePolicy
+
+# --- Kueue v0.19.2 (the tenant's Jobs and the TAS path through the vCluster) ------------------------------
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # pkg/controller/constants/constants.go QueueLabel
+# apis/kueue/v1beta2/topology_types.go PodSetRequiredTopologyAnnotation
+KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+# apis/kueue/v1beta2/topology_types.go TopologySchedulingGate: added at admission, removed by the ungater
+# together with the chosen domain's nodeSelector (pkg/controller/tas/topology_ungater.go)
+KUEUE_TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 
 # --- vCluster 0.36.1 ----------------------------------------------------------------------------------
 # config/config.go IsVirtualSchedulerEnabled: either value runs a scheduler inside the vCluster; then the

@@ -48,35 +48,35 @@ def runs_own_scheduler(vcluster_values: dict[str, Any]) -> bool:
     return False
 
 
-def _match(namespace: str, operations: list[str]) -> dict[str, Any]:
+def _policy(kind: str, name: str, namespace: str, operations: list[str], **spec: Any) -> dict[str, Any]:
+    """An admission policy of ``kind`` on the pods of ``namespace`` only (by the name label the API
+    server sets on every Namespace), failing closed."""
+    rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": operations, "resources": ["pods"]}]
+    scope = {"matchLabels": {contracts.NAMESPACE_NAME_LABEL: namespace}}
     return {
-        "namespaceSelector": {"matchLabels": {contracts.NAMESPACE_NAME_LABEL: namespace}},
-        "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": operations, "resources": ["pods"]}],
-    }
+        "apiVersion": API,
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {"failurePolicy": "Fail", "matchConstraints": {"namespaceSelector": scope, "resourceRules": rules},
+                 **spec},
+    }  # fmt: skip
 
 
 def selector_policy(tenant: str, namespace: str) -> dict[str, Any]:
     users = json.dumps(list(contracts.CONTROLLER_MANAGER_USERS))
     selector = json.dumps({fence.TENANT_KEY: tenant})
-    return {
-        "apiVersion": API,
-        "kind": "MutatingAdmissionPolicy",
-        "metadata": {"name": f"gpufleet-fence-{tenant}-selector"},
-        "spec": {
-            "failurePolicy": "Fail",
-            "reinvocationPolicy": "IfNeeded",
-            "matchConstraints": _match(namespace, ["CREATE"]),
-            "matchConditions": [
-                {"name": "not-the-vcluster-control-plane", "expression": f"!(request.userInfo.username in {users})"}
-            ],
-            "mutations": [
-                {
-                    "patchType": "ApplyConfiguration",
-                    "applyConfiguration": {"expression": f"Object{{spec: Object.spec{{nodeSelector: {selector}}}}}"},
-                }
-            ],
-        },
-    }
+    apply = {"expression": f"Object{{spec: Object.spec{{nodeSelector: {selector}}}}}"}
+    return _policy(
+        "MutatingAdmissionPolicy",
+        f"gpufleet-fence-{tenant}-selector",
+        namespace,
+        ["CREATE"],
+        reinvocationPolicy="IfNeeded",
+        matchConditions=[
+            {"name": "not-the-vcluster-control-plane", "expression": f"!(request.userInfo.username in {users})"}
+        ],
+        mutations=[{"patchType": "ApplyConfiguration", "applyConfiguration": apply}],
+    )
 
 
 def nodes_policy(tenant: str, namespace: str, pools: list[str], nodes: list[str]) -> dict[str, Any]:
@@ -86,30 +86,25 @@ def nodes_policy(tenant: str, namespace: str, pools: list[str], nodes: list[str]
         f" (t.key != {key} || (has(t.value) && t.value in {json.dumps(pools)} &&"
         " (!has(t.operator) || t.operator == 'Equal'))))"
     )
-    return {
-        "apiVersion": API,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": f"gpufleet-fence-{tenant}-nodes"},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": _match(namespace, ["CREATE", "UPDATE"]),
-            "validations": [
-                {
-                    # nodeName is immutable once set: only a create can arrive bound
-                    "expression": "request.operation != 'CREATE' || !has(object.spec.nodeName) ||"
-                    f" object.spec.nodeName == '' || object.spec.nodeName in {json.dumps(nodes)}",
-                    "message": f"gpufleet fence: pods of tenant {tenant} run only on the nodes of its pools",
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": tolerated,
-                    "message": f"gpufleet fence: pods of tenant {tenant} tolerate only the taints of its pools"
-                    f" ({', '.join(pools)})",
-                    "reason": "Forbidden",
-                },
-            ],
-        },
-    }
+    bound = (  # nodeName is immutable once set: only a create can arrive bound
+        "request.operation != 'CREATE' || !has(object.spec.nodeName) ||"
+        f" object.spec.nodeName == '' || object.spec.nodeName in {json.dumps(nodes)}"
+    )
+    where = f"gpufleet fence: pods of tenant {tenant}"
+    return _policy(
+        "ValidatingAdmissionPolicy",
+        f"gpufleet-fence-{tenant}-nodes",
+        namespace,
+        ["CREATE", "UPDATE"],
+        validations=[
+            {"expression": bound, "message": f"{where} run only on the nodes of its pools", "reason": "Forbidden"},
+            {
+                "expression": tolerated,
+                "message": f"{where} tolerate only the taints of its pools ({', '.join(pools)})",
+                "reason": "Forbidden",
+            },
+        ],
+    )
 
 
 def _binding(kind: str, policy: dict[str, Any]) -> dict[str, Any]:

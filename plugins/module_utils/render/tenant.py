@@ -244,8 +244,8 @@ def slurm_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterIn
             sync_options=("RespectIgnoreDifferences=true",),
             ignore_differences=ignore,
         ),
-        *accounting.app_rows(cluster, tenant),
-        *slurm_ready.app_rows(tenant, values),
+        *accounting.app_rows(cluster, tenant, rollout.gate_image(fleet)),
+        *slurm_ready.app_rows(tenant, values, rollout.gate_image(fleet)),
     ]
 
 

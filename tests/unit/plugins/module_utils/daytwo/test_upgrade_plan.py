@@ -94,11 +94,12 @@ def test_window_renders_scheduled_update_valid_for_the_upstream_crd(sample: Flee
     want = {
         "research": {
             "type": "ScheduledUpdate",
-            "scheduledUpdate": {"startTime": "2026-12-05T02:00:00Z", "duration": "48h"},
+            # FORCE_START: the operator still makes the reservation when the change lands after the start
+            "scheduledUpdate": {"startTime": "2026-12-05T02:00:00Z", "duration": "48h", "flags": ["FORCE_START"]},
         },
         "llm-pretrain": {
             "type": "ScheduledUpdate",
-            "scheduledUpdate": {"startTime": "2026-12-06T02:00:00Z", "duration": "2h"},
+            "scheduledUpdate": {"startTime": "2026-12-06T02:00:00Z", "duration": "2h", "flags": ["FORCE_START"]},
         },
     }
     for tenant, strategy in want.items():

@@ -17,6 +17,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHAR
 
 SRC = Path(__file__).resolve().parents[5].parent / "shared" / "upstream" / "src"
 SLINKY = CHARTS["slurm_operator"]["version"]
+# Kueue's source is the Go module tools/build.sh kueue builds from (not in ../shared)
+KUEUE = Path.home() / "go" / "pkg" / "mod" / "sigs.k8s.io" / f"kueue@v{CHARTS['kueue']['version']}"
 # contract -> (archive, file inside the release tree, Go constant)
 MIRRORS = {
     "POD_PROTECT_LABEL": (f"slurm-operator-{SLINKY}-src.tar.gz", "api/v1beta1/well_known.go", "LabelNodeSetPodProtect"),
@@ -33,10 +35,17 @@ MIRRORS = {
     "HOOK": ("argo-cd-gitops-engine-3.5.1-src.tar.gz", "pkg/sync/common/types.go", "AnnotationKeyHook"),
     "HOOK_DELETE_POLICY": ("argo-cd-gitops-engine-3.5.1-src.tar.gz", "pkg/sync/common/types.go",
                            "AnnotationKeyHookDeletePolicy"),
+    "KUEUE_QUEUE_LABEL": (KUEUE, "pkg/controller/constants/constants.go", "QueueLabel"),
+    "KUEUE_REQUIRED_TOPOLOGY": (KUEUE, "apis/kueue/v1beta2/topology_types.go", "PodSetRequiredTopologyAnnotation"),
+    "KUEUE_TOPOLOGY_GATE": (KUEUE, "apis/kueue/v1beta2/topology_types.go", "TopologySchedulingGate"),
 }  # fmt: skip
 
 
-def go_source(archive: str, path: str) -> str:
+def go_source(archive: str | Path, path: str) -> str:
+    if isinstance(archive, Path):
+        if not (archive / path).is_file():
+            pytest.skip(f"{archive / path} missing (tools/build.sh kueue fetches the module)")
+        return (archive / path).read_text()
     if not (SRC / archive).is_file():
         pytest.skip(f"{SRC / archive} missing (../shared/upstream/src)")
     with tarfile.open(SRC / archive) as tar:
