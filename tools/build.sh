@@ -3,7 +3,7 @@
 # kustomize) from pinned Go modules into the git-ignored .build/bin/.
 #
 # Usage: tools/build.sh [GROUP...]     GROUP: k8s etcd kwok helm kustomize promcrds argocd
-#                                     kueue vcluster slinky charts (default: all)
+#                                     kueue vcluster slinky bridge charts (default: all)
 #
 # Idempotent: each binary has a stamp file (.build/bin/.stamps/<name>) holding
 # the pinned version and build recipe; a binary whose stamp matches is not
@@ -36,12 +36,13 @@ ARGOCD_COMMIT=109ca7ca71139e514114499d294a492e7910a965  # the tag's commit (../s
 KUEUE_VERSION=v0.19.2       # sigs.k8s.io/kueue (= the pinned kueue chart 0.19.2, appVersion v0.19.2)
 VCLUSTER_VERSION=0.36.1     # loft-sh/vcluster cmd/vcluster, from $UPSTREAM_SRC; = versions.py CHARTS["vcluster"]
 SLINKY_VERSION=1.2.1        # SlinkyProject slurm-operator + slurm-client, from $UPSTREAM_SRC; = versions.py CHARTS["slurm_operator"]
+BRIDGE_VERSION=1.2.1        # SlinkyProject slurm-bridge, from $UPSTREAM_SRC (slurm-client $SLINKY_VERSION by replace)
 CERT_MANAGER_VERSION=v1.19.1  # github.com/cert-manager/cert-manager (its chart only); = versions.py CHARTS["cert_manager"]
 RECIPE=1                    # bump when build flags change, forces a rebuild
 # Upstream sources the proxy does not serve (../shared/upstream/SOURCES.md), unpacked into $OUT/src.
 UPSTREAM_SRC="${GPUFLEET_UPSTREAM_SRC:-$ROOT/../shared/upstream/src}"
 
-ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd kueue vcluster slinky charts)
+ALL_GROUPS=(k8s etcd kwok helm kustomize promcrds argocd kueue vcluster slinky bridge charts)
 
 die() { echo "tools/build.sh: ERROR: $*" >&2; exit 1; }
 log() { echo "tools/build.sh: $*" >&2; }
@@ -255,6 +256,28 @@ build_slinky() {
   (cd "$op" && go mod edit -replace "github.com/SlinkyProject/slurm-client=$cl" &&
     GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$TMPB/slurm-operator" ./cmd/manager &&
     GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$TMPB/slurm-operator-webhook" ./cmd/webhook)
+  install_bins "$v" "${names[@]}"
+}
+
+build_bridge() {
+  # slurm-bridge's three binaries (cmd/scheduler: kube-scheduler with the slurm-bridge plugin;
+  # cmd/controllers; cmd/admission: the webhook that sends managed namespaces' pods to it), from the
+  # release's source in $UPSTREAM_SRC; like the operator, its module requires slurm-client, which the
+  # proxy does not serve: one replace points it at the unpacked slurm-client source.
+  local v tgz_br="$UPSTREAM_SRC/slurm-bridge-$BRIDGE_VERSION-src.tar.gz" n todo=0 c
+  local tgz_cl="$UPSTREAM_SRC/slurm-client-$SLINKY_VERSION-src.tar.gz" src="$OUT/src/slurm-bridge-$BRIDGE_VERSION"
+  local names=(slurm-bridge-scheduler slurm-bridge-controllers slurm-bridge-admission)
+  [[ -f "$tgz_br" && -f "$tgz_cl" ]] || die "slurm-bridge sources not found: $tgz_br, $tgz_cl (see ../shared/upstream/SOURCES.md)"
+  v="$BRIDGE_VERSION+$(cat "$tgz_br" "$tgz_cl" | sha256sum | cut -c1-12)"
+  for n in "${names[@]}"; do is_fresh "$n" "$v" || todo=1; done
+  ((todo)) || return 10
+  rm -rf "$src" && mkdir -p "$src" && tar -xzf "$tgz_br" -C "$src" && tar -xzf "$tgz_cl" -C "$src"
+  local br="$src/slurm-bridge-$BRIDGE_VERSION" cl="$src/slurm-client-$SLINKY_VERSION"
+  [[ -f "$br/go.mod" && -f "$cl/go.mod" ]] || die "unexpected layout of the slurm-bridge sources in $src"
+  (cd "$br" && go mod edit -replace "github.com/SlinkyProject/slurm-client=$cl")
+  for c in scheduler controllers admission; do
+    (cd "$br" && GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$TMPB/slurm-bridge-$c" "./cmd/$c")
+  done
   install_bins "$v" "${names[@]}"
 }
 

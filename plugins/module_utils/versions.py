@@ -33,8 +33,21 @@ CHARTS: dict[str, dict[str, str]] = {
     "argocd": _chart("https://argoproj.github.io/argo-helm", "argo-cd", "10.1.1"),
 }
 
+# Slinky ``slurm`` chart line (major.minor) -> the tag of the Slurm images its values default to (the
+# chart's ``*.image.tag``: 25.11-ubuntu24.04 in v1.0.0 and v1.1.2, 26.05-ubuntu26.04 in v1.2.1,
+# helm/slurm/values.yaml). The fleet does not pin Slurm images itself, so the chart decides which Slurm
+# runs; what gpufleet runs next to it (the upgrade gates, the accounts Job) takes the same tag.
+SLINKY_SLURM_TAG: dict[str, str] = {"1.0": "25.11-ubuntu24.04", "1.1": "25.11-ubuntu24.04", "1.2": "26.05-ubuntu26.04"}
+
+
+def slinky_slurm_tag(chart_version: str) -> str | None:
+    """The Slurm image tag of the Slinky ``slurm`` chart ``chart_version`` (None: not in the table)."""
+    parts = chart_version.strip().lstrip("v").split(".")
+    return SLINKY_SLURM_TAG.get(".".join(parts[:2])) if len(parts) >= 2 else None
+
+
 IMAGES: dict[str, str] = {
-    "slurm": "26.05-ubuntu26.04",
+    "slurm": SLINKY_SLURM_TAG["1.2"],  # the pinned slurm chart's (CHARTS["slurm"])
     "argocd": "v3.5.1",
 }
 

@@ -357,3 +357,25 @@ def test_a_change_behind_an_ended_update_window_fails(repo: Path) -> None:
     assert rc == 1, md
     assert f"- {GV}/rollout.yml:2: gpufleet_rollout.window: the update window 2026-12-05 02:00 to 2026-12-05" in md
     assert "this change alters the slurm values of team-a" in md
+
+
+_ALPHA_OVERRIDE = (
+    "    tenant_overrides:\n"
+    "      team-a:\n"
+    "        reason: Workload API trial\n"
+    "        vcluster:\n"
+    "          values:\n"
+    "            controlPlane: {distro: {k8s: {apiServer: {extraArgs: ['--feature-gates=GenericWorkload=true']}}}}\n"
+)
+
+
+def test_an_alpha_feature_gate_is_refused_unless_allowed_and_then_named(repo: Path) -> None:
+    replace(f"{GV}/clusters.yml", "    topology:\n", _ALPHA_OVERRIDE + "    topology:\n")(repo)
+    p = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", check=False)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "feature gate GenericWorkload is ALPHA at Kubernetes 1.36" in p.stderr
+    allow = "    allow_alpha_feature_gates:\n      - {gate: GenericWorkload, reason: gang scheduling trial}\n"
+    rc, md, _ = pull_request(repo, replace(f"{GV}/clusters.yml", "    topology:\n", allow + "    topology:\n"))
+    assert rc == 0, md
+    assert "runs with ALPHA feature gate `GenericWorkload` (Kubernetes 1.36)" in md
+    assert "allowed by the platform: gang scheduling trial" in md

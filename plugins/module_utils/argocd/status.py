@@ -23,12 +23,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import SYNC_WAVE as WAVE_ANNOTATION
 
 GROUP = "argoproj.io"
 VERSION = "v1alpha1"
 PLURAL = "applications"
 KIND = "Application"
-WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
 
 SYNCED = "Synced"
 HEALTHY = "Healthy"

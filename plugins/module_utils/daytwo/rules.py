@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import SLINKY_SLURM_TAG
+
 SLURM_UPGRADES = "https://slurm.schedmd.com/upgrades.html"
 
 # release -> releases a daemon of this release upgrades from in place (state files, database records)
@@ -32,10 +34,9 @@ SLURM_RELEASES: dict[str, tuple[str, ...]] = {
     "26.11": ("26.05", "25.11", "25.05"),
 }
 
-# Slinky ``slurm`` chart line (major.minor) -> the Slurm release of its default images (the chart's
-# appVersion and ``*.image.tag``: 25.11-ubuntu24.04 in v1.0.0 and v1.1.2, 26.05-ubuntu26.04 in v1.2.1;
-# https://github.com/SlinkyProject/slurm-operator/blob/v1.2.1/helm/slurm/Chart.yaml)
-SLINKY_SLURM: dict[str, str] = {"1.0": "25.11", "1.1": "25.11", "1.2": "26.05"}
+# Slinky ``slurm`` chart line (major.minor) -> the Slurm release of its default images (from the image
+# tags, versions.SLINKY_SLURM_TAG)
+SLINKY_SLURM: dict[str, str] = {line: tag.split("-")[0] for line, tag in SLINKY_SLURM_TAG.items()}
 
 # the order Slurm's upgrade guide gives ("Upgrade Procedure"): the database first, the clients last
 SLURM_UPGRADE_ORDER: tuple[tuple[str, str], ...] = (
@@ -43,6 +44,7 @@ SLURM_UPGRADE_ORDER: tuple[tuple[str, str], ...] = (
     ("slurmctld", "controller: converts StateSaveLocation on its first start"),
     ("slurmd", "workers (NodeSets): running jobs keep the old slurmstepd until they end"),
     ("login", "login pods and client commands"),
+    ("slurmrestd", "REST API: a client of slurmctld and slurmdbd, with the login pods"),
 )
 
 

@@ -131,6 +131,7 @@ def _slurm_lines(old: Fleet, new: Fleet, slinky: list[str]) -> list[str]:
         **{d: rollout.WAVES[w] for d, w in _WAVE_OF.items()},
         "slurmd": _span([w for x in tenants for _ns, w in x.waves]),
         "login": _span([x.login_wave for x in tenants]),
+        "slurmrestd": _span([x.login_wave for x in tenants]),
     }
     lines = [f"Slinky: {'; '.join(slinky)} (Slurm {a} -> {b}). Per Slurm tenant, in this order:", ""]
     lines += ["| step | restarts | Argo CD wave | note |", "| ---: | --- | ---: | --- |"]
@@ -140,16 +141,25 @@ def _slurm_lines(old: Fleet, new: Fleet, slinky: list[str]) -> list[str]:
     lines += [
         "",
         "Each step starts only once the one before answers: the Argo CD Sync hooks `slurm-accounting-ready`"
-        f" (wave {rollout.WAVES['accounting-ready']}, `sacctmgr ping`) and `slurm-controller-ready`"
-        f" (wave {rollout.WAVES['controller-ready']}, `scontrol ping`); a gate that keeps failing fails the sync and"
-        " the later steps do not start.",
+        f" (wave {rollout.WAVES['accounting-ready']}, `sacctmgr ping`, up to 2 h for a database conversion) and"
+        f" `slurm-controller-ready` (wave {rollout.WAVES['controller-ready']}, `scontrol ping` and slurmctld"
+        f" reporting Slurm {b}); a gate that keeps failing fails the sync and the later steps do not start."
+        " The accounting gate cannot tell the old slurmdbd from the new one (no Slurm client reports"
+        " slurmdbd's version): check that the Accounting's pod runs the new release before the Controller's"
+        " wave if the database is large.",
         "",
         "Workers (step 3) per tenant: in the tenant's update window every node of its NodeSets is reserved"
         " (Slurm MAINT, IGNORE_JOBS) and restarts inside it: Slurm starts no job there that would still run at"
-        " the start, a job still running then ends with its pod; without a window, each NodeSet rolls"
-        f" {per_block} node(s) at a time, and NodeSets that share a leaf group roll in successive sync waves"
-        " (a wave starts once every pod of the one before runs the new release and is Ready), so no leaf group"
-        f" loses more than {per_block} at once. Most capacity down at once:",
+        " the start; the operator drains each node and replaces its pod only once its jobs ended, so a job"
+        " that outlives the window leaves its node drained on the old release until it ends; without a window,"
+        f" each NodeSet rolls {per_block} node(s) at a time, and NodeSets that share a leaf group roll in"
+        " successive sync waves (a wave starts once every pod of the one before runs the new release and is"
+        " Ready), so no leaf group of this tenant loses more than"
+        f" {per_block} at once (other tenants' NodeSets in a shared leaf group, the driver upgrade and"
+        " maintenance cordons count separately). While a wave rolls the tenant's sync stays in progress, for"
+        " as long as jobs hold nodes, and Argo CD starts no other sync meanwhile: a later commit, a revert"
+        " too, waits for it (terminate the operation to stop it). Restarts: every pod of the components"
+        " listed; a change of sync waves alone restarts nothing. Most capacity down at once:",
         "",
         "| tenant | when | NodeSet (sync wave) | nodes | GPUs | most of one leaf group |",
         "| --- | --- | --- | ---: | ---: | --- |",

@@ -87,6 +87,8 @@ class Cluster:
     tenant_overrides: dict[str, Any] = field(default_factory=dict)
     # platform-owned: hostlists of nodes a pin may take from another tenant (pools/owner_moves.py)
     allow_node_moves: tuple[str, ...] = ()
+    # platform-owned: alpha feature gates the cluster's components may run with -> why (model/feature_gates.py)
+    allow_alpha_feature_gates: dict[str, str] = field(default_factory=dict)
 
     def tenant_override(self, tenant: str, chart: str) -> dict[str, Any]:
         """The platform's ``tenant_overrides.<tenant>.<chart>.values`` ({} when none)."""

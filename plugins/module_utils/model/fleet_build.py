@@ -118,6 +118,7 @@ def _cluster(inv: Path, c: dict[str, Any]) -> Cluster:
         monitoring=_cluster_monitoring(c.get("monitoring", {})),
         tenant_overrides=dict(sorted(c.get("tenant_overrides", {}).items())),
         allow_node_moves=tuple(h for m in c.get("allow_node_moves", ()) for h in m["nodes"]),
+        allow_alpha_feature_gates={a["gate"]: a["reason"] for a in c.get("allow_alpha_feature_gates", ())},
     )
 
 

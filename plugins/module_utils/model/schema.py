@@ -13,6 +13,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting_model,
     bounds,
+    bridge_model,
     components,
     identity,
     maintenance_model,
@@ -334,6 +335,23 @@ SCHEMA: dict[str, Any] = {
                             },
                         },
                     },
+                    "slurm_bridge": bridge_model.PLATFORM_SCHEMA,
+                    "allow_alpha_feature_gates": {
+                        "type": "array",
+                        "description": "platform-owned: Kubernetes feature gates that are alpha at the pinned"
+                        " version which the cluster's components may turn on (model/feature_gates.py); without an"
+                        " entry such a gate is refused",
+                        "maxItems": 32,
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["gate", "reason"],
+                            "properties": {
+                                "gate": g.pattern(r"^[A-Z][A-Za-z0-9]{1,99}$", "feature gate name"),
+                                "reason": g.pattern(r"^[^\x00-\x1f\x7f]{1,500}$", "why (one line)"),
+                            },
+                        },
+                    },
                     "components": {
                         "description": (
                             "platform components of the cluster; each one: enabled, install_method (gitops: "
@@ -379,6 +397,7 @@ SCHEMA: dict[str, Any] = {
                                 "default": 1,
                             },
                             "values": tenant_values.SLURM,
+                            "bridge": bridge_model.TENANT_SCHEMA,
                         },
                     },
                     "monitoring": _TENANT_MONITORING,

@@ -26,6 +26,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue,
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting_model,
     bounds,
+    bridge_model,
+    feature_gates,
     grammar,
     identity,
     maintenance_model,
@@ -574,6 +576,7 @@ def validate(raw: RawModel) -> Fleet:
         raw, {c["name"] for _ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",))}
     )
     issues += rollout_model.issues(raw) + rollout_model.driver_policy_issues(raw)
+    issues += feature_gates.issues(raw) + bridge_model.issues(raw)
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

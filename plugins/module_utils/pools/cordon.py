@@ -26,6 +26,9 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import (
+    NODE_CORDON_REASON as REASON_ANNOTATION,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import parse_start
 
 try:
@@ -33,7 +36,6 @@ try:
 except ImportError:  # importing works without it; the first use raises a clear error
     yaml = missing("yaml", "PyYAML")
 
-REASON_ANNOTATION = "nodeset.slinky.slurm.net/node-cordon-reason"
 OWNER_ANNOTATION = "gpufleet.io/maintenance"
 OWNED_ANNOTATIONS = (OWNER_ANNOTATION, REASON_ANNOTATION)
 SLURM_REASON_PREFIX = "slurm-operator: "  # what the operator puts before the annotation's reason

@@ -36,12 +36,14 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import (
+    NODE_TOPOLOGY_SPEC as TOPOLOGY_ANNOTATION,
+)
 
 POOL_KEY = "node-restriction.kubernetes.io/gpufleet-pool"
 TENANT_KEY = "node-restriction.kubernetes.io/gpufleet-tenant"
 OWNED_LABEL_KEYS = (POOL_KEY, TENANT_KEY)
 OWNED_TAINT_KEYS = (POOL_KEY,)
-TOPOLOGY_ANNOTATION = "topology.slinky.slurm.net/spec"  # Slinky dynamic topology, value per Node
 OWNED_ANNOTATION_KEYS = (TOPOLOGY_ANNOTATION,)
 EFFECT = "NoSchedule"
 UNTAINTED_KINDS = ("system",)

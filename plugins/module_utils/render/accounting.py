@@ -278,7 +278,7 @@ def sacctmgr_script(tenant: Tenant) -> str:
     return head + "".join(body) + SCRIPT_TAIL
 
 
-def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
+def apply_objects(tenant: Tenant, image: str | None = None) -> list[dict[str, Any]]:
     """ConfigMap with the sacctmgr script and the Job that runs it (named after the script hash)."""
     script = sacctmgr_script(tenant)
     digest = hashlib.sha256(script.encode()).hexdigest()[:10]
@@ -326,7 +326,7 @@ def apply_objects(tenant: Tenant) -> list[dict[str, Any]]:
                         "containers": [
                             {
                                 "name": "sacctmgr",
-                                "image": slurm_ready.login_image(),
+                                "image": image or slurm_ready.login_image(),
                                 "command": ["/bin/sh", "-c", runner],
                                 "volumeMounts": [
                                     {"name": "script", "mountPath": "/gpufleet", "readOnly": True},
@@ -417,7 +417,7 @@ def report_lines(tenant: Tenant) -> list[str]:
 # ------------------------------------------------------------------ Applications
 
 
-def app_rows(cluster: Cluster, tenant: Tenant) -> list[App]:
+def app_rows(cluster: Cluster, tenant: Tenant, image: str | None = None) -> list[App]:
     """Inside the tenant's vCluster: mariadb-operator (CRDs + controller) and the MariaDB CR when the
     database is in-cluster, then the sacctmgr Job once the Slurm cluster is up (children of the
     tenant's root app, rows of render/apps.py)."""
@@ -459,7 +459,7 @@ def app_rows(cluster: Cluster, tenant: Tenant) -> list[App]:
                 sync_options=(SKIP_DRY_RUN,),
             ),
         ]
-    accounts = {"accounts.yaml": apply_objects(tenant)}
+    accounts = {"accounts.yaml": apply_objects(tenant, image)}
     rows.append(
         App(
             "7-accounting.yaml",

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import SYNC_OPTIONS
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import SYNC_WAVE as WAVE
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 
 API = "argoproj.io/v1alpha1"
@@ -23,7 +25,6 @@ LABEL_PART_OF = "app.kubernetes.io/part-of"
 LABEL_CLUSTER = "gpufleet.io/cluster"
 LABEL_TENANT = "gpufleet.io/tenant"
 LABEL_COMPONENT = "gpufleet.io/component"
-WAVE = "argocd.argoproj.io/sync-wave"
 TENANT_ROOT = "tenant-root"  # gpufleet.io/component of a tenant's root Application
 
 # Sync waves of the child Applications in the root app: projects and the health check first, then
@@ -308,7 +309,6 @@ def health_checks() -> dict[str, str]:
 # Set on the Application object (so deleting a parent root leaves the child in place) and in its
 # syncOptions; such Applications carry no resources-finalizer, so deleting one never cascades.
 KEEP = "Delete=false"
-SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 
 RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
 

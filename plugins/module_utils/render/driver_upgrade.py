@@ -13,7 +13,8 @@ names; the chart writes them to ClusterPolicy ``spec.driver.upgradePolicy``, whe
   the Slinky operator's label, kept by vCluster on the host copy), never forced, waiting
   ``driver_drain_timeout_seconds``. The upgrade cordons the node first; Slinky turns the cordon into a
   Slurm DRAIN (``syncCordon``); while the Slurm node still runs jobs the operator labels its slurmd pod
-  ``slinky.slurm.net/pod-protect=true`` and a budget with ``maxUnavailable: 0`` refuses its eviction.
+  ``nodeset.slinky.slurm.net/pod-protect=true`` (``model/contracts.py``) and a budget with
+  ``maxUnavailable: 0`` refuses its eviction.
   The operator keeps that budget inside the vCluster; the GPU Operator drains the host copy, so the
   same budget is rendered in the tenant's host namespace (:func:`busy_slurmd_budget`). The drain
   therefore completes only once the jobs ended; on timeout the node is left cordoned and marked
@@ -25,10 +26,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import contracts
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
 
-SLURMD_SELECTOR = "app.kubernetes.io/name=slurmd"
-POD_PROTECT = "slinky.slurm.net/pod-protect"  # slurm-operator v1.2.1 api/v1beta1/well_known.go
+SLURMD_SELECTOR = f"{contracts.APP_LABEL}={contracts.SLURMD_APP}"
 
 
 def upgrade_policy(fleet: Fleet) -> dict[str, Any]:
@@ -68,5 +69,8 @@ def busy_slurmd_budget(namespace: str) -> dict[str, Any]:
             "namespace": namespace,
             "labels": {"app.kubernetes.io/part-of": "gpufleet"},
         },
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {POD_PROTECT: "true"}}},
+        "spec": {
+            "maxUnavailable": 0,
+            "selector": {"matchLabels": {contracts.POD_PROTECT_LABEL: contracts.POD_PROTECT_VALUE}},
+        },
     }

@@ -4,7 +4,8 @@
 
 - Argo CD sync waves on the Slinky objects, in the order Slurm's upgrade guide gives (the chart copies
   each component's ``metadata`` onto its custom resource): ``Accounting`` (slurmdbd) in wave ``WAVES
-  ["accounting"]``, then the ``Controller`` (slurmctld), the ``NodeSet`` workers, the ``LoginSet``;
+  ["accounting"]``, then the ``Controller`` (slurmctld), the ``NodeSet`` workers, the ``LoginSet`` and
+  the ``RestApi`` (slurmrestd, a client of both daemons: clients go last);
   the chart's ConfigMaps stay in wave 0, before all of them; between the Accounting and the Controller
   and between the Controller and the NodeSets, hook Jobs that wait until the daemon answers
   (render/upgrade_gates.py);
@@ -27,9 +28,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import contracts
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout_waves, upgrade_gates
+from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout_waves, slurm_ready, upgrade_gates
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
 WAVE_ANNOTATION = rollout_waves.WAVE_ANNOTATION
 # a budget labelled so is Healthy only once every pod it guards is Ready (render/argocd.py)
@@ -41,6 +44,18 @@ WAVES = {
     "controller-ready": "4",  # render/upgrade_gates.py: scontrol ping
     "nodesets": "5",  # the first NodeSet wave; the LoginSets follow the tenant's last (waves())
 }
+# The slurm chart (1.2.1, templates/{nodeset,loginset,controller,accounting}/*-cr.yaml) writes a
+# component's ``metadata`` both on its custom resource and as its pod template's metadata, so the wave
+# annotation lands in ``spec.template``, which the operator's revision hashes (slurm-operator 1.2.1
+# internal/controller/nodeset/nodeset_history.go getPatch): a changed wave would replace every pod.
+# Argo CD ignores that one path and, with ``RespectIgnoreDifferences``, keeps its live value when it
+# syncs (argo-cd v3.5.1 controller/sync.go normalizeTargetResources): a wave orders the custom resource
+# and never changes a pod template. The CR's own ``metadata.annotations`` are not in the revision.
+TEMPLATE_WAVE = "/spec/template/metadata/annotations/" + WAVE_ANNOTATION.replace("~", "~0").replace("/", "~1")
+WAVED_KINDS = ("Accounting", "Controller", "LoginSet", "NodeSet", "RestApi")
+TEMPLATE_WAVE_IGNORE = tuple(
+    {"group": "slinky.slurm.net", "kind": kind, "jsonPointers": [TEMPLATE_WAVE]} for kind in WAVED_KINDS
+)
 RELEASE = "slurm"  # the Helm release name of the slurm chart: the Controller and Accounting objects' name
 LOGINSET = "main"
 
@@ -71,6 +86,11 @@ def disruption_budgets(tenant: Tenant, login_wave: int) -> list[dict[str, Any]]:
     return out
 
 
+def gate_image(fleet: Fleet) -> str:
+    """The image of the gates: the login image of the Slurm the fleet's ``slurm`` chart runs."""
+    return slurm_ready.login_image(chart("slurm", fleet.versions)["version"])
+
+
 def _wave(wave: str | int) -> dict[str, Any]:
     return {"metadata": {"annotations": {WAVE_ANNOTATION: str(wave)}}}
 
@@ -85,12 +105,20 @@ def update_strategy(fleet: Fleet, tenant: Tenant) -> dict[str, Any]:
     """A NodeSet's ``updateStrategy``: ``ScheduledUpdate`` in the tenant's window (the operator reserves the
     NodeSet's nodes with MAINT over it and replaces their pods then), else ``RollingUpdate`` bounded per
     block. Field names: slurm-operator v1.2.1 ``api/v1beta1/nodeset_types.go`` (``startTime`` RFC 3339,
-    ``duration`` a Go duration); the operator adds MAINT and IGNORE_JOBS to the reservation itself."""
+    ``duration`` a Go duration); the operator adds MAINT and IGNORE_JOBS to the reservation itself.
+    ``FORCE_START``: the operator makes the reservation only while its start is ahead unless that flag
+    is set (1.2.1 internal/controller/nodeset/slurmcontrol/slurmcontrol.go SyncReservationForNodeSet),
+    so a change merged or synced after the window opened would otherwise wait for a window that never
+    comes while the NodeSet reports Healthy; with it the reservation starts at once, up to the end."""
     window = fleet.rollout.window_of(tenant.name)
     if window is not None:
         return {
             "type": "ScheduledUpdate",
-            "scheduledUpdate": {"startTime": window.start, "duration": window.go_duration()},
+            "scheduledUpdate": {
+                "startTime": window.start,
+                "duration": window.go_duration(),
+                "flags": [contracts.RESERVATION_FORCE_START],
+            },
         }
     return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": fleet.rollout.max_unavailable_per_block}}
 
@@ -106,10 +134,11 @@ def slurm_fragment(fleet: Fleet, tenant: Tenant, values: dict[str, Any], inputs:
             name: {**_wave(nodeset_waves.get(name, base)), "updateStrategy": dict(strategy)}
             for name in values.get("nodesets", {})
         },
-        "extraObjects": disruption_budgets(tenant, login_wave) + upgrade_gates.gates(tenant, WAVES),
+        "extraObjects": disruption_budgets(tenant, login_wave) + upgrade_gates.gates(tenant, WAVES, gate_image(fleet)),
     }
     if tenant.accounting.enabled:
         out["accounting"] = _wave(WAVES["accounting"])
     if values.get("loginsets"):
         out["loginsets"] = {name: _wave(login_wave) for name in values["loginsets"]}
+    out["restapi"] = _wave(login_wave)  # slurmrestd is a client: with the login pods, last
     return out

@@ -29,10 +29,10 @@ import math
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import SYNC_WAVE as WAVE_ANNOTATION
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 
-WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
 DEFAULT_MAX_UNAVAILABLE = "25%"  # slurm-operator v1.2.1 internal/defaults/nodeset.go
 
 

@@ -28,11 +28,12 @@ import json
 import shlex
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import App
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, slinky_slurm_tag
 
 WAIT_TRIES = 60
 WAIT_SECONDS = 5
@@ -58,8 +59,17 @@ LOGINSET = "main"  # the tenant's LoginSet key in the slurm chart values (render
 LOGIN_GATE = "slurm-login-ready"
 
 
-def login_image() -> str:
-    return f"ghcr.io/slinkyproject/login:{IMAGES['slurm']}"
+def login_image(chart_version: str | None = None) -> str:
+    """The login image of the Slurm the ``slurm`` chart ``chart_version`` runs (default: the pinned
+    chart): the gates' clients are the release the daemons run, never an older or newer one."""
+    version = chart_version or CHARTS["slurm"]["version"]
+    tag = slinky_slurm_tag(version)
+    if tag is None:
+        raise GpufleetError(
+            f"gpufleet_versions.slurm.version {version}: no known Slurm image for this slurm chart line"
+            " (versions.SLINKY_SLURM_TAG); the upgrade gates and the accounts Job run that chart's Slurm"
+        )
+    return f"ghcr.io/slinkyproject/login:{tag}"
 
 
 def login_service() -> str:
@@ -68,7 +78,7 @@ def login_service() -> str:
     return f"slurm-login-{LOGINSET}.{SLURM_NAMESPACE}"
 
 
-def login_gate(tenant: Tenant, slurm_values: dict[str, Any]) -> dict[str, Any]:
+def login_gate(tenant: Tenant, slurm_values: dict[str, Any], image: str | None = None) -> dict[str, Any]:
     host = login_service()
     what = f"a Ready login pod (sshd behind Service {host}:{LOGIN_PORT})"
     probe = f"exec 3<>/dev/tcp/{host}/{LOGIN_PORT} && head -c 4 <&3 | grep -q SSH-"
@@ -91,14 +101,16 @@ def login_gate(tenant: Tenant, slurm_values: dict[str, Any]) -> dict[str, Any]:
                 "spec": {
                     "restartPolicy": "Never",
                     "automountServiceAccountToken": False,
-                    "containers": [{"name": "wait", "image": login_image(), "command": ["/bin/bash", "-c", runner]}],
+                    "containers": [
+                        {"name": "wait", "image": image or login_image(), "command": ["/bin/bash", "-c", runner]}
+                    ],
                 },
             },
         },
     }
 
 
-def app_rows(tenant: Tenant, slurm_values: dict[str, Any]) -> list[App]:
+def app_rows(tenant: Tenant, slurm_values: dict[str, Any], image: str | None = None) -> list[App]:
     """The gate app, last wave of a Slurm tenant with login pods."""
     if tenant.login_replicas <= 0:
         return []
@@ -108,7 +120,7 @@ def app_rows(tenant: Tenant, slurm_values: dict[str, Any]) -> list[App]:
             "slurm-ready",
             "tenant-accounting",
             SLURM_NAMESPACE,
-            manifests={"login-ready.yaml": [login_gate(tenant, slurm_values)]},
+            manifests={"login-ready.yaml": [login_gate(tenant, slurm_values, image)]},
             create_namespace=False,
         )
     ]

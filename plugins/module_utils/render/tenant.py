@@ -16,7 +16,14 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, health, quota, slurm_ready
+from ansible_collections.gpufleet.core.plugins.module_utils.render import (
+    accounting,
+    health,
+    host_fence,
+    quota,
+    rollout,
+    slurm_ready,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
@@ -108,13 +115,19 @@ def fence_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterIn
     kueue = kube and cluster.components["kueue"].enabled
     objects = {"objects.yaml": vcluster_objects(fleet, cluster, tenant, inputs, kube, kueue)}
     vc_api = {"name": "vCluster API (Argo CD destination)", "value": vcluster_server(t)}
+    vc_values = vcluster_values(fleet, cluster, tenant, inputs)
+    host = host_files(cluster, tenant, slurm)
+    members = {p.name: inputs.members.get(p.name, []) for p in fleet.tenant_pools(t)}
+    admission = host_fence.objects(t, ns, vc_values, members)
+    if admission:  # a vCluster with its own scheduler: the fence is the host's admission
+        host["fence.yaml"] = admission
     rows = [
         App(
             "1-host.yaml",
             "host",
             "tenant-host",
             ns,
-            manifests=host_files(cluster, tenant, slurm),
+            manifests=host,
             component="tenant-host",
             server=cluster.server,
             create_namespace=False,
@@ -126,7 +139,7 @@ def fence_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterIn
             "vcluster",
             ns,
             chart="vcluster",
-            values=vcluster_values(fleet, cluster, tenant, inputs),
+            values=vc_values,
             release=t,
             server=cluster.server,
             create_namespace=False,
@@ -184,7 +197,7 @@ def slurm_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterIn
         op_values = deep_merge(health.operator_fragment(), op_values)
     values = slurm_cluster_values(fleet, cluster, tenant, inputs, out)
     autoscaled = any(p.slurm and p.slurm.autoscale for p in fleet.tenant_pools(tenant.name, "slurm"))
-    ignore = (NODESET_REPLICAS_IGNORE,) if autoscaled else ()
+    ignore = (*rollout.TEMPLATE_WAVE_IGNORE, *((NODESET_REPLICAS_IGNORE,) if autoscaled else ()))
     return [
         # cert-manager inside the vCluster, before the operator: the Slinky webhook's caBundle is
         # injected by a cainjector that watches the API holding the webhook configurations, i.e. the
@@ -228,11 +241,11 @@ def slurm_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterIn
             values=values,
             project=tenant.name,
             create_namespace=False,
-            sync_options=("RespectIgnoreDifferences=true",) if ignore else (),
+            sync_options=("RespectIgnoreDifferences=true",),
             ignore_differences=ignore,
         ),
-        *accounting.app_rows(cluster, tenant),
-        *slurm_ready.app_rows(tenant, values),
+        *accounting.app_rows(cluster, tenant, rollout.gate_image(fleet)),
+        *slurm_ready.app_rows(tenant, values, rollout.gate_image(fleet)),
     ]
 
 

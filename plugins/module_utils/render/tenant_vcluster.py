@@ -51,6 +51,8 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
         "telemetry": {"enabled": False},  # the chart reports usage to the vendor by default
     }
     ours = deep_merge(ours, fragment)
+    if own_scheduler(fleet, cluster, tenant, inputs):
+        ours["controlPlane"]["distro"] = {"k8s": {"scheduler": {"enabled": True}}}
     if any(p.kind == "slurm" for p in pools):
         ours = deep_merge(ours, eviction.vcluster_fragment(tenant.name))
     sts: dict[str, Any] = {}
@@ -80,6 +82,17 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
     sp = system_pool(fleet, cluster.name)
     control_plane.check(fleet, cluster, sp and sp.name, inputs.pool_resources(sp.name) if sp else {})
     return merged
+
+
+def own_scheduler(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs) -> bool:
+    """A Kubernetes tenant whose Kueue places by topology runs its own scheduler in its vCluster: Kueue's
+    ungater removes the topology gate and adds the chosen domain's ``nodeSelector`` in one update
+    (Kueue v0.19.2 pkg/controller/tas/topology_ungater.go), and vCluster 0.36.1 copies the gate removal
+    to the host pod but not the selector (pkg/controllers/resources/pods/translate/diff.go); so the pod
+    is bound inside the vCluster, where the selector is, and the host fence is admission
+    (render/host_fence.py)."""
+    kube = bool(fleet.tenant_pools(tenant.name, "kubernetes")) and cluster.components["kueue"].enabled
+    return kube and tas_topology(cluster, inputs) is not None
 
 
 # vCluster values that make the chart grant the vCluster's ServiceAccount cluster-wide list/watch on

@@ -5,11 +5,20 @@ status on an ``Accounting`` or a ``Controller``, so Argo CD would find them Heal
 applied and start the next wave while slurmdbd still converts its database. Between the waves sit two
 Argo CD ``Sync`` hooks (Jobs in the ``slurm`` chart's ``extraObjects``):
 
-* wave ``accounting-ready`` (after the Accounting): ``sacctmgr ping`` until slurmdbd answers;
-* wave ``controller-ready`` (after the Controller): ``scontrol ping`` until slurmctld answers.
+* wave ``accounting-ready`` (after the Accounting): ``sacctmgr ping`` until slurmdbd answers, for up to
+  ``ACCOUNTING_GATE_BACKOFF_LIMIT`` + 1 attempts (2 h: a database conversion takes tens of minutes);
+* wave ``controller-ready`` (after the Controller): ``scontrol ping`` until slurmctld answers *and*
+  reports the Slurm release the chart runs (``controller_check``), so an old slurmctld that still
+  answers while the operator has not rolled it yet does not open the workers' waves.
+
+The accounting gate cannot tell an old slurmdbd from a new one: no Slurm client reports slurmdbd's
+version (``sacctmgr show config`` prints its own, src/sacctmgr/config_functions.c; slurmdbd's config
+key pairs carry none, src/slurmdbd/read_config.c) and the operator writes no status on an Accounting
+(``accounting_sync_status.go``). The review flags a Slurm release change for that reason
+(``daytwo/upgrade.py``).
 
 A hook of a wave runs in that wave of every sync and the sync goes on to the next wave only once it
-completed; a hook that fails (slurmdbd never answers: each attempt is ``slurm_ready.WAIT_TRIES`` pings,
+completed; a hook that fails (each attempt is ``slurm_ready.WAIT_TRIES`` tries ``WAIT_SECONDS`` apart,
 ``GATE_BACKOFF_LIMIT`` + 1 attempts) fails the sync, so the controller and the workers are not touched.
 ``BeforeHookCreation``: the previous run stays for inspection until the next sync replaces it.
 
@@ -22,8 +31,11 @@ cluster's ``slurm.key`` (auth/slurm looks for it next to slurm.conf, so it is co
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import HOOK, SYNC_WAVE
+from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import HOOK_DELETE_POLICY as HOOK_DELETE
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render import slurm_ready
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
@@ -32,9 +44,10 @@ RELEASE = "slurm"  # the slurm chart's release: the Controller and Accounting ar
 GATE_DIR = "/tmp/gpufleet-gate"
 KEY_PATH = "/etc/slurm/slurm.key"
 GATE_BACKOFF_LIMIT = 2  # three attempts of WAIT_TRIES x WAIT_SECONDS (5 min) each, then the sync fails
-HOOK = "argocd.argoproj.io/hook"
-HOOK_DELETE = "argocd.argoproj.io/hook-delete-policy"
-WAVE = "argocd.argoproj.io/sync-wave"
+# slurmdbd converts its database on the first start of a new release, which "can take tens of minutes"
+# (Slurm 26.05 doc/html/upgrades.shtml): 24 attempts of 5 min (2 h, plus the Job's back-off) before the
+# sync fails
+ACCOUNTING_GATE_BACKOFF_LIMIT = 23
 
 
 def client_conf(tenant: Tenant) -> str:
@@ -65,7 +78,17 @@ def gate_script(tenant: Tenant, what: str, command: str) -> str:
     )
 
 
-def gate_job(tenant: Tenant, name: str, wave: str, what: str, command: str) -> dict[str, Any]:
+def controller_check(release: str) -> str:
+    """slurmctld answers and is the release the chart runs: ``scontrol show config`` prints the
+    controller's own ``SLURM_VERSION`` (Slurm 26.05 src/api/config_info.c, the ``version`` of the
+    configuration slurmctld sends), so the old slurmctld still answering a ping does not pass."""
+    pattern = "^SLURM_VERSION *= *" + release.replace(".", "[.]") + "([.]|$)"
+    return "sh -c " + shlex.quote(f"scontrol ping && scontrol show config | grep -Eq '{pattern}'")
+
+
+def gate_job(
+    tenant: Tenant, name: str, wave: str, what: str, command: str, image: str, backoff: int = GATE_BACKOFF_LIMIT
+) -> dict[str, Any]:
     labels = {"app.kubernetes.io/managed-by": "gpufleet", "gpufleet.io/tenant": tenant.name}
     key = {"secret": {"name": f"{RELEASE}-auth-slurm", "items": [{"key": "slurm.key", "path": "slurm.key"}]}}
     return {
@@ -77,12 +100,12 @@ def gate_job(tenant: Tenant, name: str, wave: str, what: str, command: str) -> d
             "annotations": {
                 HOOK: "Sync",
                 HOOK_DELETE: "BeforeHookCreation",
-                WAVE: wave,
+                SYNC_WAVE: wave,
                 slurm_ready.WAITS_FOR: what,
             },
         },
         "spec": {
-            "backoffLimit": GATE_BACKOFF_LIMIT,
+            "backoffLimit": backoff,
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
@@ -91,7 +114,7 @@ def gate_job(tenant: Tenant, name: str, wave: str, what: str, command: str) -> d
                     "containers": [
                         {
                             "name": "gate",
-                            "image": slurm_ready.login_image(),
+                            "image": image,
                             "command": ["/bin/sh", "-c", gate_script(tenant, what, command)],
                             "volumeMounts": [
                                 {"name": "slurm-key", "mountPath": "/etc/slurm/slurm.key", "subPath": "slurm.key"}
@@ -105,8 +128,11 @@ def gate_job(tenant: Tenant, name: str, wave: str, what: str, command: str) -> d
     }
 
 
-def gates(tenant: Tenant, waves: dict[str, str]) -> list[dict[str, Any]]:
-    """The gate Jobs of ``tenant`` (the accounting one only with accounting on)."""
+def gates(tenant: Tenant, waves: dict[str, str], image: str | None = None) -> list[dict[str, Any]]:
+    """The gate Jobs of ``tenant`` (the accounting one only with accounting on), run from ``image`` (the
+    login image of the Slurm the chart runs: ``slurm_ready.login_image``)."""
+    image = image or slurm_ready.login_image()
+    release = image.rsplit(":", 1)[1].split("-")[0]  # the Slurm release of the image tag (26.05-ubuntu26.04)
     out = []
     if tenant.accounting.enabled:
         out.append(
@@ -116,6 +142,8 @@ def gates(tenant: Tenant, waves: dict[str, str]) -> list[dict[str, Any]]:
                 waves["accounting-ready"],
                 "slurmdbd (sacctmgr ping)",
                 "sacctmgr ping",
+                image,
+                ACCOUNTING_GATE_BACKOFF_LIMIT,
             )
         )
     out.append(
@@ -123,8 +151,9 @@ def gates(tenant: Tenant, waves: dict[str, str]) -> list[dict[str, Any]]:
             tenant,
             f"{RELEASE}-controller-ready",
             waves["controller-ready"],
-            "slurmctld (scontrol ping)",
-            "scontrol ping",
+            f"slurmctld {release} (scontrol ping, SLURM_VERSION)",
+            controller_check(release),
+            image,
         )
     )
     return out

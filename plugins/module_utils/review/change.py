@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import upgrade, version_change, windows
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.model import feature_gates
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import shared_composes
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
@@ -474,6 +475,7 @@ def review_change(
         _rendered_changes(rv, inv)
         _drift(rv, root, changed, inv)
         _ended_windows(rv, root, inv, now or windows.parse_now(None))
+        rv.notes += feature_gates.alpha_in_use(inv.fleet)  # each allowed by the platform: name it anyway
         for cluster in sorted(inv.fleet.clusters):
             _node_moves(rv, inv, cluster)
             allowed = inv.fleet.clusters[cluster].allow_node_moves  # a one-off permission: it must not stay

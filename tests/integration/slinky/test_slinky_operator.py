@@ -22,6 +22,7 @@ docs/adr/slinky-operator-bed.md has the whole list.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import re
@@ -51,6 +52,10 @@ from slinky_objects import (
     sssd_secret,
 )
 from slinky_operator import BIN, SlinkyOperator, SlinkyWebhook
+
+from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout_model import Rollout, Window
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout
 
 TENANT = REPO_ROOT / "gitops" / "clusters" / "gpu-east" / "tenants" / "research"
 CRDS = REPO_ROOT.parent / "shared" / "upstream" / "crds" / "slinky"
@@ -322,6 +327,56 @@ def test_cordon_reason_annotation_becomes_the_drain_reason(bed):
     wait_for(lambda: "DRAIN" not in bed.node(node), 120, f"{node} resumed")
 
 
+def _evict(bed, pod: str):
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": NAMESPACE}}
+    return bed.plane.kubectl("create", "--raw", f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}/eviction", "-f", "-",
+                             input=json.dumps(body), check=False)  # fmt: skip
+
+
+def test_rendered_host_budget_holds_the_pod_the_operator_marks_busy(bed):
+    """The driver upgrade's drain waits on the rendered ``slurmd-busy`` budget (tenants/<t>/host/
+    disruption.yaml). Whatever label the operator puts on the pod of a Slurm node that runs a job (read
+    from the pod, as the operator wrote it) is what the rendered budget selects: with a job on one node
+    the budget holds that pod alone, the API refuses its eviction, and once the job ended the operator
+    takes the label away again. The operator's own worker budget selects the same label."""
+    node, other = NODES
+    idle = {p["spec"]["nodeName"]: dict(p["metadata"]["labels"]) for p in bed.pods()}
+    rendered = _docs(TENANT / "host" / "disruption.yaml", {"PodDisruptionBudget"})
+    assert [d["metadata"]["name"] for d in rendered] == ["slurmd-busy"], rendered
+    pdb = {**rendered[0], "metadata": {**rendered[0]["metadata"], "namespace": NAMESPACE}}
+    selector = pdb["spec"]["selector"]["matchLabels"]
+    job = bed.cluster.sbatch("-w", node, wrap="sleep 90")
+    bed.cluster.wait_job(job)
+
+    def marked() -> dict | None:  # the labels the operator added to the busy pod since it was idle
+        pod = next(p for p in bed.pods() if p["spec"]["nodeName"] == node)
+        added = {k: v for k, v in pod["metadata"]["labels"].items() if idle[node].get(k) != v}
+        return added and {"pod": pod, "added": added}
+
+    seen = wait_for(marked, 120, f"the operator's label on the pod of busy {node}")
+    busy = seen["pod"]
+    assert selector.items() <= seen["added"].items(), (selector, seen["added"])
+    idle_now = next(p for p in bed.pods() if p["spec"]["nodeName"] == other)
+    assert not selector.items() <= idle_now["metadata"]["labels"].items(), idle_now["metadata"]["labels"]
+    # the operator's own worker budget in the namespace selects the same label
+    own = [b["spec"]["selector"]["matchLabels"] for b in bed.plane.get_json("pdb", "-n", NAMESPACE)["items"]]
+    assert any(selector.items() <= m.items() for m in own), own
+    _apply(bed.plane, [pdb])
+    try:
+        wait_for(lambda: bed.plane.get_json("pdb", "-n", NAMESPACE, "slurmd-busy").get("status", {})
+                 .get("currentHealthy") == 1, 60, "slurmd-busy counting the busy pod")  # fmt: skip
+        refused = _evict(bed, busy["metadata"]["name"])
+        assert refused.returncode != 0 and "disruption budget" in refused.stderr, refused.stderr
+        assert (
+            "deletionTimestamp" not in bed.plane.get_json("pod", "-n", NAMESPACE, busy["metadata"]["name"])["metadata"]
+        )
+        bed.cluster.scancel(job)
+        wait_for(lambda: not marked(), 120, f"the operator's label gone from the pod of {node} once idle")
+    finally:
+        bed.plane.kubectl("delete", "pdb", "-n", NAMESPACE, "slurmd-busy", "--ignore-not-found")
+    bed.cluster.wait_idle(NODES, 60)
+
+
 def _rollout_state(nodeset: dict) -> tuple:
     """(generation, observedGeneration, desired, readyReplicas, updatedReplicas): what the health reads."""
     s = nodeset.get("status") or {}
@@ -472,6 +527,31 @@ def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
     assert start <= first_gone < start + 120, (start, first_gone)
     assert all(re.search(r"State=\S*\+MAINT", bed.node(n)) for n in NODES), [bed.node(n) for n in NODES]
     # back to the rendered strategy: the operator deletes its reservation
+    rendered = bed.values["nodesets"][POOL]["updateStrategy"]
+    _patch_nodeset(bed, {**rendered, "scheduledUpdate": None})
+    wait_for(lambda: all(r["name"] != name for r in _reservations(bed)), 60, f"reservation {name} deleted")
+
+
+def test_a_window_synced_after_it_opened_still_replaces_the_pods(bed):
+    """A change that reaches the NodeSet after its window opened (a late merge or sync): the operator
+    makes no reservation for a start already past unless the window carries ``FORCE_START``, and then
+    nothing rolls while the NodeSet looks Healthy. The strategy as render/rollout.py writes it (the
+    sample tenant with a window that opened 20 s ago) gets the reservation at once and the pods replaced
+    inside what is left of the window."""
+    wait_for(bed.running_pods, 60, "the NodeSet's pods Running")
+    before = _revisions(bed)
+    opened = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(time.time()) - 20))
+    fleet = load_fleet(REPO_ROOT / "inventories" / "sample")
+    window = Rollout(max_unavailable_per_block=1, window=Window(opened, "3m"))
+    strategy = rollout.update_strategy(dataclasses.replace(fleet, rollout=window), fleet.tenants["research"])
+    assert strategy["type"] == "ScheduledUpdate", strategy
+    _patch_nodeset(bed, strategy, revision="5")
+    name = f"SlurmOperatorMaint-slurm-worker-{POOL}"
+    res = wait_for(lambda: next((r for r in _reservations(bed) if r["name"] == name), None), 60, f"reservation {name}")
+    assert {"MAINT", "IGNORE_JOBS"} <= set(res["flags"]), res["flags"]
+    new = _new_revision(bed, {rev for _, rev in before.values()})
+    wait_for(lambda: all(rev == new for _, rev in _revisions(bed).values()) and len(_revisions(bed)) == len(NODES),
+             150, "the pods replaced in the open window")  # fmt: skip
     rendered = bed.values["nodesets"][POOL]["updateStrategy"]
     _patch_nodeset(bed, {**rendered, "scheduledUpdate": None})
     wait_for(lambda: all(r["name"] != name for r in _reservations(bed)), 60, f"reservation {name} deleted")

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 from accounting_db import AccountingDb, require_accounting
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout, slurm_ready, upgrade_gates
 
 VALUES = (
@@ -71,7 +72,7 @@ def _kill(proc: subprocess.Popen) -> None:
 
 def test_gates_sit_between_the_waves() -> None:
     gates = _gates()
-    waves = {name: int(job["metadata"]["annotations"][upgrade_gates.WAVE]) for name, job in gates.items()}
+    waves = {name: int(job["metadata"]["annotations"][upgrade_gates.SYNC_WAVE]) for name, job in gates.items()}
     w = {k: int(v) for k, v in rollout.WAVES.items()}
     assert w["accounting"] < waves["slurm-accounting-ready"] < w["controller"]
     assert w["controller"] < waves["slurm-controller-ready"] < w["nodesets"]
@@ -96,7 +97,22 @@ def test_gates_follow_the_real_daemons(slurm_cluster, tmp_path: Path) -> None:
     assert "gpufleet: slurmdbd (sacctmgr ping) does not answer after 3 tries (sacctmgr ping)" in down.stderr
     assert _run(c, ctld, tmp_path).returncode == 0  # the controller's gate does not depend on it
 
+    # an upgrade to the next release: the gate rendered for it does not pass while the running (old)
+    # slurmctld answers pings, since slurmctld reports its own version (scontrol show config)
+    running = re.search(r"^SLURM_VERSION\s*=\s*(\d+)\.(\d+)", c.scontrol("show", "config"), re.M)
+    assert running, "no SLURM_VERSION in scontrol show config"
+    nxt = f"{int(running[1]) + 1}.{running[2]}"
+    (later,) = [j for j in upgrade_gates.gates(_tenant(), rollout.WAVES, f"login:{nxt}-ubuntu26.04")
+                if j["metadata"]["name"] == "slurm-controller-ready"]  # fmt: skip
+    old = _run(c, later, tmp_path)
+    assert old.returncode == 1, old.stdout
+    assert f"gpufleet: slurmctld {nxt} (scontrol ping, SLURM_VERSION) does not answer after 3 tries" in old.stderr
+
     _kill(c._procs["slurmctld"])
     down = _run(c, ctld, tmp_path)
     assert down.returncode == 1, down.stdout
-    assert "gpufleet: slurmctld (scontrol ping) does not answer after 3 tries (scontrol ping)" in down.stderr
+    assert "gpufleet: slurmctld 26.05 (scontrol ping, SLURM_VERSION) does not answer after 3 tries" in down.stderr
+
+
+def _tenant():
+    return load_fleet(VALUES.parents[6] / "inventories" / "sample").tenants["research"]

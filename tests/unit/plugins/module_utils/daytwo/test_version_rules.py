@@ -182,7 +182,7 @@ def test_upgrade_plan_orders_the_daemons_and_bounds_the_loss(sample: Fleet) -> N
     assert "(Slurm 25.11 -> 26.05)" in text
     rows = [line.split("|") for line in text.splitlines() if line.startswith("| ")]
     steps = [cells[2].strip() for cells in rows if cells[1].strip().isdigit()]
-    assert steps == ["slurmdbd", "slurmctld", "slurmd", "login"]
+    assert steps == ["slurmdbd", "slurmctld", "slurmd", "login", "slurmrestd"]  # clients last
     # one node per NodeSet at a time: pretrain has one NodeSet, research two
     assert "| llm-pretrain | rolling | `pretrain` (5) | 1 of 32 | 8 of 256 | 1 in `su02-leaf` |" in text
     # research's two NodeSets both have nodes under su01-leaf: successive waves, that leaf loses one at most

@@ -39,6 +39,7 @@ def test_waves_follow_slurms_upgrade_order(rendered: dict[str, dict]) -> None:
         "slurmctld": _wave(v["controller"]),
         "slurmd": max(_wave(ns) for ns in v["nodesets"].values()),
         "login": _wave(v["loginsets"]["main"]),
+        "slurmrestd": _wave(v["restapi"]),  # a client: last, with the login pods
     }
     order = [name for name, _step in SLURM_UPGRADE_ORDER]
     assert sorted(by_daemon, key=by_daemon.get) == order
