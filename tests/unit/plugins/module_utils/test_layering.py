@@ -19,10 +19,10 @@ PREFIX = "ansible_collections.gpufleet.core.plugins.module_utils."
 # stage -> the packages (folders) and top-level files (without .py) in it, earliest first
 STAGES: list[tuple[str, ...]] = [
     ("errors", "deps", "files", "hostlist", "versions", "yaml_dump", "kubeclient"),  # shared helpers
-    ("model",),  # schema, typed fleet, inventory loading and validation, nodes snapshot
+    ("model",),  # schema, typed fleet, inventory loading and validation, nodes snapshot, the fence vocabulary
     ("fabric",),  # the fabric model and its parsers
     ("topology",),  # fabric -> switch tree, blocks, health; topology files
-    ("pools",),  # assignment, lock, fence, moves, applying them to Nodes
+    ("pools",),  # assignment, lock, moves, applying them to Nodes
     ("argocd",),  # the vCluster cluster Secret, Application status
     ("render",),  # the GitOps tree
     ("health",),  # GPU quarantine of Nodes
@@ -44,7 +44,7 @@ def _unit(rel: str) -> str:
 
 
 def _target(root: Path, node: ast.ImportFrom, alias: ast.alias) -> str:
-    """The module_utils file (``pools/fence.py``) an import statement refers to."""
+    """The module_utils file (``model/fence.py``) an import statement refers to."""
     mod = node.module[len(PREFIX) :].replace(".", "/")  # type: ignore[index]
     sub = f"{mod}/{alias.name}.py"
     return sub if (root / sub).is_file() else f"{mod}.py" if (root / f"{mod}.py").is_file() else f"{mod}/__init__.py"
@@ -129,6 +129,22 @@ def test_fabric_parsers_know_only_the_model() -> None:
         imported = {d.removesuffix(".py").replace("/", ".") for d in graph[parser]}
         assert imported <= FABRIC_PARSER_IMPORTS, parser
     assert set(FABRIC_PARSERS) | {"fabric/model.py"} <= graph["fabric/load.py"]
+
+
+# packages that, though later in the stages, stay independent of some earlier ones: the GPU
+# quarantine reads the fence vocabulary from the model, not the pool machinery
+KEPT_APART = {"health": {"pools", "render", "argocd", "topology", "fabric"}}
+
+
+def test_kept_apart_packages_do_not_import_each_other() -> None:
+    graph = scan(ROOT)[0]
+    found = [
+        f"{rel} imports {dep}"
+        for rel, deps in graph.items()
+        for dep in deps
+        if _unit(dep) in KEPT_APART.get(_unit(rel), set())
+    ]
+    assert found == []
 
 
 def _write(root: Path, rel: str, text: str) -> None:

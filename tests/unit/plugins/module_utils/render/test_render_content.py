@@ -10,7 +10,7 @@ import yaml
 from render_fixtures import edit_vars, make_inventory, yaml_objects
 
 from ansible_collections.gpufleet.core.plugins.module_utils import versions
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
