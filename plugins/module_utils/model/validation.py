@@ -26,6 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue,
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting_model,
     bounds,
+    fabric_sources,
     grammar,
     identity,
     maintenance_model,
@@ -290,7 +291,8 @@ def _cluster_node_name_map(r: _Refs, ci: int, c: dict[str, Any]) -> list[Issue]:
 
 def _cluster_fabric_path(r: _Refs, ci: int, c: dict[str, Any]) -> list[Issue]:
     fab = _dict(c.get("fabric"))
-    if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
+    source = fabric_sources.BY_NAME.get(fab.get("source"))  # type: ignore[arg-type]
+    if source is not None and source.needs_path and not fab.get("path"):
         return [r.raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")]
     return []
 
