@@ -4,14 +4,10 @@ the schema, validation, the fleet model, the topology loader and the rendered to
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from render_fixtures import copy_sample, edit_vars, model_errors
+from render_fixtures import collection_copy, copy_sample, edit_vars, insert_before, model_errors, run_on_copy
 
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric import load
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import FabricError
@@ -75,12 +71,6 @@ write_render(render_inventory(Path(sys.argv[2])), Path(sys.argv[3]))
 """
 
 
-def _insert(path: Path, before: str, text: str) -> None:
-    src = path.read_text(encoding="utf-8")
-    assert before in src, (path, before)
-    path.write_text(src.replace(before, text + before, 1), encoding="utf-8")
-
-
 def _leaf_lines(inv: Path) -> str:
     """The sample's leaf groups, written in the new format."""
     cluster = next(iter(load_fleet(inv).clusters.values()))
@@ -89,18 +79,17 @@ def _leaf_lines(inv: Path) -> str:
 
 
 def test_a_new_format_is_three_files(tmp_path: Path) -> None:
-    core = tmp_path / "collections" / "ansible_collections" / "gpufleet" / "core"
-    shutil.copytree(REPO / "plugins", core / "plugins", ignore=shutil.ignore_patterns("__pycache__"))
+    core = collection_copy(tmp_path)
     (core / MU / "fabric/leafmap.py").write_text(PARSER, encoding="utf-8")  # 1: the parser
-    _insert(core / MU / "model/fabric_sources.py", '    FabricSource("file"', ROW)  # 2: the row
+    insert_before(core / MU / "model/fabric_sources.py", '    FabricSource("file"', ROW)  # 2: the row
     load_py = core / MU / "fabric/load.py"  # 3: its lines in the loader
-    _insert(
+    insert_before(
         load_py,
         "from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import",
         ("from ansible_collections.gpufleet.core.plugins.module_utils.fabric.leafmap import parse_leafmap\n"),
     )
-    _insert(load_py, '    "file": parse_fabric_yaml,\n', '    "leafmap": parse_leafmap,\n')
-    _insert(load_py, '"file": "file"}', '"leafmap": "leafmap", ')
+    insert_before(load_py, '    "file": parse_fabric_yaml,\n', '    "leafmap": parse_leafmap,\n')
+    insert_before(load_py, '"file": "file"}', '"leafmap": "leafmap", ')
     inv = copy_sample(tmp_path, snapshots=True)
     (inv / "snapshots/gpu-east/fabric.leafmap").write_text(_leaf_lines(inv), encoding="utf-8")
     edit_vars(
@@ -111,15 +100,7 @@ def test_a_new_format_is_three_files(tmp_path: Path) -> None:
         ),
     )
     out = tmp_path / "out"
-    env = {**os.environ, "GPUFLEET_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(core.parents[2]), str(inv), str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-        env=env,
-    )
+    proc = run_on_copy(core, SCRIPT, str(inv), str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     conf = (out / "clusters/gpu-east/tenants/research/slurm/topology.conf").read_text()
     committed = (REPO / "gitops/clusters/gpu-east/tenants/research/slurm/topology.conf").read_text()
