@@ -13,7 +13,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 from gpufleet_testlib import fabric_gen
@@ -95,6 +97,11 @@ def render_to(inv: Path, out: Path):
 
     result = render_inventory(inv)
     return result, write_render(result, out)
+
+
+def load(files: Mapping[str, bytes], rel: str) -> Any:
+    """One rendered YAML file of ``files`` (the ``files`` fixture of tests/conftest.py), parsed."""
+    return yaml.safe_load(files[rel])
 
 
 def tree_state(out: Path) -> dict[str, bytes]:
