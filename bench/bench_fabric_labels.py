@@ -52,7 +52,8 @@ CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply, fence
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply
 from ansible_collections.gpufleet.core.plugins.module_utils.topology import labels
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import dump_file, safe_load

@@ -300,6 +300,155 @@ def _inventory_arg(p: argparse.ArgumentParser, **kwargs: object) -> None:
     )
 
 
+def _render_command(sub: argparse._SubParsersAction) -> None:
+    p = _sub(
+        sub,
+        "render",
+        "render the GitOps tree and the pool locks of an inventory, writing only changed files (--check:"
+        " write nothing, exit 1 when stale)",
+    )
+    _inventory_arg(p)
+    p.add_argument("--out", "-o", help="GitOps tree root (default: <git work tree>/<gitops.path>)")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 and list files when stale")
+    p.add_argument("--verbose", "-v", action="store_true", help="list every file written")
+    p.add_argument(
+        "--fail-on-change", action="store_true", help="render, then exit 1 when files changed (pre-commit hooks)"
+    )
+    p.add_argument(
+        "--base",
+        help="Git revision whose pool locks are trusted (CI: the pull request's base); the working tree's"
+        " locks must be those or the ones computed from them",
+    )
+    p.set_defaults(func=cmd_render)
+
+
+def _init_command(sub: argparse._SubParsersAction) -> None:
+    p = _sub(sub, "init", "scaffold a new fleet repository (inventory, CODEOWNERS, CI, pre-commit)")
+    p.add_argument("dest", help="directory of the new repository (created; must not hold its files)")
+    p.add_argument("--fleet", help="fleet name (default: the directory name)")
+    p.add_argument(
+        "--tenant",
+        action="append",
+        metavar="NAME[:KIND[:OWNER]]",
+        help="a tenant (KIND slurm or kubernetes; OWNER @org/team); repeat; default team-a, team-b",
+    )
+    p.add_argument(
+        "--org",
+        default="",
+        help="GitHub/GitLab organisation or group of the default owners (@ORG/platform, @ORG/<tenant>) and of"
+        " the repository URL; required unless --platform-owner, every tenant's OWNER and --repo-url are given",
+    )
+    p.add_argument("--platform-owner", default="", help="CODEOWNERS owner of the platform (default @ORG/platform)")
+    p.add_argument(
+        "--repo-url",
+        default="",
+        help="Git URL Argo CD clones this repository from (default https://github.com/ORG/FLEET.git)",
+    )
+    p.add_argument("--site", default="prod", help="inventory name: inventories/SITE (default prod)")
+    p.add_argument("--cluster", default="gpu-1", help="name of the example cluster (default gpu-1)")
+    p.add_argument("--branch", default="main", help="the branch Argo CD syncs and pull requests target")
+    p.set_defaults(func=cmd_init)
+
+
+def _validate_command(sub: argparse._SubParsersAction) -> None:
+    p = _sub(
+        sub,
+        "validate",
+        "check an inventory as render does, short of parsing the fabric (every problem, with file, line and key)",
+    )
+    _inventory_arg(p)
+    p.add_argument("--now", help="warn of update windows ended by this UTC time (default: now)")
+    p.set_defaults(func=cmd_validate)
+
+
+def _review_command(sub: argparse._SubParsersAction) -> None:
+    p = _sub(
+        sub,
+        "review",
+        "the blast radius of a change against a base branch, by owner (Markdown; exit 1 on a policy failure)",
+    )
+    _inventory_arg(p, action="append")
+    p.add_argument("--base", required=True, help="base revision, e.g. origin/main (compared at the merge base)")
+    p.add_argument("--markdown", "-m", help="also write the Markdown to this file (a pull-request comment)")
+    p.add_argument(
+        "--format",
+        choices=["markdown", "json"],
+        default="markdown",
+        help="what goes to stdout: Markdown, or JSON for CI annotations (docs/review.schema.json)",
+    )
+    p.add_argument(
+        "--charts",
+        help="folder of the charts (helm pull: <chart>-<version>.tgz) to template before and after a chart or"
+        " values change (needs helm on PATH)",
+    )
+    p.add_argument("--now", help="judge update windows at this UTC time (2026-12-05T02:00:00Z; default: now)")
+    p.set_defaults(func=cmd_review)
+
+
+def _maintenance_command(sub: argparse._SubParsersAction) -> None:
+    p = _sub(sub, "maintenance", "put nodes into maintenance or return them (edits the inventory, renders)")
+    p.add_argument("action", choices=["start", "end", "list"], help="list: every maintenance, its nodes and state")
+    _inventory_arg(p)
+    p.add_argument("--name", help="name of the maintenance (the Slurm reservation is named after it)")
+    p.add_argument("--now", help="list: the state at this UTC time (default: now)")
+    p.add_argument("--cluster", help="cluster of the nodes (start)")
+    p.add_argument("--nodes", help="nodes by hostlist, e.g. gpu[041-044] (start)")
+    p.add_argument("--switch", help="every node under this switch, leaf group or block of the topology (start)")
+    p.add_argument("--reason", help="why; Slurm shows it as the drain reason (start)")
+    p.add_argument("--start", help="window start, UTC, 2026-12-01T06:00:00Z (start; default: on apply)")
+    p.add_argument("--duration", help="window length: 90m, 4h, 2d (start, with --start)")
+    p.add_argument("--check", action="store_true", help="print the plan, write nothing")
+    p.set_defaults(func=cmd_maintenance)
+
+
+def _hardware_command(sub: argparse._SubParsersAction) -> None:
+    p = _sub(
+        sub,
+        "hardware",
+        "add nodes to a cluster's snapshots under a leaf switch of its fabric file, or remove them (kubespray's"
+        " scale.yml and remove-node.yml)",
+    )
+    p.add_argument("action", choices=["add", "remove"])
+    _inventory_arg(p)
+    p.add_argument("--cluster", required=True, help="the cluster of the nodes")
+    p.add_argument("--nodes", required=True, help="the nodes, as a hostlist: gpu[025-032]")
+    p.add_argument("--leaf", help="the leaf switch the new nodes are cabled to (add)")
+    p.add_argument("--parent", help="the switch a new leaf hangs from (add, new leaf)")
+    p.add_argument("--like", help="an existing node the new Nodes copy (add; default the leaf's first node)")
+    p.add_argument("--check", action="store_true", help="say what would change, write nothing")
+    p.set_defaults(func=cmd_hardware)
+
+
+def _check_versions_command(sub: argparse._SubParsersAction) -> None:
+    p = _sub(
+        sub,
+        "check-versions",
+        "the data-protecting rules on a version change (exit 2 when refused: skipped Slurm releases, going back"
+        " past a database conversion)",
+    )
+    _inventory_arg(p)
+    p.add_argument("--base", help="base revision (e.g. origin/main): compare with the inventory there")
+    p.set_defaults(func=cmd_check_versions)
+
+
+def _schema_command(sub: argparse._SubParsersAction) -> None:
+    p = _sub(sub, "schema", "print the fleet JSON schema (docs/fleet.schema.json)")
+    p.set_defaults(func=cmd_schema)
+
+
+# one function a subcommand: its options and the function that runs it
+COMMANDS = (
+    _render_command,
+    _init_command,
+    _validate_command,
+    _review_command,
+    _maintenance_command,
+    _hardware_command,
+    _check_versions_command,
+    _schema_command,
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="gpufleet.py",
@@ -308,118 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    r = _sub(
-        sub,
-        "render",
-        "render the GitOps tree and the pool locks of an inventory, writing only changed files (--check:"
-        " write nothing, exit 1 when stale)",
-    )
-    _inventory_arg(r)
-    r.add_argument("--out", "-o", help="GitOps tree root (default: <git work tree>/<gitops.path>)")
-    r.add_argument("--check", action="store_true", help="write nothing; exit 1 and list files when stale")
-    r.add_argument("--verbose", "-v", action="store_true", help="list every file written")
-    r.add_argument(
-        "--fail-on-change", action="store_true", help="render, then exit 1 when files changed (pre-commit hooks)"
-    )
-    r.add_argument(
-        "--base",
-        help="Git revision whose pool locks are trusted (CI: the pull request's base); the working tree's"
-        " locks must be those or the ones computed from them",
-    )
-    r.set_defaults(func=cmd_render)
-    i = _sub(sub, "init", "scaffold a new fleet repository (inventory, CODEOWNERS, CI, pre-commit)")
-    i.add_argument("dest", help="directory of the new repository (created; must not hold its files)")
-    i.add_argument("--fleet", help="fleet name (default: the directory name)")
-    i.add_argument(
-        "--tenant",
-        action="append",
-        metavar="NAME[:KIND[:OWNER]]",
-        help="a tenant (KIND slurm or kubernetes; OWNER @org/team); repeat; default team-a, team-b",
-    )
-    i.add_argument(
-        "--org",
-        default="",
-        help="GitHub/GitLab organisation or group of the default owners (@ORG/platform, @ORG/<tenant>) and of"
-        " the repository URL; required unless --platform-owner, every tenant's OWNER and --repo-url are given",
-    )
-    i.add_argument("--platform-owner", default="", help="CODEOWNERS owner of the platform (default @ORG/platform)")
-    i.add_argument(
-        "--repo-url",
-        default="",
-        help="Git URL Argo CD clones this repository from (default https://github.com/ORG/FLEET.git)",
-    )
-    i.add_argument("--site", default="prod", help="inventory name: inventories/SITE (default prod)")
-    i.add_argument("--cluster", default="gpu-1", help="name of the example cluster (default gpu-1)")
-    i.add_argument("--branch", default="main", help="the branch Argo CD syncs and pull requests target")
-    i.set_defaults(func=cmd_init)
-    v = _sub(
-        sub,
-        "validate",
-        "check an inventory as render does, short of parsing the fabric (every problem, with file, line and key)",
-    )
-    _inventory_arg(v)
-    v.add_argument("--now", help="warn of update windows ended by this UTC time (default: now)")
-    v.set_defaults(func=cmd_validate)
-    rv = _sub(
-        sub,
-        "review",
-        "the blast radius of a change against a base branch, by owner (Markdown; exit 1 on a policy failure)",
-    )
-    _inventory_arg(rv, action="append")
-    rv.add_argument("--base", required=True, help="base revision, e.g. origin/main (compared at the merge base)")
-    rv.add_argument("--markdown", "-m", help="also write the Markdown to this file (a pull-request comment)")
-    rv.add_argument(
-        "--format",
-        choices=["markdown", "json"],
-        default="markdown",
-        help="what goes to stdout: Markdown, or JSON for CI annotations (docs/review.schema.json)",
-    )
-    rv.add_argument(
-        "--charts",
-        help="folder of the charts (helm pull: <chart>-<version>.tgz) to template before and after a chart or"
-        " values change (needs helm on PATH)",
-    )
-    rv.add_argument("--now", help="judge update windows at this UTC time (2026-12-05T02:00:00Z; default: now)")
-    rv.set_defaults(func=cmd_review)
-    m = _sub(sub, "maintenance", "put nodes into maintenance or return them (edits the inventory, renders)")
-    m.add_argument("action", choices=["start", "end", "list"], help="list: every maintenance, its nodes and state")
-    _inventory_arg(m)
-    m.add_argument("--name", help="name of the maintenance (the Slurm reservation is named after it)")
-    m.add_argument("--now", help="list: the state at this UTC time (default: now)")
-    m.add_argument("--cluster", help="cluster of the nodes (start)")
-    m.add_argument("--nodes", help="nodes by hostlist, e.g. gpu[041-044] (start)")
-    m.add_argument("--switch", help="every node under this switch, leaf group or block of the topology (start)")
-    m.add_argument("--reason", help="why; Slurm shows it as the drain reason (start)")
-    m.add_argument("--start", help="window start, UTC, 2026-12-01T06:00:00Z (start; default: on apply)")
-    m.add_argument("--duration", help="window length: 90m, 4h, 2d (start, with --start)")
-    m.add_argument("--check", action="store_true", help="print the plan, write nothing")
-    m.set_defaults(func=cmd_maintenance)
-    hw = _sub(
-        sub,
-        "hardware",
-        "add nodes to a cluster's snapshots under a leaf switch of its fabric file, or remove them (kubespray's"
-        " scale.yml and remove-node.yml)",
-    )
-    hw.add_argument("action", choices=["add", "remove"])
-    _inventory_arg(hw)
-    hw.add_argument("--cluster", required=True, help="the cluster of the nodes")
-    hw.add_argument("--nodes", required=True, help="the nodes, as a hostlist: gpu[025-032]")
-    hw.add_argument("--leaf", help="the leaf switch the new nodes are cabled to (add)")
-    hw.add_argument("--parent", help="the switch a new leaf hangs from (add, new leaf)")
-    hw.add_argument("--like", help="an existing node the new Nodes copy (add; default the leaf's first node)")
-    hw.add_argument("--check", action="store_true", help="say what would change, write nothing")
-    hw.set_defaults(func=cmd_hardware)
-    cv = _sub(
-        sub,
-        "check-versions",
-        "the data-protecting rules on a version change (exit 2 when refused: skipped Slurm releases, going back"
-        " past a database conversion)",
-    )
-    _inventory_arg(cv)
-    cv.add_argument("--base", help="base revision (e.g. origin/main): compare with the inventory there")
-    cv.set_defaults(func=cmd_check_versions)
-    s = _sub(sub, "schema", "print the fleet JSON schema (docs/fleet.schema.json)")
-    s.set_defaults(func=cmd_schema)
+    for add in COMMANDS:
+        add(sub)
     args = parser.parse_args(argv)
     if hasattr(args, "inventory"):
         _inventory(args)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
@@ -64,3 +66,14 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     return require_path(SHARED, "upstream CRDs, chart values and fabric samples")
+
+
+@pytest.fixture(scope="session")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Mapping[str, bytes]:
+    """The sample fleet with generated snapshots (``render_fixtures.make_inventory``) rendered once per
+    session: {path in the GitOps tree: bytes}, read-only (``render_fixtures.load`` parses one file)."""
+    from render_fixtures import make_inventory
+
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
+
+    return MappingProxyType(render_inventory(make_inventory(tmp_path_factory.mktemp("inv"))).files)

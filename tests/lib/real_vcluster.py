@@ -170,8 +170,8 @@ def translated(name: str, namespace: str, vcluster: str) -> str:
 
 def fence_nodes(nodes: list[dict[str, Any]], inventory: Path, lock: Path, cluster: str) -> list[dict[str, Any]]:
     """The snapshot's Nodes with the pool labels and taints the apply step sets (pools.lock.yaml)."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
     from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-    from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
     from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
 
     fleet = load_fleet(inventory)

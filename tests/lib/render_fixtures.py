@@ -10,9 +10,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 from gpufleet_testlib import fabric_gen
@@ -55,6 +59,33 @@ def copy_sample(root: Path, name: str = "inv", snapshots: bool = False) -> Path:
     return inv
 
 
+def collection_copy(root: Path) -> Path:
+    """A copy of plugins/ as the collection ``gpufleet.core`` under ``root/collections`` (its ``core``
+    folder), for the recipe tests that edit the code and run it (``insert_before``, ``run_on_copy``)."""
+    core = root / "collections" / "ansible_collections" / "gpufleet" / "core"
+    shutil.copytree(REPO / "plugins", core / "plugins", ignore=shutil.ignore_patterns("__pycache__"))
+    return core
+
+
+def insert_before(path: Path, before: str, text: str) -> None:
+    """Put ``text`` in front of the first ``before`` in ``path`` (which must hold it)."""
+    src = path.read_text(encoding="utf-8")
+    assert before in src, (path, before)
+    path.write_text(src.replace(before, text + before, 1), encoding="utf-8")
+
+
+def run_on_copy(core: Path, script: str, *args: str) -> subprocess.CompletedProcess:
+    """Run ``script`` in a fresh interpreter that imports the collection from the copy ``core``;
+    ``sys.argv[1]`` is the copy's collections path, the rest are ``args``."""
+    return subprocess.run(
+        [sys.executable, "-c", script, str(core.parents[2]), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
 def make_inventory(root: Path, hosts: int = 64) -> Path:
     inv = copy_sample(root)
     write_snapshots(inv / "snapshots" / "gpu-east", hosts=hosts)
@@ -67,6 +98,11 @@ def render_to(inv: Path, out: Path):
 
     result = render_inventory(inv)
     return result, write_render(result, out)
+
+
+def load(files: Mapping[str, bytes], rel: str) -> Any:
+    """One rendered YAML file of ``files`` (the ``files`` fixture of tests/conftest.py), parsed."""
+    return yaml.safe_load(files[rel])
 
 
 def tree_state(out: Path) -> dict[str, bytes]:

@@ -39,7 +39,10 @@ STREAMED: dict[str, Callable[[Iterable[str], str], Fabric]] = {
     "ibnetdiscover-ports": parse_ports,
 }
 
-KINDS = ("auto", "ibnetdiscover", "ibnetdiscover-ports", "labels", "file")
+KINDS = ("auto", *PARSERS)
+# fabric.source (model/fabric_sources.py) -> the kind its file is read as ("auto": detected from its head);
+# a source that reads the nodes snapshot has no file of its own
+SOURCE_KIND = {"ibnetdiscover": "auto", "file": "file"}
 
 
 _BLOCK = 1 << 20  # bytes read at a time (cut at a line break): a dump is streamed, never held whole
@@ -240,6 +243,14 @@ def detect_kind(text: str) -> str:
         "cannot tell the fabric format (expected ibnetdiscover output, -p ports output, "
         "a Kubernetes Node list or a fabric YAML file); pass kind="
     )
+
+
+def load_source(source: str, path: str | Path, kind: str = "auto") -> Fabric:
+    """The fabric of one input file of ``source`` (a row of model/fabric_sources.py); ``kind`` narrows it
+    to one of the source's own formats (``ibnetdiscover-ports`` for ``ibnetdiscover``), else detected."""
+    if source not in SOURCE_KIND:
+        raise FabricError(f"unknown fabric source {source!r}; expected one of {', '.join(SOURCE_KIND)}")
+    return load_fabric(str(path), kind=kind if kind != "auto" and kind.startswith(source) else SOURCE_KIND[source])
 
 
 def load_fabric(path_or_text: str | Path | Iterable[str | Path], kind: str = "auto") -> Fabric:

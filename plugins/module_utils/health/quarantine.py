@@ -24,7 +24,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils import kubeclient
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 
 REASON_ANNOTATION = "gpufleet.io/gpu-unhealthy-reason"
 CONDITION_REASON = "GpufleetHealth"

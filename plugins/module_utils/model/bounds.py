@@ -1,4 +1,5 @@
-"""Sizes and numbers a tenant sets, bounded against what the platform owns.
+"""Bounds the schema cannot state: sizes and numbers a tenant sets against what the platform owns,
+and the size of the whole model's hostlists together.
 
 The schema bounds each value alone; these bounds compare a tenant's value with the platform's:
 
@@ -7,7 +8,10 @@ The schema bounds each value alone; these bounds compare a tenant's value with t
   ``tenant_database_storage_max`` (platform-owned, default :data:`DATABASE_STORAGE_MAX`);
 - ``monitoring.scrape_interval`` (the host PodMonitor the shared Prometheus scrapes) may not be
   shorter than the cluster's ``monitoring.min_scrape_interval`` (default :data:`MIN_SCRAPE_INTERVAL`)
-  nor longer than :data:`MAX_SCRAPE_INTERVAL`.
+  nor longer than :data:`MAX_SCRAPE_INTERVAL`;
+
+and every hostlist of the model (pins, excludes, fabric exclusions, allowed moves, maintenance) expands
+to at most :data:`MAX_TOTAL_HOSTS` names together (each alone is bounded by the hostlist parser).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import re
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue
+from ansible_collections.gpufleet.core.plugins.module_utils.model import maintenance_model
 
 DATABASE_STORAGE_MAX = "1Ti"
 MIN_SCRAPE_INTERVAL = "15s"
@@ -37,7 +42,11 @@ def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def bound_issues(raw: Any) -> list[Issue]:
+def _list(x: Any) -> list[Any]:
+    return x if isinstance(x, list) else []
+
+
+def _platform_bound_issues(raw: Any) -> list[Issue]:
     listed = raw.data.get("gpufleet_clusters")
     clusters = {
         c["name"]: (ci, c)
@@ -75,3 +84,62 @@ def bound_issues(raw: Any) -> list[Issue]:
                 )
             )
     return issues
+
+
+MAX_TOTAL_HOSTS = 100_000  # names all hostlists of the model may expand to, together
+_TOP_COMMA = re.compile(r",(?![^\[]*\])")
+_BRACKET = re.compile(r"\[([^\]]*)\]")
+_RANGE = re.compile(r"^([0-9]{1,18})(?:-([0-9]{1,18}))?$")
+
+
+def hostlist_size(expr: str) -> int:
+    """How many names a hostlist expression expands to, counted without expanding it (an
+    unparsable part counts 1: the hostlist parser reports it)."""
+    total = 0
+    for term in _TOP_COMMA.split(expr):
+        n = 1
+        for group in _BRACKET.findall(term):
+            count = 0
+            for item in group.split(","):
+                m = _RANGE.match(item)
+                count += (abs(int(m.group(2)) - int(m.group(1))) + 1) if m and m.group(2) else 1
+            n *= max(count, 1)
+        total += n
+    return total
+
+
+def _hostlist_total_issues(raw: Any) -> list[Issue]:
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for pi, p in enumerate(_list(raw.data.get("gpufleet_pools"))):
+        for key in ("pin", "exclude"):
+            for i, e in enumerate(_list(_dict(p).get(key))):
+                found.append((("gpufleet_pools", pi, key, i), e))
+    for ci, cl in enumerate(_list(raw.data.get("gpufleet_clusters"))):
+        fab = _dict(_dict(cl).get("fabric"))
+        for key in ("exclude_hosts", "exclude_switches"):
+            for i, e in enumerate(_list(fab.get(key))):
+                found.append((("gpufleet_clusters", ci, "fabric", key, i), e))
+        for mi, m in enumerate(_list(_dict(cl).get("allow_node_moves"))):
+            for i, e in enumerate(_list(_dict(m).get("nodes"))):
+                found.append((("gpufleet_clusters", ci, "allow_node_moves", mi, "nodes", i), e))
+    for i, m in enumerate(_list(raw.data.get(maintenance_model.KEY))):
+        found.append(((maintenance_model.KEY, i, "nodes"), _dict(m).get("nodes")))
+    total = 0
+    for path, expr in found:
+        if not isinstance(expr, str):
+            continue
+        total += hostlist_size(expr)
+        if total > MAX_TOTAL_HOSTS:
+            return [
+                raw.issue(
+                    path,
+                    f"refused: the model's hostlists expand to more than {MAX_TOTAL_HOSTS} names together"
+                    " (this one passes the bound); list fewer or narrower ranges",
+                )
+            ]
+    return []
+
+
+def bound_issues(raw: Any) -> list[Issue]:
+    """Every bound of this module (the ``bounds`` pass of ``model/validation.py``)."""
+    return _platform_bound_issues(raw) + _hostlist_total_issues(raw)

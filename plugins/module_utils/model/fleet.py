@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import components
+from ansible_collections.gpufleet.core.plugins.module_utils.model import components, fabric_sources
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting_model import Accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure
 from ansible_collections.gpufleet.core.plugins.module_utils.model.identity import Identity
@@ -46,7 +46,7 @@ class Component:
 
 @dataclass(frozen=True)
 class FabricSource:
-    source: str = "none"  # ibnetdiscover | labels | file | none
+    source: str = "none"  # a row of model/fabric_sources.py, or none
     path: Path | None = None
     node_name_map: dict[str, str] | None = None
     exclude_hosts: tuple[str, ...] = ()
@@ -102,9 +102,10 @@ class Cluster:
     def fabric_input(self) -> Path | None:
         """The file the cluster's fabric is read from: its fabric snapshot, or with ``source: labels``
         the nodes snapshot (their fabric labels); None without a fabric source."""
-        if self.fabric.source == "none":
+        source = fabric_sources.BY_NAME.get(self.fabric.source)
+        if source is None:
             return None
-        return self.nodes_snapshot if self.fabric.source == "labels" else self.fabric.path
+        return self.nodes_snapshot if source.reads_nodes else self.fabric.path
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     bounds,
     bridge_model,
     components,
+    fabric_sources,
     identity,
     maintenance_model,
     rollout_model,
@@ -256,7 +257,7 @@ SCHEMA: dict[str, Any] = {
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
-                            "source": {"enum": ["ibnetdiscover", "labels", "file", "none"], "default": "none"},
+                            "source": {"enum": list(fabric_sources.CHOICES), "default": fabric_sources.NONE},
                             "path": _REL_PATH,
                             "node_name_map": {
                                 "type": "object",

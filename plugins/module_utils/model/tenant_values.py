@@ -156,9 +156,7 @@ OVERRIDES_SCHEMA: dict[str, Any] = {
 }
 
 
-def leaves(
-    schema: dict[str, Any] | None = None, path: tuple[str, ...] = ()
-) -> list[tuple[tuple[str, ...], dict]]:
+def leaves(schema: dict[str, Any] | None = None, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], dict]]:
     """Every allow-listed key path of an allow-list schema (default: the vcluster one) with its leaf
     schema (for docs and tests)."""
     schema = VCLUSTER if schema is None else schema

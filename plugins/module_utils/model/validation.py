@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting_model,
     bounds,
     bridge_model,
+    fabric_sources,
     feature_gates,
     grammar,
     identity,
@@ -292,7 +293,8 @@ def _cluster_node_name_map(r: _Refs, ci: int, c: dict[str, Any]) -> list[Issue]:
 
 def _cluster_fabric_path(r: _Refs, ci: int, c: dict[str, Any]) -> list[Issue]:
     fab = _dict(c.get("fabric"))
-    if fab.get("source") in ("ibnetdiscover", "file") and not fab.get("path"):
+    source = fabric_sources.BY_NAME.get(fab.get("source"))  # type: ignore[arg-type]
+    if source is not None and source.needs_path and not fab.get("path"):
         return [r.raw.issue(("gpufleet_clusters", ci, "fabric"), f"fabric source {fab['source']!r} needs a path")]
     return []
 
@@ -394,62 +396,6 @@ def regex_problem(pattern: str) -> str | None:
     if why is None and unbounded > MAX_UNBOUNDED_REPEATS:
         why = f"more than {MAX_UNBOUNDED_REPEATS} unbounded repeats ('*', '+', '{{n,}}'); be more specific"
     return f"refused: {why}" if why else None
-
-
-MAX_TOTAL_HOSTS = 100_000  # names all hostlists of the model may expand to, together
-_TOP_COMMA = re.compile(r",(?![^\[]*\])")
-_BRACKET = re.compile(r"\[([^\]]*)\]")
-_RANGE = re.compile(r"^([0-9]{1,18})(?:-([0-9]{1,18}))?$")
-
-
-def hostlist_size(expr: str) -> int:
-    """How many names a hostlist expression expands to, counted without expanding it (an
-    unparsable part counts 1: the hostlist parser reports it)."""
-    total = 0
-    for term in _TOP_COMMA.split(expr):
-        n = 1
-        for group in _BRACKET.findall(term):
-            count = 0
-            for item in group.split(","):
-                m = _RANGE.match(item)
-                count += (abs(int(m.group(2)) - int(m.group(1))) + 1) if m and m.group(2) else 1
-            n *= max(count, 1)
-        total += n
-    return total
-
-
-def bound_issues(raw: RawModel) -> list[Issue]:
-    """The hostlists of the whole model (pins, excludes, fabric exclusions, allowed moves) expand to
-    at most :data:`MAX_TOTAL_HOSTS` names together (each alone is bounded by the hostlist parser)."""
-    found: list[tuple[tuple[str | int, ...], str]] = []
-    for pi, p in enumerate(_list(raw.data.get("gpufleet_pools"))):
-        for key in ("pin", "exclude"):
-            for i, e in enumerate(_list(_dict(p).get(key))):
-                found.append((("gpufleet_pools", pi, key, i), e))
-    for ci, cl in enumerate(_list(raw.data.get("gpufleet_clusters"))):
-        fab = _dict(_dict(cl).get("fabric"))
-        for key in ("exclude_hosts", "exclude_switches"):
-            for i, e in enumerate(_list(fab.get(key))):
-                found.append((("gpufleet_clusters", ci, "fabric", key, i), e))
-        for mi, m in enumerate(_list(_dict(cl).get("allow_node_moves"))):
-            for i, e in enumerate(_list(_dict(m).get("nodes"))):
-                found.append((("gpufleet_clusters", ci, "allow_node_moves", mi, "nodes", i), e))
-    for i, m in enumerate(_list(raw.data.get(maintenance_model.KEY))):
-        found.append(((maintenance_model.KEY, i, "nodes"), _dict(m).get("nodes")))
-    total = 0
-    for path, expr in found:
-        if not isinstance(expr, str):
-            continue
-        total += hostlist_size(expr)
-        if total > MAX_TOTAL_HOSTS:
-            return [
-                raw.issue(
-                    path,
-                    f"refused: the model's hostlists expand to more than {MAX_TOTAL_HOSTS} names together"
-                    " (this one passes the bound); list fewer or narrower ranges",
-                )
-            ]
-    return []
 
 
 def path_issues(raw: RawModel) -> list[Issue]:
@@ -566,17 +512,46 @@ def _partition_access_issues(raw: RawModel) -> list[Issue]:
     return issues
 
 
-def validate(raw: RawModel) -> Fleet:
-    issues = schema_issues(raw) + reference_issues(raw) + path_issues(raw) + exposure_issues(raw)
-    issues += identity.identity_issues(raw) + _partition_access_issues(raw)
-    issues += tenant_values.version_issues(raw) + tenant_values.override_issues(raw) + inside_inputs_issues(raw)
-    issues += tenant_values.resource_issues(raw)
-    issues += bound_issues(raw) + bounds.bound_issues(raw)
-    issues += maintenance_model.issues(
+def _maintenance_issues(raw: RawModel) -> list[Issue]:
+    return maintenance_model.issues(
         raw, {c["name"] for _ci, c in _shaped(raw.data.get("gpufleet_clusters"), ("name",))}
     )
-    issues += rollout_model.issues(raw) + rollout_model.driver_policy_issues(raw)
-    issues += feature_gates.issues(raw) + bridge_model.issues(raw)
+
+
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    """One check of the raw model: its name, the rows of docs/threat-model.md it enforces (whose
+    "where" cell names it back; tests/unit/plugins/module_utils/model/test_passes.py) and the function."""
+
+    name: str
+    threats: tuple[int, ...]
+    run: Callable[[RawModel], list[Issue]]
+
+
+# Every pass runs on every model (each skips what the schema already refused), so one run reports
+# every problem. A new hostile-input check is a function here and one row (CONTRIBUTING.md).
+PASSES: tuple[Pass, ...] = (
+    Pass("schema", (1, 3, 10, 13, 14), schema_issues),
+    Pass("references", (6, 11), reference_issues),
+    Pass("paths", (4, 14), path_issues),
+    Pass("exposure", (13, 17), exposure_issues),
+    Pass("identity", (1,), identity.identity_issues),
+    Pass("partition_access", (3,), _partition_access_issues),
+    Pass("chart_versions", (10,), tenant_values.version_issues),
+    Pass("overrides", (10,), tenant_values.override_issues),
+    Pass("inside_inputs", (13,), inside_inputs_issues),
+    Pass("resources", (10,), tenant_values.resource_issues),
+    Pass("bounds", (14, 18), bounds.bound_issues),
+    Pass("maintenance", (14,), _maintenance_issues),
+    Pass("rollout", (14,), rollout_model.issues),
+    Pass("driver_policy", (10,), rollout_model.driver_policy_issues),
+    Pass("feature_gates", (10,), feature_gates.issues),
+    Pass("slurm_bridge", (3, 11), bridge_model.issues),
+)
+
+
+def validate(raw: RawModel) -> Fleet:
+    issues = [issue for check in PASSES for issue in check.run(raw)]
     if issues:
         raise ModelError(issues)
     return build_fleet(raw)

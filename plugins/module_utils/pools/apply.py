@@ -36,10 +36,11 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.kubeclient import core_v1_api
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.paths import default_out
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import cordon, fence
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import cordon
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, read_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.topology import labels as fabric_labels
 

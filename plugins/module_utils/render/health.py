@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant, TenantHealth
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fence import (
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT_EFFECT,
     QUARANTINE_TAINT_KEY,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant, TenantHealth
 
 REASON_PREFIX = "gpufleet-health"
 HEALTH_CONFIGMAP = "gpufleet-health"

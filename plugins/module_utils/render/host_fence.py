@@ -31,8 +31,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import contracts
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.model import contracts, fence
 
 API = "admissionregistration.k8s.io/v1"
 

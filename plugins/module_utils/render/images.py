@@ -133,10 +133,15 @@ IMAGES: tuple[Image, ...] = (
     _i("slurm_operator", "webhook.image", "repository", "ghcr.io/slinkyproject/slurm-operator-webhook"),
     _i("vcluster", "controlPlane.statefulSet.image", "registry", "ghcr.io/loft-sh/vcluster-pro"),
     _i("vcluster", "controlPlane.distro.k8s.image", "registry", "ghcr.io/loft-sh/kubernetes:v1.36.0"),
-    _i("vcluster", "controlPlane.backingStore.etcd.deploy.statefulSet.image", "registry",
-       "registry.k8s.io/etcd:3.6.8-0"),
-    _i("vcluster", "sync.toHost.pods.rewriteHosts.initContainer.image", "registry",
-       "mirror.gcr.io/library/alpine:3.20"),
+    _i(
+        "vcluster",
+        "controlPlane.backingStore.etcd.deploy.statefulSet.image",
+        "registry",
+        "registry.k8s.io/etcd:3.6.8-0",
+    ),
+    _i(
+        "vcluster", "sync.toHost.pods.rewriteHosts.initContainer.image", "registry", "mirror.gcr.io/library/alpine:3.20"
+    ),
     _i("vcluster", "controlPlane.advanced", "default-registry", "docker.io/coredns/coredns:1.14.2"),
 )
 # charts whose values at the pinned version gpufleet could not read (not in ../shared/upstream, and no

@@ -12,7 +12,7 @@
   by the slurmd pod and dcgm-exporter. The chart's ``vendor.nvidia.dcgm`` scripts are replaced by
   these (same directory) so that the scripts that run are the ones the tests run under slurmd.
 * dcgm-exporter's metrics get a ``tenant`` label from the tenant label of the node they come from
-  (``pools.fence.TENANT_KEY``, which the apply step sets and kubelets cannot), so "GPUs per tenant"
+  (``model.fence.TENANT_KEY``, which the apply step sets and kubelets cannot), so "GPUs per tenant"
   needs no join and the rendered monitor names no node and no tenant: resizing or adding a tenant's
   pool changes none of the platform's files. The GPU Operator's own ServiceMonitor cannot attach node
   metadata (its ClusterPolicy has no ``attachMetadata``), so it is off and gpufleet renders one
@@ -27,8 +27,8 @@ import json
 import re
 from typing import Any
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fence import QUARANTINE_TAINT_KEY, TENANT_KEY
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import QUARANTINE_TAINT_KEY, TENANT_KEY
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import App, Rendered, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs

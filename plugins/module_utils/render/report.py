@@ -10,11 +10,11 @@ change renders into the tenant's files only:
 from __future__ import annotations
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
-from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fence import (
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT_KEY,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.health import REASON_PREFIX

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import control_plane, eviction, health, quota, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render.fabric_labels import kueue_topology as tas_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs

@@ -18,18 +18,17 @@ from ansible_collections.gpufleet.core.plugins.module_utils.topology.render impo
     render,
     slinky_spec_for,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_load import load_topology
+from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_load import load_topology, module_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology
 
 
 def topology_from_params(params: Mapping[str, Any], ibnetdiscover_text: str | None = None) -> Topology:
     """The module parameters, handed to the one topology loader (:func:`topology.topology_load.load_topology`)."""
     return load_topology(
-        ibnetdiscover=params.get("ibnetdiscover"),
-        fabric=params.get("fabric"),
+        module_inputs(params),
         nodes_snapshot=params.get("nodes_snapshot"),
         fabric_kind=params.get("fabric_kind") or "auto",
-        ibnetdiscover_text=ibnetdiscover_text,
+        text=ibnetdiscover_text,
         use_cliques=params.get("use_cliques") is not False,
         node_map=params.get("node_name_map") or params.get("node_map") or None,
         nodes=node_list(params.get("nodes")),

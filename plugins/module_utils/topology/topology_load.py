@@ -13,13 +13,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric.load import load_fabric, load_source
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.model import Fabric, FabricError, merge_into
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.node_labels import (
     domains_from_nodes,
     fabric_from_nodes,
     load_nodes,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fabric_sources
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.build import build_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.topology_model import Topology
@@ -32,29 +33,24 @@ def _as_list(v: Any) -> list:
 
 
 def load_topology(
-    ibnetdiscover: Iterable[str | Path] | str | Path | None = None,
-    fabric: Iterable[str | Path] | str | Path | None = None,
+    inputs: Iterable[tuple[str, str | Path]] = (),
     nodes_snapshot: str | Path | None = None,
     fabric_kind: str = "auto",
-    ibnetdiscover_text: str | None = None,
+    text: str | None = None,
     use_cliques: bool = True,
     nodes_doc: Any = None,
     node_map: Mapping[str, str] | None = None,
     nodes: str | Iterable[str] | None = None,
     exclude: Iterable[str] | str | None = None,
 ) -> Topology:
-    """The fabric from ``ibnetdiscover`` / ``fabric`` / ``nodes_snapshot`` (its labels, when no other
-    fabric input is given), NVLink domains from the snapshot, built into a topology
-    (:func:`build_topology`: ``node_map``, ``nodes``, ``exclude``). ``nodes_doc``: the snapshot's Node
-    list when the caller has it in memory already (the renderer), so it is not parsed twice."""
+    """The fabric from ``inputs`` ((source, file) pairs, each source a row of model/fabric_sources.py),
+    ``text`` (a fabric of ``fabric_kind`` in memory) or, when neither is given, the fabric labels of
+    ``nodes_snapshot``; NVLink domains from the snapshot; built into a topology (:func:`build_topology`:
+    ``node_map``, ``nodes``, ``exclude``). ``nodes_doc``: the snapshot's Node list when the caller has it
+    in memory already (the renderer), so it is not parsed twice."""
     kind = fabric_kind or "auto"
-    fabs: list[Fabric] = []
-    if ibnetdiscover_text is not None:
-        fabs.append(load_fabric(ibnetdiscover_text, kind=kind))
-    for p in _as_list(ibnetdiscover):
-        fabs.append(load_fabric(str(p), kind=kind if kind.startswith("ibnetdiscover") else "auto"))
-    for p in _as_list(fabric):
-        fabs.append(load_fabric(str(p), kind="file"))
+    fabs = [load_fabric(text, kind=kind)] if text is not None else []
+    fabs += [load_source(source, p, kind) for source, p in inputs]
     domains: dict | None = None
     if nodes_snapshot or nodes_doc is not None:
         source = str(nodes_snapshot) if nodes_snapshot else "<nodes>"
@@ -63,7 +59,8 @@ def load_topology(
         if not fabs:
             fabs.append(fabric_from_nodes(doc, source))
     if not fabs:
-        raise FabricError("give one of ibnetdiscover, fabric or nodes_snapshot", key="ibnetdiscover")
+        options = [s.module_option for s in fabric_sources.SOURCES if s.module_option]
+        raise FabricError(f"give one of {', '.join(options)} or nodes_snapshot", key=options[0])
     if len(fabs) == 1:
         fab = fabs[0]
     else:
@@ -74,6 +71,13 @@ def load_topology(
     if not use_cliques:
         domains = {}
     return build_topology(fab, node_map=node_map or None, nodes=nodes, exclude=exclude or None, domains=domains)
+
+
+def module_inputs(params: Mapping[str, Any]) -> list[tuple[str, str | Path]]:
+    """(source, file) pairs of the fabric modules' options (``ibnetdiscover``, ``fabric``: each a file or a
+    list of files), in the order of model/fabric_sources.py."""
+    options = [(s.name, s.module_option) for s in fabric_sources.SOURCES if s.module_option]
+    return [(name, p) for name, option in options for p in _as_list(params.get(option))]
 
 
 def _node_map(spec: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -88,13 +92,13 @@ def cluster_topology(cluster: Any, nodes: tuple[NodeInfo, ...]) -> Topology | No
     fabric source. ``cluster`` is a ``model.fleet.Cluster``, not imported: this module also runs on
     managed hosts (Python 3.9), and the fleet model is the controller's."""
     fab, path = cluster.fabric, cluster.fabric_input
-    if fab.source == "none":
+    source = fabric_sources.BY_NAME.get(fab.source)
+    if source is None:
         return None
-    if path is None or (fab.source != "labels" and not path.is_file()):
+    if path is None or (source.needs_path and not path.is_file()):
         raise FabricError(f"{fab.path}: fabric snapshot of cluster {cluster.name!r} not found (run discover first)")
     return load_topology(
-        ibnetdiscover=path if fab.source == "ibnetdiscover" else None,
-        fabric=path if fab.source == "file" else None,
+        [] if source.reads_nodes else [(source.name, path)],
         nodes_snapshot=cluster.nodes_snapshot,
         nodes_doc={"kind": "List", "items": [{"metadata": {"name": n.name, "labels": dict(n.labels)}} for n in nodes]},
         node_map=_node_map(fab.node_name_map),

@@ -31,7 +31,7 @@ from argocd_bed import ArgoBed, Synced, TenantAPI
 from polling import wait_for
 from real_vcluster import VERSION, translated
 
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 
 TENANT = "research"
 OTHER = "llm-pretrain"

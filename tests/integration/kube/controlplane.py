@@ -263,8 +263,10 @@ class LocalControlPlane:
         instead of sleeping and hoping it did."""
         total = 0
         for line in self.kubectl("get", "--raw", "/metrics").stdout.splitlines():
-            if line.startswith("apiserver_request_total{") and f'resource="{resource}"' in line and (
-                f'verb="{verb}"' in line
+            if (
+                line.startswith("apiserver_request_total{")
+                and f'resource="{resource}"' in line
+                and (f'verb="{verb}"' in line)
             ):
                 total += int(float(line.rsplit(" ", 1)[1]))
         return total

@@ -28,23 +28,12 @@ from controlplane import REPO_ROOT, LocalControlPlane, shared_test_helpers
 
 sys.path.insert(0, str(REPO_ROOT / "tests" / "unit"))
 from playbook_runner import playbook_env, run_playbook
-from render_fixtures import make_inventory
+from render_fixtures import load
 from vcluster_chart_model import cluster_rbac
-
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
 pytestmark = pytest.mark.kube
 
 C = "clusters/gpu-east"
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return render_inventory(make_inventory(tmp_path_factory.mktemp("inv"))).files
-
-
-def load(files: dict[str, bytes], rel: str):
-    return yaml.safe_load(files[rel])
 
 
 def apply(kube: LocalControlPlane, objs: list[dict]) -> None:

@@ -18,12 +18,12 @@ from test_kube_gpu_scheduling import wait_unschedulable
 
 from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
 from ansible_collections.gpufleet.core.plugins.module_utils.health.quarantine import core_api
-from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import (
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fence import (
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT_KEY,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 pytestmark = pytest.mark.kube

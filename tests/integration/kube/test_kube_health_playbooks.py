@@ -15,8 +15,8 @@ from playbook_runner import playbook_env, recap_counts, run_playbook
 
 from ansible_collections.gpufleet.core.plugins.module_utils.health import quarantine
 from ansible_collections.gpufleet.core.plugins.module_utils.health.quarantine import core_api
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.fence import QUARANTINE_TAINT_KEY
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.model.fence import QUARANTINE_TAINT_KEY
 
 pytestmark = pytest.mark.kube
 

@@ -37,8 +37,8 @@ if str(COLLECTIONS) not in sys.path:
 from playbook_runner import run_task
 from polling import wait_for
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.labels import SCHEMES, read_label_sets
 

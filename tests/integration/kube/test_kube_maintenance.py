@@ -27,8 +27,9 @@ COLLECTIONS = REPO_ROOT / ".build" / "collections"
 if str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import cordon, fence
+from ansible_collections.gpufleet.core.plugins.module_utils.pools import cordon
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet, write_render
 
 pytestmark = pytest.mark.kube

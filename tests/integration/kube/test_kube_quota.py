@@ -13,21 +13,14 @@ import pytest
 import rendered_claims
 import yaml
 from controlplane import REPO_ROOT
-from render_fixtures import make_inventory
 from test_kube_bringup import create, effective_quota, quota_namespace
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render.quota import exact_quantity
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
 pytestmark = pytest.mark.kube
 
 C = "clusters/gpu-east"
 CHARTS = REPO_ROOT.parent / "shared" / "upstream" / "charts"
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return render_inventory(make_inventory(tmp_path_factory.mktemp("inv"))).files
 
 
 def claim(name: str, ns: str, n_bytes: int) -> dict:

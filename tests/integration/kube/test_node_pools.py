@@ -24,9 +24,9 @@ COLLECTIONS = REPO_ROOT / ".build" / "collections"
 if str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import load_nodes
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, render_lock
 

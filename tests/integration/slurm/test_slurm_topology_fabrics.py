@@ -66,7 +66,7 @@ def fabric(name: str) -> Topology:
         assert topo is not None
         return topo
     g = fabric_gen.generate(GENERATED[name])
-    return load_topology(ibnetdiscover_text=fabric_gen.render_ibnetdiscover(g), nodes_doc=fabric_gen.nodes_snapshot(g))
+    return load_topology(text=fabric_gen.render_ibnetdiscover(g), nodes_doc=fabric_gen.nodes_snapshot(g))
 
 
 @dataclass

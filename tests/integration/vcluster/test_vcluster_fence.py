@@ -19,7 +19,7 @@ from typing import Any
 from polling import wait_for
 from real_vcluster import RealVCluster
 
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 
 TENANT = "research"
 OTHER_POOL = "pretrain"  # llm-pretrain's pool

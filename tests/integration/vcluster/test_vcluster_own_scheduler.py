@@ -28,13 +28,13 @@ from kueue_controller import KueueController  # tests/integration/kube, on the p
 from polling import wait_for
 from real_vcluster import RealVCluster
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import (
     CONTROLLER_MANAGER_USERS,
     KUEUE_QUEUE_LABEL,
     KUEUE_REQUIRED_TOPOLOGY,
     KUEUE_TOPOLOGY_GATE,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.labels import SCHEMES, read_label_sets
 
 REPO = Path(__file__).resolve().parents[3]

@@ -9,9 +9,10 @@ import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import expand
 from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
+from ansible_collections.gpufleet.core.plugins.module_utils.model.bounds import hostlist_size
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import parse_quantity
 from ansible_collections.gpufleet.core.plugins.module_utils.model.tenant_values import quantity
-from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import hostlist_size, regex_problem
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import regex_problem
 
 
 @pytest.mark.parametrize(

@@ -5,13 +5,10 @@ model, the rendered tree, the collision check, the apply step's releases and a n
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
-from render_fixtures import copy_sample, edit_vars
+from render_fixtures import collection_copy, copy_sample, edit_vars, insert_before, run_on_copy
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import components, fleet, schema, variables
 from ansible_collections.gpufleet.core.plugins.module_utils.model.facts import fleet_facts
@@ -119,28 +116,15 @@ print(json.dumps({
 """
 
 
-def _insert(path: Path, before: str, text: str) -> None:
-    src = path.read_text(encoding="utf-8")
-    assert before in src, (path, before)
-    path.write_text(src.replace(before, text + before, 1), encoding="utf-8")
-
-
 def test_a_new_row_flows_through_to_the_rendered_tree(tmp_path: Path) -> None:
-    core = tmp_path / "collections" / "ansible_collections" / "gpufleet" / "core"
-    shutil.copytree(REPO / "plugins", core / "plugins", ignore=shutil.ignore_patterns("__pycache__"))
-    _insert(core / MU / "model/components.py", '    Row("kueue", "kueue"', ROW)
-    _insert(core / MU / "versions.py", '    "argocd": _chart(', PIN)
-    _insert(core / MU / "render/platform.py", '    "shared_storage": csi_driver_nfs_values,', VALUES)
+    core = collection_copy(tmp_path)
+    insert_before(core / MU / "model/components.py", '    Row("kueue", "kueue"', ROW)
+    insert_before(core / MU / "versions.py", '    "argocd": _chart(', PIN)
+    insert_before(core / MU / "render/platform.py", '    "shared_storage": csi_driver_nfs_values,', VALUES)
     inv = copy_sample(tmp_path, snapshots=True)
     edit_vars(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["components"].update(fake_operator={}))
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(core.parents[2]), str(inv), str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    proc = run_on_copy(core, SCRIPT, str(inv), str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.splitlines()[-1])
     assert got["model"] and got["schema"] and got["host"] and got["scaffold"], got

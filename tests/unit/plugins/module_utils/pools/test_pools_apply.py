@@ -7,9 +7,9 @@ import shutil
 import pytest
 from test_pools import make_nodes
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply as pool_apply
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, render_lock
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply as pool_apply
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 
 K = fence.POOL_KEY
 A = fence.TOPOLOGY_ANNOTATION

@@ -7,8 +7,8 @@ import copy
 import pytest
 import yaml
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.pools import apply as pool_apply
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.labels import SCHEMES
 
 K = fence.POOL_KEY

@@ -16,7 +16,6 @@ from render_fixtures import make_inventory
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
 C = "clusters/gpu-east"
 
@@ -31,11 +30,6 @@ def edit_tenant(inv: Path, name: str, **changes) -> None:
                 if v is None:
                     del t[k]
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return render_inventory(make_inventory(tmp_path_factory.mktemp("inv"))).files
 
 
 def policy(files, t: str) -> dict:

@@ -33,11 +33,6 @@ def edit_cluster(inv: Path, edit) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-@pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return render_inventory(make_inventory(tmp_path_factory.mktemp("inv"))).files
-
-
 def one(files, rel: str) -> dict:
     (doc,) = [d for d in yaml.safe_load_all(files[rel]) if d]
     return doc

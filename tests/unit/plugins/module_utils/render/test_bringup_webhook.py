@@ -15,17 +15,10 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from render_fixtures import make_inventory
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
 C = "clusters/gpu-east"
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return render_inventory(make_inventory(tmp_path_factory.mktemp("inv"))).files
 
 
 def app(files, t: str, fname: str) -> dict:

@@ -108,8 +108,11 @@ def test_control_planes_bounded_by_the_system_pool(base, monkeypatch) -> None:
     big = {"controlPlane": {"statefulSet": {"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}}}}
     f = _with(fleet, "research", vcluster_values=big)
     control_plane.check(f, cluster, system, have)  # the sample's pool is large: fits
-    with pytest.raises(GpufleetError, match=r"gpufleet_tenants\[research\]\.vcluster\.values\..*requests\.cpu.*"
-                       r"request 2\.4 cpu together.*system pool 'system' \(4 allocatable\)"):
+    with pytest.raises(
+        GpufleetError,
+        match=r"gpufleet_tenants\[research\]\.vcluster\.values\..*requests\.cpu.*"
+        r"request 2\.4 cpu together.*system pool 'system' \(4 allocatable\)",
+    ):
         control_plane.check(f, cluster, system, small)
     control_plane.check(fleet, cluster, system, small)  # chart defaults only: 0.6 CPU fits
     vcluster_values(f, cluster, f.tenants["research"], inputs)

@@ -38,11 +38,6 @@ def size(q: str) -> int:
     return rendered_claims.size(q)
 
 
-@pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return render_inventory(make_inventory(tmp_path_factory.mktemp("inv"))).files
-
-
 def claims_of(files: dict[str, bytes], tenant: str) -> dict[str, int]:
     return rendered_claims.claims_of(files, tenant, CHARTS)
 

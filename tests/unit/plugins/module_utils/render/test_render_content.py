@@ -5,25 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import yaml
-from render_fixtures import edit_vars, make_inventory, yaml_objects
+from render_fixtures import edit_vars, load, make_inventory, yaml_objects
 
 from ansible_collections.gpufleet.core.plugins.module_utils import versions
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
 C = "clusters/gpu-east"
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return render_inventory(make_inventory(tmp_path_factory.mktemp("inv"))).files
-
-
-def load(files: dict[str, bytes], rel: str):
-    return yaml.safe_load(files[rel])
 
 
 def apps(files: dict[str, bytes]) -> dict[str, dict]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import jsonschema
@@ -24,7 +25,7 @@ from render_checks import (
     unknown_values_keys,
     values_schema,
 )
-from render_fixtures import REPO, make_inventory, yaml_objects
+from render_fixtures import REPO, yaml_objects
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
@@ -56,8 +57,8 @@ def require_path(path: Path, why: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return render_inventory(make_inventory(tmp_path_factory.mktemp("inv"))).files
+def rendered(files: Mapping[str, bytes]) -> Mapping[str, bytes]:
+    return files
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Pool, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.pools import fence
 
 A = Pool(name="k8s-a", cluster="c", kind="kubernetes", tenant="ta", size_gpus=16, gpu_product="NVIDIA-H100-80GB-HBM3")
 A2 = Pool(name="slurm-a", cluster="c", kind="slurm", tenant="ta", size_nodes=4)
