@@ -170,12 +170,14 @@ def cmd_review(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.windows import parse_now
     from ansible_collections.gpufleet.core.plugins.module_utils.review.change import review_change
     from ansible_collections.gpufleet.core.plugins.module_utils.review.review_markdown import render_markdown
+    from ansible_collections.gpufleet.core.plugins.module_utils.review.review_output import check_output, write_output
 
     now = parse_now(args.now)
-    rv = review_change(".", args.base, args.inventory, ignore=[args.markdown] if args.markdown else None, now=now)
+    target = check_output(args.markdown) if args.markdown else None  # refused before anything is read
+    rv = review_change(".", args.base, args.inventory, now=now)
     text = render_markdown(rv)
-    if args.markdown:
-        Path(args.markdown).write_text(text, encoding="utf-8")
+    if target is not None:
+        write_output(target, text)
     sys.stdout.write(text)
     return 0 if rv.ok else 1
 
@@ -325,7 +327,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     _inventory_arg(rv, action="append")
     rv.add_argument("--base", required=True, help="base revision, e.g. origin/main (compared at the merge base)")
-    rv.add_argument("--markdown", "-m", help="also write the Markdown to this file (a pull-request comment)")
+    rv.add_argument(
+        "--markdown",
+        "-m",
+        help="also write the Markdown to this file (a pull-request comment); outside the Git work tree, never"
+        " through a link",
+    )
     rv.add_argument("--now", help="judge update windows at this UTC time (2026-12-05T02:00:00Z; default: now)")
     rv.set_defaults(func=cmd_review)
     m = _sub(sub, "maintenance", "put nodes into maintenance or return them (edits the inventory, renders)")
