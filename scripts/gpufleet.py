@@ -171,13 +171,14 @@ def cmd_review(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.review.change import review_change
     from ansible_collections.gpufleet.core.plugins.module_utils.review.review_json import render_json
     from ansible_collections.gpufleet.core.plugins.module_utils.review.review_markdown import render_markdown
+    from ansible_collections.gpufleet.core.plugins.module_utils.review.review_output import check_output, write_output
 
     now = parse_now(args.now)
-    ignore = [args.markdown] if args.markdown else None
-    rv = review_change(".", args.base, args.inventory, ignore=ignore, now=now, charts_dir=args.charts)
+    target = check_output(args.markdown) if args.markdown else None  # refused before anything is read
+    rv = review_change(".", args.base, args.inventory, now=now, charts_dir=args.charts)
     text = render_markdown(rv)
-    if args.markdown:
-        Path(args.markdown).write_text(text, encoding="utf-8")
+    if target is not None:
+        write_output(target, text)
     sys.stdout.write(render_json(rv) if args.format == "json" else text)
     return 0 if rv.ok else 1
 
@@ -369,7 +370,12 @@ def _review_command(sub: argparse._SubParsersAction) -> None:
     )
     _inventory_arg(p, action="append")
     p.add_argument("--base", required=True, help="base revision, e.g. origin/main (compared at the merge base)")
-    p.add_argument("--markdown", "-m", help="also write the Markdown to this file (a pull-request comment)")
+    p.add_argument(
+        "--markdown",
+        "-m",
+        help="also write the Markdown to this file (a pull-request comment); outside the Git work tree, never"
+        " through a link",
+    )
     p.add_argument(
         "--format",
         choices=["markdown", "json"],

@@ -154,7 +154,13 @@ def _ci_commands(fleet: Path, env: dict[str, str]) -> tuple[list[str], dict[str,
     # GPUFLEET_BASE is an expression: the pull request's base branch, else the commit before the push
     assert "format('origin/{0}', github.base_ref)" in job["env"]["GPUFLEET_BASE"]
     assert "github.event.before" in job["env"]["GPUFLEET_BASE"]
-    gh_env = {**env, **job["env"], "GPUFLEET_BASE": "origin/main"}
+    # the install step (the tarball the base pins, into $RUNNER_TEMP) needs the forge: here the tarball
+    # installed into collections/ stands in for it, and RUNNER_TEMP is a folder outside the checkout
+    installed = "python collections/ansible_collections/gpufleet/core/scripts/gpufleet.py"
+    runner_temp = fleet.parent / "runner-temp"
+    runner_temp.mkdir(exist_ok=True)
+    gh_env = {**env, **job["env"], "GPUFLEET_BASE": "origin/main", "GPUFLEET": installed}
+    gh_env["RUNNER_TEMP"] = str(runner_temp)
     gl = yaml.safe_load((fleet / ".gitlab-ci.yml").read_text())
     gl_jobs = {name: j for name, j in gl.items() if name.startswith("gpufleet-")}
     # one pipeline per merge request: no job has rules of its own, the workflow decides (a merge request
@@ -166,6 +172,7 @@ def _ci_commands(fleet: Path, env: dict[str, str]) -> tuple[list[str], dict[str,
     assert default["if"] == "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"
     assert mr["variables"]["GPUFLEET_BASE"] == "origin/$CI_MERGE_REQUEST_TARGET_BRANCH_NAME"
     gl_env = {**env, **gl["variables"], "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main", "GPUFLEET_BASE": "origin/main"}
+    gl_env["GPUFLEET"] = installed
     gl_scripts = [line for j in gl_jobs.values() for line in j["script"]]
     assert any("--check --base" in line for line in gl_scripts) and any(" review " in line for line in gl_scripts)
     return gh_steps, gh_env, gl_scripts, gl_env
@@ -242,7 +249,7 @@ def test_fleet_repository_from_the_built_collection(world: dict[str, object]) ->
     sh("git add -A inventories gitops && git commit -qm 'vision: two login nodes'", fleet, env)
     results = ci()
     assert [r.returncode for r in results] == [0] * len(results), [r.stdout[-1500:] + r.stderr[-1500:] for r in results]
-    review = (fleet / "review.md").read_text()
+    review = (fleet.parent / "runner-temp" / "gpufleet-review.md").read_text()
     assert "## gpufleet review: ✅ passes" in review and "change: tenant `vision` only" in review
     # every file the tenant's pull request changes is the tenant's by CODEOWNERS, its reports and its
     # part of the render manifest included: the tenant's entry alone approves it
@@ -261,7 +268,7 @@ def test_fleet_repository_from_the_built_collection(world: dict[str, object]) ->
     p = sh(gh_steps[2], fleet, gh_env, check=False)
     assert p.returncode == 1, p.stdout + p.stderr
     assert "inventories/prod/group_vars/all/tenants/serving.yml` (tenant serving)" in p.stdout
-    assert "❌ fails" in (fleet / "review.md").read_text()
+    assert "❌ fails" in (fleet.parent / "runner-temp" / "gpufleet-review.md").read_text()
 
     # a hand-edited pool lock (two tenants' nodes swapped), committed: the templates' own render check
     # refuses it (the lock is read from the base), and the review lists the lock as a changed input

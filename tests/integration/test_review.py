@@ -96,9 +96,10 @@ def pull_request(
     run(repo, "git", "add", "-A")
     run(repo, "git", "commit", "-qm", "change")
     at = ["--now", now] if now else []
-    p = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", "--markdown", "review.md", *at, check=False)
+    out = repo.parent / "review.md"  # outside the checkout, as CI writes it
+    p = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", "--markdown", str(out), *at, check=False)
     assert p.returncode in (0, 1), p.stderr
-    assert (repo / "review.md").read_text(encoding="utf-8") == p.stdout
+    assert out.read_text(encoding="utf-8") == p.stdout
     return p.returncode, p.stdout, p.stderr
 
 
@@ -202,12 +203,50 @@ def test_platform_shrinking_a_slurm_pool_names_moves_partition_and_drain(repo: P
     assert '<br/>spare<br/>moved from team-a"]:::spare' in picture and "moved" in picture.split(":::spare")[1]
 
 
-def test_the_reviews_own_output_is_not_an_input(repo: Path) -> None:
-    args = (*CLI, "review", "--inventory", INV, "--base", "main", "--markdown", "pr-comment.md")  # not git-ignored
-    first = run(repo, *args, check=False)
-    assert first.returncode == 0 and (repo / "pr-comment.md").exists()
-    again = run(repo, *args, check=False)  # now an untracked file in the work tree
-    assert again.returncode == 0 and "pr-comment.md" not in again.stdout and again.stdout == first.stdout
+SECRET = "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX3NlY3JldA=="  # what actions/checkout persists
+
+
+def _persisted_token(repo: Path) -> None:
+    with (repo / ".git" / "config").open("a", encoding="utf-8") as f:
+        f.write(f'[http "https://github.com/"]\n\textraheader = {SECRET}\n')
+
+
+def test_the_reviews_output_inside_the_checkout_is_refused(repo: Path) -> None:
+    for where in ("review.md", "sub/../review.md", str(repo / "gitops" / "review.md")):
+        p = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", "--markdown", where, check=False)
+        assert p.returncode == 2 and "inside the Git work tree" in p.stderr and "RUNNER_TEMP" in p.stderr, p.stderr
+        assert not (repo / "review.md").exists() and not (repo / "gitops" / "review.md").exists()
+
+
+def test_the_review_never_writes_through_a_link(repo: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (tmp_path / "out.md").symlink_to(victim)
+    args = ("review", "--inventory", INV, "--base", "main", "--markdown", str(tmp_path / "out.md"))
+    p = run(repo, *CLI, *args, check=False)
+    assert p.returncode == 2 and "never writes through links" in p.stderr, p.stderr
+    assert victim.read_text() == "keep\n"
+
+
+def test_a_committed_review_file_is_part_of_the_change(repo: Path) -> None:
+    rc, md, _ = pull_request(
+        repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"), append("review.md", "x\n")
+    )
+    assert rc == 1 and "tenant `team-a` only" not in md, md
+    assert approval_rows(md)["review.md"][:2] == ["added", "platform"]
+
+
+def test_a_committed_link_is_refused_and_never_read(repo: Path) -> None:
+    _persisted_token(repo)
+    (repo / "review.md").symlink_to(".git/config")
+    (repo / "inventories/prod/group_vars/all/tenants/team-a.yml").unlink()
+    (repo / "inventories/prod/group_vars/all/tenants/team-a.yml").symlink_to("../../../../../.git/config")
+    rc, md, err = pull_request(repo, render=False)
+    assert rc == 1 and "❌ fails" in md, md + err
+    assert "`review.md` is a symbolic link in Git" in md
+    assert "`inventories/prod/group_vars/all/tenants/team-a.yml` is a symbolic link in Git" in md
+    assert approval_rows(md)["review.md"][0] == "added"
+    assert "extraheader" not in md + err and SECRET not in md + err
 
 
 def test_a_reshuffle_of_the_pool_lock_fails(repo: Path) -> None:
@@ -379,3 +418,50 @@ def test_an_alpha_feature_gate_is_refused_unless_allowed_and_then_named(repo: Pa
     assert rc == 0, md
     assert "runs with ALPHA feature gate `GenericWorkload` (Kubernetes 1.36)" in md
     assert "allowed by the platform: gang scheduling trial" in md
+
+
+def _gitlink(repo: Path, path: str) -> None:
+    head = run(repo, "git", "rev-parse", "HEAD").stdout.strip()
+    run(repo, "git", "update-index", "--add", "--cacheinfo", f"160000,{head},{path}")
+    (repo / path).mkdir(parents=True, exist_ok=True)  # what a checkout makes of it: an empty directory
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "gitops/clusters/gpu-1/tenants/team-a/host/sub",  # a submodule in the tenant's own folder
+        "gitops/clusters/gpu-1/tenants/team-a/host/link.yaml",  # a link in Git, a file in a checkout
+        ".gitmodules",
+        "docs/.GitModules",
+    ],
+)
+def test_entries_a_checkout_hides_are_refused_by_review_and_render(repo: Path, entry: str) -> None:
+    own = "gitops/clusters/gpu-1/tenants/team-a/host"
+    if entry.endswith("/sub"):
+        _gitlink(repo, entry)
+    elif entry.endswith("link.yaml"):
+        (repo / entry).symlink_to("../../../../../../inventories/prod/group_vars/all/fleet.yml")
+    else:
+        (repo / entry).parent.mkdir(exist_ok=True)
+        (repo / entry).write_text('[submodule "x"]\n\tpath = x\n\turl = ../x.git\n')
+    run(repo, "git", "add", "-A")
+    run(repo, "git", "commit", "-qm", "entry")
+    assert (repo / own).is_dir()
+    review = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", check=False)
+    assert review.returncode == 1 and f"`{entry}` is " in review.stdout, review.stdout + review.stderr
+    assert "tenant `team-a` only" not in review.stdout
+    for args in (("--check",), ("--check", "--base", "main"), ("--fail-on-change",)):
+        p = run(repo, *CLI, "render", "--inventory", INV, *args, check=False)
+        if entry.endswith("link.yaml"):  # the tree on disk holds the link: the walk refuses it first
+            assert p.returncode == 2 and entry in p.stderr and "symbolic link" in p.stderr, (args, p.stderr)
+        else:
+            assert p.returncode == 2 and f"`{entry}` is " in p.stderr, (args, p.stdout, p.stderr)
+
+
+def test_a_file_in_the_gitops_tree_the_render_does_not_write_is_the_platforms(repo: Path) -> None:
+    rc, md, _ = pull_request(
+        repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"), append("gitops/.gitattributes", "* -diff\n")
+    )
+    assert rc == 1 and "tenant `team-a` only" not in md, md
+    assert "| `gitops/.gitattributes` | platform | added |" in md
+    assert approval_rows(md)["gitops/.gitattributes"][:2] == ["added", "platform"]

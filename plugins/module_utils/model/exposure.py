@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue
+from ansible_collections.gpufleet.core.plugins.module_utils.model import special_addresses
 
 LOGIN_MODES = ("none", "loadbalancer")
 LOGIN_PORT = 22
@@ -161,17 +162,19 @@ def _allowed_networks(raw: Any, cluster: Any) -> list[Any] | None:
 
 def breadth_problem(text: str, allowed: list[Any] | None) -> str | None:
     """A tenant's network must lie inside the platform's ``expose_allowed_cidrs`` or, without that
-    list, be a private network; the world (``0.0.0.0/0``, ``::/0``, or halves of it) never is, nor an
-    IPv6 network that embeds IPv4 (checked first: a datapath may read it as an IPv4 network)."""
+    list, be a private network (:mod:`.special_addresses`: the IANA registries' table, not the Python
+    release's opinion); the world (``0.0.0.0/0``, ``::/0``, or halves of it) never is, nor an IPv6
+    network that embeds IPv4 (checked first: a datapath may read it as an IPv4 network)."""
     net = ipaddress.ip_network(text)
     why = transition_problem(net)
     if why:
         return f"{text!r} {why}"
     if allowed is None:
-        if net.prefixlen == 0 or not net.is_private:
+        if net.prefixlen == 0 or not special_addresses.is_private(net):
+            world = special_addresses.world_block(net)
             return (
-                f"{text!r} is not a private network: opening a tenant to it needs the platform's"
-                " gpufleet_clusters[].expose_allowed_cidrs"
+                f"{text!r} is not a private network{f' (it overlaps {world}, globally reachable)' if world else ''}:"
+                " opening a tenant to it needs the platform's gpufleet_clusters[].expose_allowed_cidrs"
             )
         return None
     if not any(net.version == a.version and net.subnet_of(a) for a in allowed):

@@ -372,13 +372,22 @@ def cached_current(out: Path, digest: str | None) -> int | None:
     manifest = tree_writer.manifest_digest(out)
     if manifest is None or cache.get("inputs") != digest or cache.get("manifest") != manifest:
         return None
+    return _owned_current(out)
+
+
+def _owned_current(out: Path) -> int | None:
+    """Every check the full render runs on ``out`` (no link, no Git entry a checkout hides, the closed
+    tree), then the number of owned files when each still has its recorded bytes (read without following
+    a link), else None."""
+    tree_writer.check_confined(out)  # a link or a submodule added since: refused, never "up to date"
     owned, found = tree_writer.read_manifests(out)
     tree_writer.check_closed(out, owned, found)  # a file added since: refused, never "up to date"
     for rel, sha in owned.items():
         try:
-            if hashlib.sha256((out / rel).read_bytes()).hexdigest() != sha:
-                return None
+            data = tree_writer.read_owned(out / rel)
         except OSError:
+            return None
+        if data is None or hashlib.sha256(data).hexdigest() != sha:
             return None
     return len(owned)
 

@@ -148,6 +148,14 @@ def _server_clashes(fleet: Fleet, tenants: list[Any]) -> list[Issue]:
     ]
 
 
+def check_servers(fleet: Fleet, cluster: Cluster) -> None:
+    """Raise ModelError when a tenant's vCluster URL is a cluster's API server: checked before the host
+    projects are made, which would otherwise read the tenant's vCluster apps as host apps."""
+    issues = _server_clashes(fleet, sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name))
+    if issues:
+        raise ModelError(issues)
+
+
 class _Destinations:
     """Where the Applications deploy: host namespace -> (owner, file); tenant -> namespaces its
     Applications use inside its vCluster; plus the issues found on the way, in Application order."""

@@ -17,6 +17,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions
 
 
 def project_name(cluster: str, tenant: str) -> str:
@@ -60,6 +61,7 @@ def scope_host_apps(
 ) -> dict[str, dict[str, Any]]:
     """Give each tenant directory app with a host destination its own project (set in place); return
     the projects by file name in the cluster's ``apps/`` folder. ``tenant_apps``: rel path -> app."""
+    collisions.check_servers(fleet, cluster)  # the cause first: a vCluster's apps would read as host apps
     out: dict[str, dict[str, Any]] = {}
     prefix = argo.repo_path(fleet, "")
     for app in tenant_apps.values():

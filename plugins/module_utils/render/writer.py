@@ -26,7 +26,9 @@ An ``flock`` on the parent directory serialises concurrent renders (no lock file
 Confinement: the writer never follows a symbolic link. ``out`` itself, every directory and file
 inside it and the side directories must be real directories and files (checked with ``lstat``
 under the lock); a symlink anywhere in the tree is an error naming it, so nothing is ever read or
-written through a link that points out of the tree. Files are created with ``O_NOFOLLOW|O_EXCL``
+written through a link that points out of the tree. In a Git work tree the index is read too: a
+submodule, link or other non-regular entry under ``out`` and a ``.gitmodules`` anywhere are refused
+(:mod:`.git_entries`; a checkout shows a submodule as an empty directory). Files are created with ``O_NOFOLLOW|O_EXCL``
 in the fresh side directory the writer made itself.
 """
 
@@ -45,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.render import git_entries
 
 MANIFEST = ".gpufleet-manifest"
 _MANIFEST_HEAD = "# gpufleet render manifest: files owned (written) by the renderer. sha256  path\n"
@@ -134,6 +137,15 @@ def check_confined(out: Path) -> None:
                 )
             if not (stat.S_ISDIR(m) or stat.S_ISREG(m)):
                 raise TreeError(f"{p} is not a regular file or directory; remove it")
+    check_git_entries(out)
+
+
+def check_git_entries(out: Path) -> None:
+    """Refuse what Git holds under ``out`` that a checkout hides (a submodule, a link; :mod:`.git_entries`)."""
+    problems = git_entries.check_entries(out)
+    if problems:
+        what = "entry" if len(problems) == 1 else "entries"
+        raise TreeError(f"{len(problems)} Git {what} refused: " + "; ".join(problems))
 
 
 def _sha(data: bytes) -> str:
@@ -266,6 +278,11 @@ def _read(path: Path) -> bytes | None:
             return fh.read()
     finally:
         os.close(fd)
+
+
+def read_owned(path: Path) -> bytes | None:
+    """The bytes of a file of the tree, never through a link (a link is an error naming it); None: absent."""
+    return _read(path)
 
 
 def plan(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:

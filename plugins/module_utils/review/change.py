@@ -39,7 +39,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory impo
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import lock_path, parse_lock
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
+from ansible_collections.gpufleet.core.plugins.module_utils.render import git_entries
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
+from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.review import approval, chart_diff, summary
 from ansible_collections.gpufleet.core.plugins.module_utils.review import codeowners as co
 from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
@@ -141,6 +143,24 @@ def _changed_paths(root: Path, base_commit: str) -> dict[str, str]:
         if path:
             out[path] = {"A": "added", "D": "removed"}.get(status[:1], "changed")
     return out
+
+
+INSTALLED = "collections/"  # where ansible.cfg reads collections; CI installs the product elsewhere
+
+
+def _refused_entries(rv: Review, root: Path, changed: dict[str, str]) -> bool:
+    """Refuse, before the work tree is read, every Git entry that is not a regular file (a link, a
+    submodule; :mod:`..render.git_entries`, the whole repository guarded: a link is never read through),
+    a ``.gitmodules`` and a committed copy of the installed collections (CI never runs it). True: refused."""
+    problems = git_entries.entry_problems(git_entries.index_entries(root), [""])
+    problems += [
+        f"`{p}` {c} under `{INSTALLED}`: CI installs gpufleet.core from the checksummed tarball the base"
+        " pins, never a committed copy; remove it"
+        for p, c in sorted(changed.items())
+        if p.startswith(INSTALLED)
+    ]
+    rv.problems += problems
+    return bool(problems)
 
 
 def _assignment(fleet: Fleet, result: render_tree.RenderResult, cluster: str) -> dict[str, str]:
@@ -257,11 +277,21 @@ def _render_inventory(rv: Review, repo: str | Path, root: Path, inv: str | Path)
     return _Inventory(rel, gitops_rel, head, base)
 
 
+def _rendered_path(inv: _Inventory, path: str) -> bool:
+    """``path`` is a file of ``inv``'s GitOps tree the render writes (at the head or the base) or a render
+    manifest; any other file there (``gitops/.gitattributes``) is an input like any other: the platform's."""
+    if not path.startswith(inv.gitops_rel + "/"):
+        return False
+    rel = path[len(inv.gitops_rel) + 1 :]
+    manifest = rel == tree_writer.MANIFEST or rel == f"{tree_writer.scope(rel)}/{tree_writer.MANIFEST}"
+    return manifest or rel in inv.head.files or (inv.base is not None and rel in inv.base.files)
+
+
 def _input_changes(rv: Review, changed: dict[str, str], invs: list[_Inventory]) -> None:
-    """Every changed file outside the GitOps trees, the pool locks included, with its owner; a tenant's
+    """Every changed file but the rendered ones, the pool locks included, with its owner; a tenant's
     change must be that tenant's alone."""
     for path, change in sorted(changed.items()):
-        if any(path == i.gitops_rel or path.startswith(i.gitops_rel + "/") for i in invs):
+        if any(_rendered_path(i, path) for i in invs):
             continue
         inv_rel = next((i.rel for i in invs if path.startswith(i.rel + "/")), None)
         if inv_rel is not None:
@@ -451,20 +481,20 @@ def review_change(
     repo: str | Path,
     base: str,
     inventories: list[str | Path],
-    ignore: list[str | Path] | None = None,
     now: datetime | None = None,
     charts_dir: str | Path | None = None,
 ) -> Review:
-    """Review the work tree of ``repo`` against the merge base of ``base``; ``ignore``: files that are not
-    part of the change (the review's own Markdown output); ``now``: the time an update window is judged
-    at (default the clock); ``charts_dir``: where the charts are for the rendered-manifest diff."""
+    """Review the work tree of ``repo`` against the merge base of ``base``; ``now``: the time an update
+    window is judged at (default the clock); ``charts_dir``: where the charts are for the rendered-manifest
+    diff. Every changed path is part of the change; Git entries no fleet repository may hold fail the
+    review before any file of the work tree is read."""
     root = Path(_git(Path(repo), "rev-parse", "--show-toplevel").decode().strip())
     rv = Review(base=base, base_commit=_base_commit(root, base))
     changed = _changed_paths(root, rv.base_commit)
-    for path in ignore or ():
-        p = Path(path).resolve()
-        if p.is_relative_to(root):
-            changed.pop(p.relative_to(root).as_posix(), None)
+    if _refused_entries(rv, root, changed):
+        _read_codeowners(rv, root)
+        _approvals(rv, changed, [])
+        return rv
     with shared_composes():  # the base and the head share every vars file the change leaves alone
         invs = [_render_inventory(rv, repo, root, inv) for inv in inventories]
     _read_codeowners(rv, root)

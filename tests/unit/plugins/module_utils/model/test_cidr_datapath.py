@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.gpufleet.core.plugins.module_utils.model import special_addresses
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import breadth_problem, cidr_problem
 
 REPO = Path(__file__).resolve().parents[5]
@@ -213,3 +214,49 @@ def test_private_networks_stay_accepted(go_parse: Path) -> None:
     go = read_with_go(go_parse, ok)
     for text in ok:
         assert accepted(text, None) and go[text] == (text, text), (text, go[text])
+
+
+# networks whose verdict Python's ``is_private`` changed between releases (3.12.4 narrowed 2001::/23): the
+# table decides, by the IANA registries' "Globally Reachable" column, the same on every Python
+REGISTRY_VERDICTS = {
+    "2001:1::/32": False,  # holds the PCP, TURN and DNS-SD SRP anycast addresses: globally reachable
+    "2001:1::/126": False,
+    "2001:1::4/126": True,
+    "2001:3::/32": False,  # AMT
+    "2001:20::/28": False,  # ORCHIDv2
+    "2001:30::/28": False,  # Drone Remote ID
+    "2001:4:112::/48": False,  # AS112-v6
+    "2001:2::/48": True,  # benchmarking
+    "2001:db8::/32": True,
+    "3fff::/20": True,  # documentation (2024)
+    "5f00::/16": True,  # segment routing SIDs
+    "100:0:0:1::/64": True,  # dummy prefix
+    "192.0.0.0/29": True,
+    "192.0.0.8/29": False,  # holds 192.0.0.9 and .10 (PCP, TURN anycast)
+    "192.31.196.0/24": False,
+    "192.88.99.0/24": False,
+    "224.0.0.0/4": False,
+    "8.8.8.0/24": False,
+    "10.0.0.0/8": True,
+    "fd00::/8": True,
+}
+
+
+def test_the_special_purpose_table_decides_the_same_on_every_python() -> None:
+    wrong = {t: v for t, v in REGISTRY_VERDICTS.items() if (breadth_problem(t, None) is None) != v}
+    assert not wrong, wrong
+    assert "2001:1::1/128 (port control protocol anycast)" in (breadth_problem("2001:1::/32", None) or "")
+
+
+def test_the_special_purpose_table_is_read_alike_by_go(go_parse: Path) -> None:
+    table = [n for n, _world, _name in special_addresses.SPECIAL]
+    assert len(set(table)) == len(table)
+    rows = sorted(set(table) | set(REGISTRY_VERDICTS))
+    go = read_with_go(go_parse, rows)
+    for text in rows:  # the same network to netip; to net.ParseCIDR too but for IPv4-mapped
+        net = ipaddress.ip_network(text)
+        assert ipaddress.ip_network(go[text][1]) == net, (text, go[text])
+        assert go[text][0] == text or text == "::ffff:0:0/96", (text, go[text])
+    assert go["::ffff:0:0/96"][0] == "0.0.0.0/0"  # why transition forms are refused before the table is read
+    assert all(str(ipaddress.ip_network(n)) == n for n in rows)
+    assert set(special_addresses.REGISTRIES) == {"iana-ipv4-special-registry", "iana-ipv6-special-registry"}

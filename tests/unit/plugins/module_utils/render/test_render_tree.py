@@ -319,6 +319,33 @@ def test_no_change_fast_path_is_safe(inv: Path, tmp_path: Path) -> None:
     assert res is not None and "clusters/gpu-east/POOLS.md" in rep.plan.changed
 
 
+@pytest.mark.parametrize("link", ["file", "dir"])
+def test_the_no_change_fast_path_refuses_links_as_the_full_render_does(inv: Path, tmp_path: Path, link: str) -> None:
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
+
+    out = tmp_path / "gitops"
+    for _ in range(3):  # the third render takes the no-change fast path
+        _fleet, _out, res, _rep = render_and_write(inv, out)
+    assert res is None
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    host = out / "clusters/gpu-east/tenants/research/host"
+    if link == "file":  # an owned file replaced by a link to an identical copy outside the tree
+        owned = sorted(p for p in host.iterdir() if p.is_file())[0]
+        (outside / owned.name).write_bytes(owned.read_bytes())
+        owned.unlink()
+        owned.symlink_to(outside / owned.name)
+        bad = owned
+    else:  # a directory link into host/
+        (outside / "zz-admin.yaml").write_text("kind: ClusterRoleBinding\n")
+        bad = host / "extra"
+        bad.symlink_to(outside)
+    for check in (False, True):
+        with pytest.raises(GpufleetError, match=re.escape(str(bad)) + ".*symbolic link"):
+            render_and_write(inv, out, check=check)
+    assert bad.is_symlink()
+
+
 def test_parse_cache_gives_the_same_bytes(inv: Path, tmp_path: Path) -> None:
     from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
     from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
@@ -333,3 +360,13 @@ def test_parse_cache_gives_the_same_bytes(inv: Path, tmp_path: Path) -> None:
     for f in (cache / "gpu-east").iterdir():  # a corrupt cache entry is ignored, not trusted
         f.write_text("{not json")
     assert render_fleet(fleet, cache).files == plain
+
+
+def test_a_cluster_server_at_a_tenants_vcluster_is_refused_for_that_cause(inv: Path) -> None:
+    from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_server
+
+    edit_vars(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0].update(server=vcluster_server("research")))
+    with pytest.raises(GpufleetError) as err:
+        render_inventory(inv)
+    assert "vCluster URL https://research." in str(err.value) and "is a cluster's API server" in str(err.value)
+    assert "two host directory apps" not in str(err.value)

@@ -106,10 +106,10 @@ def test_the_collection_version_is_pinned_exactly_and_one_collections_path(tmp_p
     pins = {c["name"]: c["version"] for c in yaml.safe_load((root / "requirements.yml").read_text())["collections"]}
     assert pins["gpufleet.core"] == f"=={version}"
     assert f"gpufleet-core-{version}.tar.gz" in (root / "README.md").read_text()
-    # README, ansible.cfg, pre-commit and both CI templates use the one ./collections beside .venv
+    # README, ansible.cfg and pre-commit use the one ./collections beside .venv; CI installs outside the
+    # checkout (test_ci_templates.py)
     assert "collections_path = ./collections\n" in (root / "ansible.cfg").read_text()
-    for f in ("README.md", ".github/workflows/gpufleet.yml", ".gitlab-ci.yml"):
-        assert "-p collections" in (root / f).read_text(), f
+    assert "-p collections" in (root / "README.md").read_text()
     hooks = [h["entry"] for h in yaml.safe_load((root / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]]
     assert hooks and all(h.startswith(".venv/bin/python collections/ansible_collections/") for h in hooks)
 
