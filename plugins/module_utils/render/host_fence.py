@@ -63,8 +63,13 @@ def _policy(kind: str, name: str, namespace: str, operations: list[str], **spec:
 
 def selector_policy(tenant: str, namespace: str) -> dict[str, Any]:
     users = json.dumps(list(contracts.CONTROLLER_MANAGER_USERS))
-    selector = json.dumps({fence.TENANT_KEY: tenant})
-    apply = {"expression": f"Object{{spec: Object.spec{{nodeSelector: {selector}}}}}"}
+    # nodeSelector is an atomic map (an ApplyConfiguration may not mutate it): a JSON patch that adds the
+    # tenant key, or the whole map when the pod has none
+    key, value = fence.TENANT_KEY.replace("~", "~0").replace("/", "~1"), json.dumps(tenant)
+    patch = (
+        f'has(object.spec.nodeSelector) ? [JSONPatch{{op: "add", path: "/spec/nodeSelector/{key}", value: {value}}}]'
+        f' : [JSONPatch{{op: "add", path: "/spec/nodeSelector", value: {json.dumps({fence.TENANT_KEY: tenant})}}}]'
+    )
     return _policy(
         "MutatingAdmissionPolicy",
         f"gpufleet-fence-{tenant}-selector",
@@ -74,7 +79,7 @@ def selector_policy(tenant: str, namespace: str) -> dict[str, Any]:
         matchConditions=[
             {"name": "not-the-vcluster-control-plane", "expression": f"!(request.userInfo.username in {users})"}
         ],
-        mutations=[{"patchType": "ApplyConfiguration", "applyConfiguration": apply}],
+        mutations=[{"patchType": "JSONPatch", "jsonPatch": {"expression": patch}}],
     )
 
 
