@@ -30,9 +30,9 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render import images
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import App
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import IMAGES
 
 WAIT_TRIES = 60
 WAIT_SECONDS = 5
@@ -59,7 +59,7 @@ LOGIN_GATE = "slurm-login-ready"
 
 
 def login_image() -> str:
-    return f"ghcr.io/slinkyproject/login:{IMAGES['slurm']}"
+    return images.LOGIN
 
 
 def login_service() -> str:
