@@ -117,9 +117,10 @@ def template(
     return [d for d in yaml.safe_load_all(p.stdout) if d]
 
 
-def _merged(base: Any, over: Any) -> Any:
+def values_over(base: Any, over: Any) -> Any:
+    """``over`` merged over ``base`` as Helm merges values (maps key by key; anything else replaces)."""
     if isinstance(base, dict) and isinstance(over, dict):
-        return {**base, **{k: _merged(base.get(k), v) for k, v in over.items()}}
+        return {**base, **{k: values_over(base.get(k), v) for k, v in over.items()}}
     return over if over is not None else base
 
 
@@ -132,5 +133,5 @@ def chart_defaults(chart: Path) -> dict[str, Any]:
         sub = chart / "charts" / dep["name"]
         if (sub / "values.yaml").is_file():
             key = dep.get("alias") or dep["name"]
-            values[key] = _merged(chart_defaults(sub), values.get(key))
+            values[key] = values_over(chart_defaults(sub), values.get(key))
     return values

@@ -22,6 +22,7 @@ from typing import Any
 
 import jsonschema
 import yaml
+from real_charts import values_over
 
 # chart -> {map path: template path}: entries of free-named maps follow a defaults template
 TEMPLATES: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {
@@ -92,11 +93,6 @@ NO_UPSTREAM_ALLOWED: dict[str, dict[str, Any]] = {
 SUBCHARTS: dict[str, dict[str, str]] = {"argo-cd": {"redis-ha": "redis-ha"}}
 
 
-def _merged(base: Any, over: Any) -> Any:
-    if isinstance(base, dict) and isinstance(over, dict):
-        return {**base, **{k: _merged(base.get(k), v) for k, v in over.items()}}
-    return over if over is not None else base
-
 
 @functools.cache
 def upstream_values(shared: Path, chart: str) -> Any:
@@ -124,7 +120,7 @@ def unknown_values_keys(values: Any, chart: str, shared: Path) -> list[str]:
         up = upstream_values(shared, chart)
         text = upstream_text(shared, chart)
         for key, sub in SUBCHARTS.get(chart, {}).items():
-            up = {**up, key: _merged(upstream_values(shared, sub), up.get(key))}
+            up = {**up, key: values_over(upstream_values(shared, sub), up.get(key))}
     templates = TEMPLATES.get(chart, {})
     commented = COMMENTED.get(chart, {})
     out = []
