@@ -39,7 +39,11 @@ ARCHIVES: dict[str, tuple[str, str, tuple[tuple[str, str], ...]]] = {
         (("mariadb-operator-26.6.0-charts.tar.gz", "mariadb-operator-charts-26.6.0/deploy/charts/mariadb-operator-crds"),),  # noqa: E501
     ),
     "slurm_operator_crds": ("slinky-charts-1.2.1.tar.gz", "slinky-charts-1.2.1/helm/slurm-operator-crds", ()),
-    "slurm_operator": ("slinky-charts-1.2.1.tar.gz", "slinky-charts-1.2.1/helm/slurm-operator", ()),
+    "slurm_operator": (
+        "slinky-charts-1.2.1.tar.gz",
+        "slinky-charts-1.2.1/helm/slurm-operator",
+        (("slinky-charts-1.2.1.tar.gz", "slinky-charts-1.2.1/helm/slurm-operator-crds"),),
+    ),
     "slurm": ("slinky-charts-1.2.1.tar.gz", "slinky-charts-1.2.1/helm/slurm", ()),
     "gpu_operator": ("gpu-operator-v26.7.0-chart.tar.gz", "gpu-operator-v26.7.0/deployments/gpu-operator", ()),
     "cilium": ("cilium-1.20.0.tgz", "cilium", ()),

@@ -46,8 +46,10 @@ _ALPINE = "docker.io/library/alpine:3.20.3"
 LOGIN = f"ghcr.io/slinkyproject/login:{TAGS['slurm']}"  # gpufleet's own Jobs run the Slinky login image
 # style: "repository" (registry in image.repository), "registry" (image.registry + image.repository),
 # "directory" (gpu-operator: repository is registry/dir, image the name), "base" (csi-driver-nfs:
-# image.baseRepo + repository), "default-registry" (vCluster's defaultImageRegistry: images the
-# vCluster deploys itself, and it wins over the rewrite-hosts init container's own registry), "key" (the
+# image.baseRepo + repository), "registry" (vCluster: image.registry + image.repository; with a mirror
+# vCluster's defaultImageRegistry replaces every registry, the chart's (_helper.tpl vcluster.image) and the
+# rewrite-hosts init container's (the syncer), so the repository takes the upstream registry),
+# "default-registry" (vCluster's defaultImageRegistry, prepended to CoreDNS, which it deploys itself), "key" (the
 # last key of the path holds the repository as a string: redis-ha's exporter, mariadb-operator's
 # RELATED_IMAGE_MARIADB_NAME), "registry-dir" (registry = everything before the image name, repository
 # its name: redis-ha's sysctl init container)
@@ -201,8 +203,8 @@ def pulled(img: Image, mirror: str | None) -> str:
     if not mirror:
         return img.upstream
     registry, rest = _split(img.upstream)
-    if img.style == "default-registry" or (img.chart == "vcluster" and "rewriteHosts" in img.path):
-        registry = "docker.io"  # vCluster's defaultImageRegistry replaces both (mirror.gcr.io mirrors Docker Hub)
+    if img.style == "default-registry":  # vCluster prepends defaultImageRegistry (the mirror) to its own
+        return f"{mirror}/{rest}"  # Docker Hub name: the one image not under <mirror>/<upstream registry>
     return f"{mirror}/{registry}/{rest}"
 
 
@@ -241,14 +243,14 @@ def redirect(chart: str | None, values: dict[str, Any], mirror: str | None) -> d
         to = pulled(img, mirror)
         if img.style == "repository":
             _set(values, img.path, {"repository": _repo(to)})
-        elif img.style == "registry":
-            _set(values, img.path, {"registry": to[: -len(_split(img.upstream)[1]) - 1]})
+        elif img.style == "registry":  # under defaultImageRegistry (set below): <mirror>/<repository>
+            _set(values, img.path, {"repository": _repo(img.upstream)})
         elif img.style == "directory":
             _set(values, img.path, {"repository": _repo(to).rsplit("/", 1)[0]})
         elif img.style == "base":
             _set(values, img.path[:1], {"baseRepo": f"{mirror}/registry.k8s.io"})
         elif img.style == "default-registry":
-            _set(values, img.path, {"defaultImageRegistry": f"{mirror}/docker.io"})
+            _set(values, img.path, {"defaultImageRegistry": mirror})
         elif img.style == "key":
             _set(values, img.path[:-1], {img.path[-1]: _repo(to)})
         elif img.style == "registry-dir":

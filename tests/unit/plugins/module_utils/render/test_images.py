@@ -68,7 +68,10 @@ def image_nodes(values: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str
 def reference(chart: str, node: dict, values: dict) -> str:
     """The image a node makes the chart pull, built the way each chart builds it."""
     repo = node["repository"]
-    if node.get("registry"):
+    default_registry = (values.get("controlPlane", {}).get("advanced") or {}).get("defaultImageRegistry")
+    if chart == "vcluster" and default_registry:  # replaces every registry (vcluster.image, the syncer)
+        repo = f"{default_registry}/{repo}"
+    elif node.get("registry"):
         repo = f"{node['registry']}/{repo}"
     elif chart == "gpu_operator" and node.get("image"):
         repo = f"{repo}/{node['image']}"
@@ -152,7 +155,7 @@ def test_every_image_comes_from_the_mirror(defaults: dict[str, Any], mirrored: d
             ref = reference(chart, node, effective)
             assert ref.startswith(MIRROR + "/"), f"{rel}: {'.'.join(path)} pulls {ref}"
         if chart == "vcluster":  # CoreDNS and the rewrite-hosts init container (the vCluster's own)
-            assert effective["controlPlane"]["advanced"]["defaultImageRegistry"] == f"{MIRROR}/docker.io"
+            assert effective["controlPlane"]["advanced"]["defaultImageRegistry"] == MIRROR
             assert effective["telemetry"] == {"enabled": False}
     assert seen == set(UPSTREAM_CHARTS)
     # gpufleet's own Jobs: plain manifests and the slurm chart's extraObjects (the gate Jobs)
