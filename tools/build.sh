@@ -306,6 +306,7 @@ build_charts() {
   # them (image mirror): each from its release's module zip on the Go module proxy, with what the
   # release's packaging step changes (kueue: hack/helm-chart-package.sh points the images at
   # registry.k8s.io and the tag; cert-manager: Chart.template.yaml gets the version). Nothing runs them.
+  # Also the Argo CD CRDs of the pinned release (below).
   local dest="$SHARE/charts" dir rc=10
   if [[ "$(cat "$dest/kueue/.version" 2>/dev/null)" != "$KUEUE_VERSION" ]]; then
     dir="$(go mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
@@ -327,7 +328,17 @@ build_charts() {
     echo "$CERT_MANAGER_VERSION" >"$dest/cert-manager.tmp/.version"
     rm -rf "$dest/cert-manager" && mv "$dest/cert-manager.tmp" "$dest/cert-manager" && rc=0
   fi
-  return $rc  # 10: both current
+  # the Argo CD CRDs of the release the bed runs: manifests/crds of the argo-cd module at its tag (the
+  # tag's tree), which the bed serves as the mirror of the argo-cd Git repository (versions.py GIT_SOURCES)
+  if [[ "$(cat "$SHARE/argocd-crds/.version" 2>/dev/null)" != "$ARGOCD_VERSION" ]]; then
+    dir="$(go mod download -json "github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    [[ -f "$dir/manifests/crds/kustomization.yaml" ]] || die "Argo CD CRDs not found in the module cache ($dir)"
+    rm -rf "$SHARE/argocd-crds.tmp" && mkdir -p "$SHARE/argocd-crds.tmp"
+    cp "$dir"/manifests/crds/*.yaml "$SHARE/argocd-crds.tmp/" && chmod -R u+w "$SHARE/argocd-crds.tmp"
+    echo "$ARGOCD_VERSION" >"$SHARE/argocd-crds.tmp/.version"
+    rm -rf "$SHARE/argocd-crds" && mv "$SHARE/argocd-crds.tmp" "$SHARE/argocd-crds" && rc=0
+  fi
+  return $rc  # 10: all current
 }
 
 # Everything runs from main so that editing this file during a build is safe.

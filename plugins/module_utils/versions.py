@@ -51,6 +51,18 @@ IMAGES: dict[str, str] = {
     "argocd": "v3.5.1",
 }
 
+# Sources that are not charts, pinned like them (repo_url is mirrored through gpufleet_chart_mirrors):
+# the Argo CD CRDs of the release that runs, from the argo-cd repository at its tag. The argo-cd chart
+# carries its appVersion's CRDs (10.1.1: v3.4.4), older than the pinned image, so the render turns them
+# off and ships these (docs/adr/argocd-crds.md).
+GIT_SOURCES: dict[str, dict[str, str]] = {
+    "argocd_crds": {
+        "repo_url": "https://github.com/argoproj/argo-cd.git",
+        "path": "manifests/crds",
+        "revision": IMAGES["argocd"],
+    },
+}
+
 
 def chart(component: str, overrides: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
     """The pinned chart coordinates for ``component``, with inventory overrides applied."""

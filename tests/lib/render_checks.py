@@ -22,6 +22,7 @@ from typing import Any
 
 import jsonschema
 import yaml
+from real_charts import values_over
 
 # chart -> {map path: template path}: entries of free-named maps follow a defaults template
 TEMPLATES: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {
@@ -46,7 +47,8 @@ FREE_FORM_KEYS = {
 }
 # key paths ending so are typed Kubernetes objects the chart merges in (slurm: service.spec is a
 # corev1.ServiceSpec "to extend the service template")
-FREE_FORM_TAILS = {("service", "spec")}
+# (argo-cd: configs.cm and configs.params are argocd-cm / argocd-cmd-params-cm data, free-form upstream)
+FREE_FORM_TAILS = {("service", "spec"), ("configs", "cm"), ("configs", "params")}
 # chart -> key paths present upstream only as commented-out documentation, with the text to find
 COMMENTED: dict[str, dict[tuple[str, ...], str]] = {
     "gpu-operator": {
@@ -85,12 +87,11 @@ NO_UPSTREAM_ALLOWED: dict[str, dict[str, Any]] = {
         "kueueViz": {"backend": {"image": {"repository": ""}}, "frontend": {"image": {"repository": ""}}},
     },
     "slurm-operator-crds": {},
-    # configs.cm: argocd-cm data; configs.params: argocd-cmd-params-cm data; both free-form (argo-helm README);
-    # global.image.tag: the Argo CD image tag, default the chart's appVersion (argo-helm argo-cd values.yaml)
-    "argo-cd": {"configs": {"cm": {}, "params": {}}, "global": {"image": {"tag": ""}}},
-    "mariadb-operator": {},
     "mariadb-operator-crds": {},
 }
+# chart -> {values key: dependency chart whose values.yaml (../shared/upstream/charts) that key sets}
+SUBCHARTS: dict[str, dict[str, str]] = {"argo-cd": {"redis-ha": "redis-ha"}}
+
 
 
 @functools.cache
@@ -118,6 +119,8 @@ def unknown_values_keys(values: Any, chart: str, shared: Path) -> list[str]:
     else:
         up = upstream_values(shared, chart)
         text = upstream_text(shared, chart)
+        for key, sub in SUBCHARTS.get(chart, {}).items():
+            up = {**up, key: values_over(upstream_values(shared, sub), up.get(key))}
     templates = TEMPLATES.get(chart, {})
     commented = COMMENTED.get(chart, {})
     out = []

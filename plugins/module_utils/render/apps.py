@@ -19,7 +19,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import images
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import GIT_SOURCES, chart
 
 # Sync option of a directory app whose objects are of kinds another app of an earlier wave installs
 # (Cilium, Kueue, mariadb-operator CRDs): no dry run against a kind the API server does not know yet.
@@ -68,14 +68,16 @@ class Scope:
 
 @dataclass(frozen=True)
 class App:
-    """One Application: a chart app (``chart`` set, ``values`` written to ``<part>/values.yaml``) or a
-    directory app over ``<part>/`` (``manifests``: file name -> objects)."""
+    """One Application: a chart app (``chart`` set, ``values`` written to ``<part>/values.yaml``), an
+    upstream Git directory at a pinned tag (``git`` set) or a directory app over ``<part>/``
+    (``manifests``: file name -> objects)."""
 
     file: str  # its file in the scope's apps folder
     part: str  # name suffix, component label and folder of what it deploys
     wave: str  # argocd.WAVES key
     namespace: str  # destination namespace
     chart: str | None = None  # versions.CHARTS key; None: a directory app
+    git: str | None = None  # versions.GIT_SOURCES key: an upstream repository's directory
     values: dict[str, Any] | None = None  # the chart's values
     manifests: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     release: str | None = None  # Helm release name (default: the part)
@@ -100,6 +102,8 @@ def application(fleet: Fleet, scope: Scope, row: App) -> dict[str, Any]:
             chart(row.chart, fleet.versions), row.release or row.part, f"{folder}/values.yaml", fleet
         )
         where: dict[str, Any] = {"sources": [source, argo.values_ref(fleet)]}
+    elif row.git:
+        where = {"source": argo.git_source(GIT_SOURCES[row.git], fleet)}
     else:
         where = {"source": argo.directory_source(fleet, folder)}
     return argo.application(

@@ -31,6 +31,7 @@ TENANT_ROOT = "tenant-root"  # gpufleet.io/component of a tenant's root Applicat
 # CRDs -> operators -> clusters, host side before what runs inside the tenant vClusters.
 WAVES = {
     "projects": -20,
+    "argocd-crds": -15,  # the CRDs of the Argo CD release that runs (before Argo CD itself)
     "argocd-config": -10,
     "network": -5,  # Cilium (bootstrapped by apply, adopted here)
     "crds": 0,  # cert-manager (with its CRDs)
@@ -417,6 +418,12 @@ def chart_source(chart: dict[str, str], release: str, values_file: str, fleet: F
         "targetRevision": chart["version"],
         "helm": {"releaseName": release, "valueFiles": [f"$values/{repo_path(fleet, values_file)}"]},
     }
+
+
+def git_source(src: dict[str, str], fleet: Fleet) -> dict[str, Any]:
+    """A directory of an upstream Git repository at a pinned tag (versions.GIT_SOURCES), through the
+    site's mirror of that repository if the inventory has one."""
+    return {"repoURL": fleet.chart_repo(src["repo_url"]), "path": src["path"], "targetRevision": src["revision"]}
 
 
 def directory_source(fleet: Fleet, path: str) -> dict[str, Any]:

@@ -5,8 +5,8 @@ containers, sidecars, init containers, images a controller deploys), how that ke
 and the upstream reference at the pinned chart version. ``gpufleet_image_mirror`` (a registry path,
 e.g. ``registry.site.internal/mirror``) redirects every one of them to
 ``<mirror>/<upstream registry>/<path>``: the render writes the keys into the chart's values, and the
-report (IMAGES.md beside the tree) lists what is pulled from where. Charts whose upstream values
-gpufleet has not reviewed (:data:`NOT_REVIEWED`) are listed as not redirected.
+report (IMAGES.md beside the tree) lists what is pulled from where. Every chart's images are read off
+its pinned release (tests/unit/.../test_images_real_charts.py templates each one).
 """
 
 from __future__ import annotations
@@ -25,19 +25,34 @@ class Image:
     path: tuple[str, ...]  # values key of the image's settings
     style: str  # how the values name it: see redirect()
     upstream: str  # the reference the chart pulls without a mirror
+    pin: bool = False  # the chart's default tag floats (``latest``): the render sets the upstream's tag
 
 
-def _i(chart: str, path: str, style: str, upstream: str) -> Image:
-    return Image(chart, tuple(path.split(".")) if path else (), style, upstream)
+def _i(chart: str, path: str, style: str, upstream: str, pin: bool = False) -> Image:
+    return Image(chart, tuple(path.split(".")) if path else (), style, upstream, pin)
 
 
 _ENVOY = "v1.37.5-1782911245-7cffc778c923f68a77954a53b1a98d6b5353f004"
 _CERT_MANAGER = CHARTS["cert_manager"]["version"]  # the chart's appVersion, its images' default tag
 _KUEUE = "v" + CHARTS["kueue"]["version"]  # the released chart's image tag (its packaging sets it)
+# images whose tag the chart takes from its appVersion (gpu-operator, slurm-operator) or version (vcluster)
+_GPU_OPERATOR = CHARTS["gpu_operator"]["version"]
+_SLINKY = CHARTS["slurm_operator"]["version"]
+_VCLUSTER = CHARTS["vcluster"]["version"]
+_NFD = "registry.k8s.io/nfd/node-feature-discovery:v0.19.0"
+_MARIADB_OPERATOR = f"ghcr.io/mariadb-operator/mariadb-operator:{CHARTS['mariadb_operator']['version']}"
+# the slurm chart's log and config sidecars default to alpine:latest: pinned to one release
+_ALPINE = "docker.io/library/alpine:3.20.3"
+LOGIN = f"ghcr.io/slinkyproject/login:{TAGS['slurm']}"  # gpufleet's own Jobs run the Slinky login image
 # style: "repository" (registry in image.repository), "registry" (image.registry + image.repository),
 # "directory" (gpu-operator: repository is registry/dir, image the name), "base" (csi-driver-nfs:
-# image.baseRepo + repository), "default-registry" (vCluster's defaultImageRegistry: images the
-# vCluster deploys itself, and it wins over the rewrite-hosts init container's own registry)
+# image.baseRepo + repository), "registry" (vCluster: image.registry + image.repository; with a mirror
+# vCluster's defaultImageRegistry replaces every registry, the chart's (_helper.tpl vcluster.image) and the
+# rewrite-hosts init container's (the syncer), so the repository takes the upstream registry),
+# "default-registry" (vCluster's defaultImageRegistry, prepended to CoreDNS, which it deploys itself), "key" (the
+# last key of the path holds the repository as a string: redis-ha's exporter, mariadb-operator's
+# RELATED_IMAGE_MARIADB_NAME), "registry-dir" (registry = everything before the image name, repository
+# its name: redis-ha's sysctl init container)
 IMAGES: tuple[Image, ...] = (
     _i("cilium", "image", "repository", "quay.io/cilium/cilium:v1.20.0"),
     _i("cilium", "operator.image", "repository", "quay.io/cilium/operator:v1.20.0"),  # the chart adds -generic
@@ -74,9 +89,9 @@ IMAGES: tuple[Image, ...] = (
     *(
         _i("gpu_operator", k, "directory", f"nvcr.io/{d}/{n}")
         for k, d, n in (
-            ("operator", "nvidia", "gpu-operator"),
-            ("validator", "nvidia", "gpu-operator"),
-            ("nodeStatusExporter", "nvidia", "gpu-operator"),
+            ("operator", "nvidia", f"gpu-operator:{_GPU_OPERATOR}"),
+            ("validator", "nvidia", f"gpu-operator:{_GPU_OPERATOR}"),
+            ("nodeStatusExporter", "nvidia", f"gpu-operator:{_GPU_OPERATOR}"),
             ("driver", "nvidia", "driver:595.91.07"),
             ("driver.manager", "nvidia/cloud-native", "k8s-driver-manager:v0.12.0"),
             ("toolkit", "nvidia/k8s", "container-toolkit:v1.20.0"),
@@ -97,18 +112,20 @@ IMAGES: tuple[Image, ...] = (
             ("draDriver", "nvidia", "dra-driver-nvidia-gpu:v0.5.0"),
         )
     ),
+    # the node-feature-discovery dependency the gpu-operator chart carries (0.19.0, appVersion v0.19.0)
+    _i("gpu_operator", "node-feature-discovery.image", "repository", _NFD),
     *(
-        _i("slurm", k, "repository", f"{ref}")
+        _i("slurm", k, "repository", ref, pin=ref == _ALPINE)
         for k, ref in (
             ("controller.slurmctld.image", f"ghcr.io/slinkyproject/slurmctld:{TAGS['slurm']}"),
             ("controller.reconfigure.image", f"ghcr.io/slinkyproject/slurmctld:{TAGS['slurm']}"),
-            ("controller.logfile.image", "docker.io/library/alpine:latest"),
+            ("controller.logfile.image", _ALPINE),
             ("restapi.slurmrestd.image", f"ghcr.io/slinkyproject/slurmrestd:{TAGS['slurm']}"),
             ("accounting.slurmdbd.image", f"ghcr.io/slinkyproject/slurmdbd:{TAGS['slurm']}"),
-            ("loginsetDefaults.login.image", f"ghcr.io/slinkyproject/login:{TAGS['slurm']}"),
-            ("loginsetDefaults.initconf.image", "docker.io/library/alpine:latest"),
+            ("loginsetDefaults.login.image", LOGIN),
+            ("loginsetDefaults.initconf.image", _ALPINE),
             ("nodesetDefaults.slurmd.image", f"ghcr.io/slinkyproject/slurmd:{TAGS['slurm']}"),
-            ("nodesetDefaults.logfile.image", "docker.io/library/alpine:latest"),
+            ("nodesetDefaults.logfile.image", _ALPINE),
         )
     ),
     *(
@@ -129,9 +146,38 @@ IMAGES: tuple[Image, ...] = (
             ("kueueViz.frontend.image", "kueueviz-frontend"),
         )
     ),
-    _i("slurm_operator", "operator.image", "repository", "ghcr.io/slinkyproject/slurm-operator"),
-    _i("slurm_operator", "webhook.image", "repository", "ghcr.io/slinkyproject/slurm-operator-webhook"),
-    _i("vcluster", "controlPlane.statefulSet.image", "registry", "ghcr.io/loft-sh/vcluster-pro"),
+    *(
+        _i("argocd", k, style, ref)
+        for k, style, ref in (
+            ("global.image", "repository", f"quay.io/argoproj/argocd:{TAGS['argocd']}"),
+            ("dex.image", "repository", "ghcr.io/dexidp/dex:v2.45.1"),
+            ("redis.image", "repository", "ecr-public.aws.com/docker/library/redis:8.2.3-alpine"),
+            ("redis.exporter.image", "repository", "ghcr.io/oliver006/redis_exporter:v1.86.0"),
+            ("server.extensions.image", "repository", "quay.io/argoprojlabs/argocd-extension-installer:v1.0.1"),
+            ("redis-ha.image", "repository", "ecr-public.aws.com/docker/library/redis:8.2.3-alpine"),
+            ("redis-ha.exporter.image", "key", "ghcr.io/oliver006/redis_exporter:v1.75.0"),
+            ("redis-ha.haproxy.image", "repository", "ecr-public.aws.com/docker/library/haproxy:3.3.10-alpine"),
+            ("redis-ha.configmapTest.image", "repository", "docker.io/koalaman/shellcheck:v0.11.0"),
+            ("redis-ha.sysctlImage", "registry-dir", "public.ecr.aws/docker/library/busybox:1.38.0"),
+        )
+    ),
+    *(  # the operator, its webhook and cert controller (one image), and the images the operator starts
+        # from its RELATED_IMAGE_* settings (the chart's mariadb-operator-env ConfigMap)
+        _i("mariadb_operator", k, style, ref)
+        for k, style, ref in (
+            ("image", "repository", _MARIADB_OPERATOR),
+            ("webhook.image", "repository", _MARIADB_OPERATOR),
+            ("certController.image", "repository", _MARIADB_OPERATOR),
+            ("config.mariadbImage", "repository", "docker.io/library/mariadb:11.8.8"),
+            ("config.mariadbImageName", "key", "docker.io/library/mariadb"),  # the operator appends the version
+            ("config.maxscaleImage", "repository", "docker.io/mariadb/maxscale:23.08.5"),
+            ("config.exporterImage", "repository", "docker.io/prom/mysqld-exporter:v0.15.1"),
+            ("config.exporterMaxscaleImage", "repository", "docker.io/mariadb/maxscale-prometheus-exporter-ubi:v0.0.1"),
+        )
+    ),
+    _i("slurm_operator", "operator.image", "repository", f"ghcr.io/slinkyproject/slurm-operator:{_SLINKY}"),
+    _i("slurm_operator", "webhook.image", "repository", f"ghcr.io/slinkyproject/slurm-operator-webhook:{_SLINKY}"),
+    _i("vcluster", "controlPlane.statefulSet.image", "registry", f"ghcr.io/loft-sh/vcluster-pro:{_VCLUSTER}"),
     _i("vcluster", "controlPlane.distro.k8s.image", "registry", "ghcr.io/loft-sh/kubernetes:v1.36.0"),
     _i(
         "vcluster",
@@ -144,12 +190,11 @@ IMAGES: tuple[Image, ...] = (
     ),
     _i("vcluster", "controlPlane.advanced", "default-registry", "docker.io/coredns/coredns:1.14.2"),
 )
-# charts whose values at the pinned version gpufleet could not read (not in ../shared/upstream, and no
-# registry this project reaches serves the chart): their image keys are not reviewed, so the mirror does
-# not reach them yet (listed as such in IMAGES.md)
-NOT_REVIEWED = ("argocd", "mariadb_operator", "mariadb_operator_crds", "slurm_operator_crds")
-# images gpufleet's own manifests name (the accounts Job runs the Slinky login image)
-OWN = (Image("accounting", (), "own", f"ghcr.io/slinkyproject/login:{TAGS['slurm']}"),)
+# charts that pull no image (CRDs only)
+NO_IMAGES = ("mariadb_operator_crds", "slurm_operator_crds")
+# images gpufleet's own manifests name: the accounts Job and the readiness/upgrade gate Jobs (the
+# slurm chart's extraObjects, render/slurm_ready.py and upgrade_gates.py) run the Slinky login image
+OWN = (Image("accounting", (), "own", LOGIN), Image("slurm", ("extraObjects",), "own", LOGIN))
 
 
 def _split(ref: str) -> tuple[str, str]:
@@ -163,8 +208,8 @@ def pulled(img: Image, mirror: str | None) -> str:
     if not mirror:
         return img.upstream
     registry, rest = _split(img.upstream)
-    if img.style == "default-registry" or (img.chart == "vcluster" and "rewriteHosts" in img.path):
-        registry = "docker.io"  # vCluster's defaultImageRegistry replaces both (mirror.gcr.io mirrors Docker Hub)
+    if img.style == "default-registry":  # vCluster prepends defaultImageRegistry (the mirror) to its own
+        return f"{mirror}/{rest}"  # Docker Hub name: the one image not under <mirror>/<upstream registry>
     return f"{mirror}/{registry}/{rest}"
 
 
@@ -185,23 +230,36 @@ def _repo(ref: str) -> str:
 
 
 def redirect(chart: str | None, values: dict[str, Any], mirror: str | None) -> dict[str, Any]:
-    """``values`` with every image of ``chart`` pulled from ``mirror`` (in place; a no-op without one)."""
-    if not mirror or chart is None:
+    """``values`` with every image of ``chart`` pulled from ``mirror`` (in place), gpufleet's own
+    objects in the chart's ``extraObjects`` (the Slurm tenants' gate Jobs) included; with or without a
+    mirror, an image whose chart default floats gets the table's tag."""
+    if chart is None:
         return values
+    for img in IMAGES:
+        if img.chart == chart and img.pin:
+            _set(values, img.path, {"tag": img.upstream.rsplit(":", 1)[1]})
+    if not mirror:
+        return values
+    if isinstance(values.get("extraObjects"), list):
+        values["extraObjects"] = redirect_manifests(values["extraObjects"], mirror)
     for img in IMAGES:
         if img.chart != chart:
             continue
         to = pulled(img, mirror)
         if img.style == "repository":
             _set(values, img.path, {"repository": _repo(to)})
-        elif img.style == "registry":
-            _set(values, img.path, {"registry": to[: -len(_split(img.upstream)[1]) - 1]})
+        elif img.style == "registry":  # under defaultImageRegistry (set below): <mirror>/<repository>
+            _set(values, img.path, {"repository": _repo(img.upstream)})
         elif img.style == "directory":
             _set(values, img.path, {"repository": _repo(to).rsplit("/", 1)[0]})
         elif img.style == "base":
             _set(values, img.path[:1], {"baseRepo": f"{mirror}/registry.k8s.io"})
         elif img.style == "default-registry":
-            _set(values, img.path, {"defaultImageRegistry": f"{mirror}/docker.io"})
+            _set(values, img.path, {"defaultImageRegistry": mirror})
+        elif img.style == "key":
+            _set(values, img.path[:-1], {img.path[-1]: _repo(to)})
+        elif img.style == "registry-dir":
+            _set(values, img.path, {"registry": _repo(to).rsplit("/", 1)[0]})
     return values
 
 
@@ -240,9 +298,5 @@ def table(mirror: str | None) -> str:
     for img in (*IMAGES, *OWN):
         key = ".".join(img.path) or "-"
         lines.append(f"| {img.chart} | `{key}` | `{img.upstream}` | `{pulled(img, mirror)}` |")
-    lines += [
-        "",
-        "Not redirected (chart values not reviewed against upstream, including the MariaDB server image"
-        " mariadb-operator picks): " + ", ".join(NOT_REVIEWED) + ".",
-    ]
+    lines += ["", "Charts that pull no image: " + ", ".join(NO_IMAGES) + "."]
     return "\n".join(lines) + "\n"

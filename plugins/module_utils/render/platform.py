@@ -35,7 +35,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.values import
     translated_name,
     vcluster_namespace,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, IMAGES, chart
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, GIT_SOURCES, IMAGES, chart
 
 DCGM_JOB_MAPPING_DIR = "/var/lib/dcgm-exporter/job-mapping"
 NFS_DRIVER = "nfs.csi.k8s.io"
@@ -107,11 +107,38 @@ def argocd_values(cluster: Cluster) -> dict[str, Any]:
     # argocd_status reads to say *why* an app is not ready (a MariaDB refused by the quota, ...)
     # the image is the Argo CD release pinned in versions.py (the chart's default is its appVersion,
     # an older release); the test bed builds and runs that same release (tools/build.sh argocd)
+    # the chart's CRDs are its appVersion's (10.1.1: v3.4.4), not the image's: off, the argocd-crds
+    # Application ships the release's own (argocd_crds_app, docs/adr/argocd-crds.md)
     ours = {
         "configs": {"cm": argo.health_checks(), "params": {argo.PERSIST_HEALTH: "true"}},
+        "crds": {"install": False},
         "global": {"image": {"tag": IMAGES["argocd"]}},
     }
-    return deep_merge(ours, cluster.components["argocd"].values)
+    values = deep_merge(ours, cluster.components["argocd"].values)
+    if values["crds"].get("install") is not False or values["global"]["image"].get("tag") != IMAGES["argocd"]:
+        raise GpufleetError(
+            f"cluster {cluster.name}: components.argocd.values may not set crds.install or global.image.tag:"
+            f" Argo CD runs the pinned release {IMAGES['argocd']} with that release's CRDs (the argocd-crds"
+            " Application)"
+        )
+    return values
+
+
+def argocd_crds_app() -> App:
+    """The CRDs of the Argo CD release that runs, from the argo-cd repository at its tag (the
+    upstream's manifests/crds, applied server-side: the ApplicationSet CRD is too big for a
+    client-side apply); never deleted with the app, and a CRD a later release drops is pruned only on
+    confirmation (pruning a CRD deletes every object of its kind)."""
+    return App(
+        "00-argocd-crds.yaml",
+        "argocd-crds",
+        "argocd-crds",
+        argo.ARGOCD_NS,
+        git="argocd_crds",
+        create_namespace=False,
+        sync_options=("Prune=confirm",),
+        keep=True,
+    )
 
 
 def argocd_config_app() -> App:
@@ -299,7 +326,8 @@ def storage_rows(fleet: Fleet, cluster: Cluster) -> list[App]:
 def platform_project(fleet: Fleet, cluster: Cluster, tenant_servers: list[str]) -> dict[str, Any]:
     """The platform project: the host cluster (all namespaces, cluster-scoped kinds) and the
     platform-owned apps inside tenant vClusters (Slinky CRDs/operator, Kueue)."""
-    repos = [fleet.gitops.repo_url, *sorted({fleet.chart_repo(c["repo_url"]) for c in _all_charts(fleet)})]
+    upstream = [c["repo_url"] for c in _all_charts(fleet)] + [g["repo_url"] for g in GIT_SOURCES.values()]
+    repos = [fleet.gitops.repo_url, *sorted({fleet.chart_repo(u) for u in upstream})]
     dests = [{"server": cluster.server, "namespace": "*"}] + [
         {"server": s, "namespace": "*"} for s in sorted(set(tenant_servers))
     ]
@@ -328,7 +356,11 @@ VALUES: dict[str, Callable[[Fleet, Cluster], dict[str, Any]]] = {
     "shared_storage": csi_driver_nfs_values,
 }
 # Applications a component brings beside its chart's
-EXTRA_ROWS: dict[str, _Rows] = {"cilium": load_balancer_rows, "shared_storage": storage_rows}
+EXTRA_ROWS: dict[str, _Rows] = {
+    "argocd": lambda _fleet, _cluster: [argocd_crds_app()],
+    "cilium": load_balancer_rows,
+    "shared_storage": storage_rows,
+}
 
 
 def component_rows(fleet: Fleet, cluster: Cluster, row: components.Row) -> list[App]:
@@ -340,6 +372,7 @@ def component_rows(fleet: Fleet, cluster: Cluster, row: components.Row) -> list[
     if not comp.enabled:
         return []
     return [chart_app(comp, VALUES[row.name](fleet, cluster)), *EXTRA_ROWS.get(row.name, _no_rows)(fleet, cluster)]
+
 
 
 def _no_rows(_fleet: Fleet, _cluster: Cluster) -> list[App]:

@@ -13,7 +13,10 @@
   chart's ServiceAccount and RBAC), reached at ``<tenant>.vc-<tenant>:443`` as the rendered
   Applications say; inside each Slurm tenant's the real Slinky operator and its webhook
   (tenant_slinky.py), and in every tenant's the MariaDB operator doubled (operator_doubles.py);
-- Argo CD v3.5.1 (tools/argocd.sh) in a loopback-only network namespace.
+- Argo CD v3.5.1 (tools/argocd.sh) in a loopback-only network namespace, on the CRDs of that release
+  as production gets them: the argocd role's bootstrap applies what the rendered argocd-crds
+  Application names (the argo-cd repository's ``manifests/crds`` at the tag, served here as its
+  mirror over Git's smart HTTP from the module of that release), then that Application keeps them.
 ``sync_root`` registers the tenants (the tenant role, for real), applies the root app and records
 when each child app appeared and became healthy. Used by the tests and by bench/.
 """
@@ -32,6 +35,7 @@ from typing import Any
 
 import yaml
 from argocd_harness import (
+    ARGOCD_CRDS,
     CILIUM_CRDS,
     REPO_ROOT,
     HelmRepo,
@@ -50,7 +54,7 @@ from real_vcluster import CHART, FenceHost, RealVCluster, fence_nodes, run_kubec
 from slinky_objects import chart_objects, chart_values
 from tenant_slinky import TenantSlinky, slurm_values
 
-from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, GIT_SOURCES
 
 TENANTS = ("inference", "llm-pretrain", "research")
 PROMETHEUS_CRDS = REPO_ROOT / ".build" / "share" / "prometheus-operator-crds"
@@ -139,6 +143,34 @@ def slurm_chart_files(tenant_dir: Path) -> dict[str, str]:
     return out
 
 
+def argocd_repo(helm: HelmRepo, base: Path) -> str:
+    """The mirror of the argo-cd Git repository: ``manifests/crds`` of the release the bed runs (the
+    module at its tag, tools/build.sh charts), tagged with that release; returns its URL."""
+    src = GIT_SOURCES["argocd_crds"]
+    tag = (ARGOCD_CRDS / ".version").read_text().strip()
+    if tag != src["revision"]:
+        raise RuntimeError(f"{ARGOCD_CRDS} holds the CRDs of {tag}, the render pins {src['revision']}")
+    files = {f"{src['path']}/{f.name}": f for f in sorted(ARGOCD_CRDS.glob("*.yaml"))}
+    return helm.publish_git("argo-cd", files, tag, base / "git-src")
+
+
+def bootstrap_argocd_crds(host: LocalControlPlane, repo: Path) -> None:
+    """The argocd role's bootstrap of the CRDs (tasks/crds.yml, for real): those the rendered
+    argocd-crds Application names, fetched through the chart mirror and applied server-side."""
+    task = {
+        "name": "Argo CD CRDs",
+        "ansible.builtin.include_role": {"name": "gpufleet.core.argocd", "tasks_from": "crds"},
+        "vars": {
+            "argocd_crds_app_file": str(repo / "gitops" / "clusters" / CLUSTER / "apps" / "00-argocd-crds.yaml"),
+            "cluster_access_kubeconfig": str(host.kubeconfig),
+        },
+    }
+    play = write_play(repo.parent / "argocd-crds.yml", [task], name="Apply the CRDs of the Argo CD release that runs")
+    p = run_playbook("localhost,", play, "-c", "local", ok=None)
+    if p.returncode != 0:
+        raise RuntimeError(f"argocd role, CRDs: exit {p.returncode}\n{p.stdout[-4000:]}{p.stderr[-2000:]}")
+
+
 @contextmanager
 def start_bed(base: Path) -> Iterator[ArgoBed]:
     host = FenceHost()
@@ -152,6 +184,7 @@ def start_bed(base: Path) -> Iterator[ArgoBed]:
         nodes = fence_nodes(load_node_snapshot(SAMPLE_NODES), SAMPLE, SAMPLE_NODES.parent / "pools.lock.yaml", CLUSTER)
         host.create_nodes_from_snapshot([with_ephemeral_storage(n) for n in nodes])
         mirrors = {c["repo_url"]: helm.url for c in CHARTS.values()}
+        mirrors[GIT_SOURCES["argocd_crds"]["repo_url"]] = argocd_repo(helm, base)
         repo = base / "fleet.git"
         inventory = bed_inventory(base / "inventory", f"file://{repo}", mirrors)
         fleet_repository(repo, inventory)
@@ -175,7 +208,7 @@ def start_bed(base: Path) -> Iterator[ArgoBed]:
                 slinky[t] = TenantSlinky(vc, values_file, base / f"slinky-{t}")
 
         def start_argocd() -> None:
-            argocd.install_config()
+            argocd.install_config(crds=lambda: bootstrap_argocd_crds(host, repo))
             # each tenant API is https://<tenant>.vc-<tenant>:443 in the rendered tree: inside Argo CD's
             # namespace that name resolves to its own loopback address, forwarded to the vCluster
             forwards = {str(helm.port): helm.port}

@@ -5,7 +5,9 @@ Pieces, all on 127.0.0.1:
   network namespace that has only ``lo``) against a tools/cluster.sh control plane.
 - ``fleet_repository``: renders an inventory into a Git repository read by ``file://``.
 - ``HelmRepo``: a Helm chart repository served by ``http.server`` in this process, holding small
-  charts written here (``double_chart``).
+  charts written here (``double_chart``), and under ``/git/`` Git repositories over Git's smart HTTP
+  protocol (``git http-backend``): the mirror of the argo-cd repository whose ``manifests/crds`` at the
+  pinned tag the rendered argocd-crds Application syncs (``publish_git``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from controlplane import BIN_DIR, REPO_ROOT, ControlPlaneError, LocalControlPlan
 ARGOCD_SH = REPO_ROOT / "tools" / "argocd.sh"
 GPUFLEET_CLI = REPO_ROOT / "scripts" / "gpufleet.py"
 UPSTREAM = REPO_ROOT.parent / "shared" / "upstream"
-ARGOCD_CRDS = UPSTREAM / "crds" / "argocd"
+# the Argo CD CRDs of the release the bed runs: manifests/crds of the argo-cd module at its tag
+# (tools/build.sh charts); the bed serves them as the mirror of the argo-cd repository
+ARGOCD_CRDS = REPO_ROOT / ".build" / "share" / "argocd-crds"
 PART_OF = {"app.kubernetes.io/part-of": "argocd"}
 
 
@@ -158,7 +162,8 @@ class HelmRepo:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
-        handler = functools.partial(_QuietHandler, directory=str(root))
+        (root / "git").mkdir(exist_ok=True)
+        handler = functools.partial(_RepoHandler, directory=str(root))
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -184,14 +189,101 @@ class HelmRepo:
             run([helm, "package", str(src), "--destination", str(self.root)])
         run([helm, "repo", "index", str(self.root), "--url", self.url])
 
+    def publish_git(self, name: str, files: dict[str, Path], tag: str, work: Path) -> str:
+        """A Git repository ``<name>.git`` holding ``files`` (path in the repository -> file) in one
+        commit tagged ``tag`` (and branch ``main``); returns its URL."""
+        src = work / f"{name}-src"
+        src.mkdir(parents=True)
+        git(src, "init", "-q", "-b", "main")
+        for rel, f in sorted(files.items()):
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, src / rel)
+        git(src, "add", "-A")
+        git(src, "commit", "-qm", f"{name} {tag}")
+        git(src, "tag", tag)
+        bare = self.root / "git" / f"{name}.git"
+        run(["git", "clone", "-q", "--bare", str(src), str(bare)])
+        return f"{self.url}/git/{name}.git"
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+def _cgi_split(raw: bytes) -> tuple[bytes, bytes]:
+    """A CGI response's header block and body (the headers end at the first empty line)."""
+    crlf, lf = raw.find(b"\r\n\r\n"), raw.find(b"\n\n")
+    if crlf != -1 and (lf == -1 or crlf < lf):
+        return raw[:crlf], raw[crlf + 4 :]
+    if lf == -1:
+        return raw, b""
+    return raw[:lf], raw[lf + 2 :]
+
+
+class _RepoHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files (the chart repository), and ``/git/...`` through ``git http-backend`` (CGI)."""
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/git/"):
+            self._git()
+        else:
+            super().do_GET()
+
+    def do_POST(self) -> None:
+        if self.path.startswith("/git/"):
+            self._git()
+        else:
+            self.send_error(405)
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        out = b""
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                self.rfile.readline()
+                return out
+            out += self.rfile.read(size)
+            self.rfile.readline()
+
+    def _git(self) -> None:
+        path, _sep, query = self.path[len("/git") :].partition("?")
+        body = self._body() if self.command == "POST" else b""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": str(Path(self.directory) / "git"),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "REQUEST_METHOD": self.command,
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+            "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+            "REMOTE_ADDR": self.client_address[0],
+        }
+        p = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, check=False, timeout=120)
+        if p.returncode != 0 and not p.stdout:
+            self.send_error(500, p.stderr.decode(errors="replace")[:200])
+            return
+        head, out = _cgi_split(p.stdout)
+        status, headers = 200, []
+        for line in head.decode("latin-1").splitlines():
+            key, _c, value = line.partition(":")
+            if key.lower() == "status":
+                status = int(value.split()[0])
+            elif key:
+                headers.append((key, value.strip()))
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
 
 
 # --------------------------------------------------------------------------- Git
@@ -277,12 +369,17 @@ class LocalArgoCD:
             raise ArgoCDError(f"tools/argocd.sh restart {component} failed (exit {p.returncode}):\n{p.stderr}")
         return time.monotonic() - t0
 
-    def install_config(self) -> None:
-        """Namespace, CRDs and the argocd-cm/argocd-rbac-cm/argocd-secret an install would create."""
+    def install_config(self, crds: Callable[[], None] | None = None) -> None:
+        """Namespace, CRDs and the argocd-cm/argocd-rbac-cm/argocd-secret an install would create.
+        ``crds`` installs the CRDs (the bed: the argocd role's bootstrap from the rendered argocd-crds
+        Application); without it, the release's own ``manifests/crds`` are applied as they are."""
         self.host.create_namespace("argocd")
         for attempt in range(5):
             try:  # kubectl wait can race a just-created CRD ("status.conditions accessor error")
-                self.host.apply_crds(sorted(ARGOCD_CRDS.glob("*.yaml")))
+                if crds is not None:
+                    crds()
+                else:
+                    self.host.apply_crds(sorted(ARGOCD_CRDS.glob("*-crd.yaml")))
                 break
             except ControlPlaneError:
                 if attempt == 4:

@@ -30,11 +30,13 @@ def _require() -> None:
     helpers = shared_test_helpers()
     helpers.require_path(BIN_DIR / "argocd", "Argo CD; build it with tools/build.sh argocd")
     helpers.require_path(BIN_DIR / "helm", "helm; build it with tools/build.sh helm")
+    # the repo-server builds the argo-cd repository's manifests/crds (a kustomization) with it
+    helpers.require_path(BIN_DIR / "kustomize", "kustomize; build it with tools/build.sh kustomize")
     helpers.require_path(BIN_DIR / "vcluster", "vcluster; build it with tools/build.sh vcluster")
     for name in ("slurm-operator", "slurm-operator-webhook"):
         helpers.require_path(BIN_DIR / name, "the Slinky operator; build it with tools/build.sh slinky")
     helpers.require_path(CHART / "Chart.yaml", "the vcluster chart of the pinned release (tools/build.sh vcluster)")
-    helpers.require_path(ARGOCD_CRDS, "Argo CD CRDs")
+    helpers.require_path(ARGOCD_CRDS / ".version", "the Argo CD CRDs of the pinned release; tools/build.sh charts")
     helpers.require_path(PROMETHEUS_CRDS, "prometheus-operator CRDs; tools/build.sh promcrds")
     for tool in ("redis-server", "git", "ip"):
         helpers.require_tool(tool, "used by tools/argocd.sh")

@@ -14,9 +14,11 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.render import apps
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import GIT_SOURCES
 
 C = "clusters/gpu-east"
 GITOPS = "gitops"  # gpufleet_fleet.gitops.path of the sample: Applications name files under it
+REPO_URL = "https://github.com/example-org/gpu-fleet.git"  # the sample's gitops.repo_url
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +57,10 @@ def test_every_child_app_is_named_and_placed_by_its_part(files: dict[str, bytes]
             (vf,) = chart["helm"]["valueFiles"]
             assert vf == f"$values/{GITOPS}/{folder}/{part}/values.yaml", name
             assert f"{folder}/{part}/values.yaml" in files, name
+        elif spec["source"]["repoURL"] != REPO_URL:  # an upstream repository at a pinned tag
+            src = GIT_SOURCES[part.replace("-", "_")]
+            want = {"repoURL": src["repo_url"], "path": src["path"], "targetRevision": src["revision"]}
+            assert spec["source"] == want, name
         else:  # a directory: <folder>/<part>/, holding at least one rendered manifest
             assert spec["source"]["path"] == f"{GITOPS}/{folder}/{part}", name
             assert any(posixpath.dirname(r) == f"{folder}/{part}" for r in files), name

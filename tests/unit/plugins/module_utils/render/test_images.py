@@ -1,11 +1,12 @@
 """Every image the charts pull is in gpufleet's image table and follows ``gpufleet_image_mirror``.
 
-The image references come from the pinned charts' own values (../shared/upstream/charts), not from
-the table: every values node that names an image (``repository`` with a tag, registry, image name
-or digest) must have a row, with the same reference. Then the sample is rendered with a mirror and,
-for every chart values file, the rendered values are merged over the chart's defaults (as Helm
-does) and each image the chart would pull is resolved the way the chart builds it: every one must
-come from the mirror. gpufleet's own manifests (the accounts Job) too.
+The image references come from the pinned charts' own values (the real charts, with the values of
+the dependencies they carry: tests/lib/real_charts.py), not from the table: every values node that
+names an image (``repository`` with a tag, registry, image name or digest) must have a row, with the
+same reference (the table pins a tag the chart leaves floating or empty). Then the sample is rendered
+with a mirror and, for every chart values file, the rendered values are merged over the chart's
+defaults (as Helm does) and each image the chart would pull is resolved the way the chart builds it:
+every one must come from the mirror. gpufleet's own manifests (the accounts Job, the gate Jobs) too.
 """
 
 from __future__ import annotations
@@ -16,15 +17,38 @@ from typing import Any
 
 import pytest
 import yaml
-from render_checks import CHART_OF_DIR, upstream_values
+from real_charts import ARCHIVES, BUILT_CHARTS, chart_defaults, chart_dir, helpers
+from render_checks import CHART_OF_DIR
 from render_fixtures import edit_vars, make_inventory, yaml_objects
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render import images
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
 MIRROR = "registry.site.internal/mirror"
-KEY_OF_CHART = {"csi-driver-nfs": "csi_driver_nfs", "gpu-operator": "gpu_operator", "slurm-operator": "slurm_operator"}
-UPSTREAM_CHARTS = ("cilium", "csi-driver-nfs", "gpu-operator", "slurm", "slurm-operator", "vcluster")
+KEY_OF_CHART = {c["chart"]: k for k, c in CHARTS.items()}
+UPSTREAM_CHARTS = tuple(sorted(k for k in {*ARCHIVES, *BUILT_CHARTS} if k not in images.NO_IMAGES))
+
+
+@pytest.fixture(scope="module")
+def defaults(tmp_path_factory) -> dict[str, dict[str, Any]]:
+    """versions.CHARTS key -> the values the real chart templates with by default."""
+    work = tmp_path_factory.mktemp("charts")
+    out = {}
+    for key in UPSTREAM_CHARTS:
+        d = chart_dir(key, work)
+        if key in BUILT_CHARTS:
+            helpers().require_path(d / "Chart.yaml", "tools/build.sh charts / vcluster")
+        out[key] = chart_defaults(d)
+    return out
+
+
+def qualified(ref: str) -> str:
+    """``ref`` with the registry a container runtime assumes (Docker Hub, ``library/`` for one name)."""
+    first, _sep, rest = ref.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return ref
+    return f"docker.io/{ref}" if rest else f"docker.io/library/{ref}"
 
 
 def image_nodes(values: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], dict]]:
@@ -44,14 +68,17 @@ def image_nodes(values: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str
 def reference(chart: str, node: dict, values: dict) -> str:
     """The image a node makes the chart pull, built the way each chart builds it."""
     repo = node["repository"]
-    if chart == "vcluster":
+    default_registry = (values.get("controlPlane", {}).get("advanced") or {}).get("defaultImageRegistry")
+    if chart == "vcluster" and default_registry:  # replaces every registry (vcluster.image, the syncer)
+        repo = f"{default_registry}/{repo}"
+    elif node.get("registry"):
         repo = f"{node['registry']}/{repo}"
-    elif chart == "gpu-operator":
+    elif chart == "gpu_operator" and node.get("image"):
         repo = f"{repo}/{node['image']}"
-    elif chart == "csi-driver-nfs" and repo.startswith("/"):
+    elif chart == "csi_driver_nfs" and repo.startswith("/"):
         repo = values["image"]["baseRepo"] + repo
     tag = node.get("tag") or node.get("version")
-    return f"{repo}:{tag}" if tag else repo
+    return qualified(f"{repo}:{tag}" if tag else repo)
 
 
 def merged(base: Any, over: Any) -> Any:
@@ -63,27 +90,44 @@ def merged(base: Any, over: Any) -> Any:
     return copy.deepcopy(over)
 
 
-@pytest.mark.parametrize("chart", UPSTREAM_CHARTS)
-def test_table_has_every_image_the_chart_pulls(shared_dir: Path, chart: str) -> None:
-    values = upstream_values(shared_dir, chart)
-    rows = {img.path: img for img in images.IMAGES if img.chart == KEY_OF_CHART.get(chart, chart)}
+def _untagged(ref: str) -> str:
+    head, _sep, last = ref.rpartition("/")
+    return f"{head}/{last.split(':', 1)[0]}"
+
+
+@pytest.mark.parametrize("chart", [c for c in UPSTREAM_CHARTS if c not in ("cert_manager", "kueue")])
+def test_table_has_every_image_the_chart_pulls(defaults: dict[str, Any], chart: str) -> None:
+    values = defaults[chart]
+    rows = {img.path: img for img in images.IMAGES if img.chart == chart}
     found = image_nodes(values)
     assert found
     missing = [".".join(p) for p, _image in found if p not in rows]
     assert not missing, f"{chart}: images the mirror does not cover: {missing}"
     for path, node in found:
-        assert rows[path].upstream == reference(chart, node, values), path
+        ref, row = reference(chart, node, values), rows[path]
+        if row.pin or not (node.get("tag") or node.get("version")):  # floating or the appVersion: pinned here
+            assert _untagged(row.upstream) == _untagged(ref), path
+            assert row.pin == ref.endswith(":latest"), path
+        else:
+            assert row.upstream == ref, path
 
 
-def test_table_rows_name_upstream_keys(shared_dir: Path) -> None:
-    by_chart = {KEY_OF_CHART.get(c, c): upstream_values(shared_dir, c) for c in UPSTREAM_CHARTS}
-    # the others are read off the templated charts (test_images_templated)
-    assert {img.chart for img in images.IMAGES} - set(by_chart) == {"cert_manager", "kueue"}
-    for img in (i for i in images.IMAGES if i.chart in by_chart):
-        node: Any = by_chart[img.chart]
+def test_table_rows_name_upstream_keys(defaults: dict[str, Any]) -> None:
+    # cert-manager and Kueue: their images are read off the templated charts (test_images_templated)
+    assert {img.chart for img in images.IMAGES} - set(defaults) == set()
+    for img in images.IMAGES:
+        node: Any = defaults[img.chart]
         for k in img.path:
             node = node[k]
-        assert isinstance(node, dict), img
+        assert isinstance(node, (dict, str)), img
+
+
+def test_no_image_floats() -> None:
+    for img in (*images.IMAGES, *images.OWN):
+        if img.path[-1:] == ("mariadbImageName",):  # a name: the operator appends the MariaDB version
+            continue
+        last = img.upstream.rsplit("/", 1)[-1]
+        assert ":" in last and not last.endswith(":latest"), img
 
 
 @pytest.fixture(scope="module")
@@ -97,30 +141,34 @@ def mirrored(tmp_path_factory) -> dict[str, bytes]:
     return render_inventory(inv).files
 
 
-def test_every_image_comes_from_the_mirror(shared_dir: Path, mirrored: dict[str, bytes]) -> None:
+def test_every_image_comes_from_the_mirror(defaults: dict[str, Any], mirrored: dict[str, bytes]) -> None:
     seen = set()
     for rel, body in sorted(mirrored.items()):
         if not rel.endswith("/values.yaml"):
             continue
-        chart = CHART_OF_DIR.get(rel.split("/")[-2])
+        chart = KEY_OF_CHART.get(CHART_OF_DIR.get(rel.split("/")[-2], ""))
         if chart not in UPSTREAM_CHARTS:
             continue
         seen.add(chart)
-        effective = merged(upstream_values(shared_dir, chart), yaml.safe_load(body))
+        effective = merged(defaults[chart], yaml.safe_load(body))
         for path, node in image_nodes(effective):
             ref = reference(chart, node, effective)
             assert ref.startswith(MIRROR + "/"), f"{rel}: {'.'.join(path)} pulls {ref}"
         if chart == "vcluster":  # CoreDNS and the rewrite-hosts init container (the vCluster's own)
-            assert effective["controlPlane"]["advanced"]["defaultImageRegistry"] == f"{MIRROR}/docker.io"
+            assert effective["controlPlane"]["advanced"]["defaultImageRegistry"] == MIRROR
             assert effective["telemetry"] == {"enabled": False}
     assert seen == set(UPSTREAM_CHARTS)
+    # gpufleet's own Jobs: plain manifests and the slurm chart's extraObjects (the gate Jobs)
     own = [o for rel, o in yaml_objects(mirrored) if o.get("kind") == "Job"]
-    assert own
+    for rel, body in mirrored.items():
+        if rel.endswith("/slurm/values.yaml"):
+            own += [o for o in yaml.safe_load(body).get("extraObjects", []) if o.get("kind") == "Job"]
+    assert len([j for j in own if j["metadata"]["name"].startswith("slurm-")]) >= 2, "no gate Jobs rendered"
     for job in own:
         for c in job["spec"]["template"]["spec"]["containers"]:
-            assert c["image"].startswith(MIRROR + "/ghcr.io/slinkyproject/"), c["image"]
+            assert c["image"].startswith(MIRROR + "/ghcr.io/slinkyproject/"), (job["metadata"]["name"], c["image"])
     table = mirrored["IMAGES.md"].decode()
-    alpine = "docker.io/library/alpine:latest"
+    alpine = "docker.io/library/alpine:3.20.3"
     assert f"`{alpine}` | `{MIRROR}/{alpine}`" in table
 
 

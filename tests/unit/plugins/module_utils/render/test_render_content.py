@@ -38,7 +38,10 @@ def test_health_check_for_child_app_waves(files) -> None:
     lua = values["configs"]["cm"]["resource.customizations.health.argoproj.io_Application"]
     assert "obj.status.health.status" in lua and 'hs.status = "Progressing"' in lua
     a = apps(files)
-    assert wave(a["gpu-east-argocd"]) < min(wave(x) for n, x in a.items() if n != "gpu-east-argocd")
+    # before every other app but the CRDs of the Argo CD release that runs (which need no health check)
+    first = ("gpu-east-argocd", "gpu-east-argocd-crds")
+    rest = min(wave(x) for n, x in a.items() if n not in first)
+    assert wave(a["gpu-east-argocd-crds"]) < wave(a["gpu-east-argocd"]) < rest
 
 
 def test_root_app_syncs_the_apps_dir(files) -> None:
@@ -69,6 +72,9 @@ def test_every_app_is_wired(files) -> None:
                 assert (s["repoURL"], s["chart"], s["targetRevision"]) in pinned, name
                 for vf in s["helm"]["valueFiles"]:
                     assert vf.startswith("$values/gitops/") and vf.removeprefix("$values/gitops/") in files, vf
+            elif "path" in s and s["repoURL"] != "https://github.com/example-org/gpu-fleet.git":
+                pinned = {(g["repo_url"], g["path"], g["revision"]) for g in versions.GIT_SOURCES.values()}
+                assert (s["repoURL"], s["path"], s["targetRevision"]) in pinned, name
             elif "path" in s:
                 d = s["path"].removeprefix("gitops/")
                 assert any(r.startswith(d + "/") for r in files), (name, d)
