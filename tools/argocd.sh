@@ -142,7 +142,7 @@ c_repo-server() {
     --redis 127.0.0.1:6379 --disable-tls --client-ca-path '' --parallelismlimit 4 --loglevel info
 }
 # ARGOCD_APPLICATION_CONTROLLER_PERSIST_RESOURCE_HEALTH: as gpufleet's Argo CD values set
-# configs.params controller.resource.health.persist (render/platform.py argocd_values)
+# configs.params controller.resource.health.persist (render/platform/cluster.py argocd_values)
 c_controller() {
   exec "${IN[@]}" ARGOCD_BINARY_NAME=argocd-application-controller \
     ARGOCD_APPLICATION_CONTROLLER_PERSIST_RESOURCE_HEALTH=true "$BIN/argocd" \

@@ -7,11 +7,11 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.render.sssd import bind_snippet
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.sssd import bind_snippet
 
 
 def sssd_bind_snippet(password, domain):
-    """``[domain/<domain>]`` + ``ldap_default_authtok = <password>`` (render/sssd.py's format)."""
+    """``[domain/<domain>]`` + ``ldap_default_authtok = <password>`` (render/tenants/sssd.py's format)."""
     try:
         return bind_snippet(str(domain), str(password))
     except GpufleetError as exc:

@@ -1,5 +1,5 @@
 """The storage claims a tenant's rendered apps make in its host namespace ``vc-<tenant>``, collected
-from the rendered tree independently of render/quota.py (used by its unit test and by the quota
+from the rendered tree independently of render/tenants/quota.py (used by its unit test and by the quota
 admission test on the real apiserver).
 
 Every PersistentVolumeClaim and mariadb-operator MariaDB in the tenant's manifests, plus the

@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelE
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import validate
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_slurm import slurm_values
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.slurm import slurm_values
 
 DOCS = [*sorted((REPO / "docs").rglob("*.md")), REPO / "docs" / "fleet.schema.json", REPO / "README.md"]
 

@@ -22,7 +22,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import parse_duration
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.cordon import maintenance_file
-from ansible_collections.gpufleet.core.plugins.module_utils.render.maintenance import RESERVATION_PREFIX
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.maintenance import RESERVATION_PREFIX
 
 try:
     import yaml

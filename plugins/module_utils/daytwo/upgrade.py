@@ -1,14 +1,14 @@
 """The plan of an upgrade: what restarts, in which order, when, and the most capacity each tenant loses.
 
 ``upgrade_plan(old, new)`` lists, for a change of the Slinky charts (the Slurm release), the GPU Operator
-chart or the GPU driver, the steps in the order the render enforces them (``render.rollout`` waves for
-Slurm; the GPU Operator's driver upgrade policy, ``render.driver_upgrade``), and per tenant the most
+chart or the GPU driver, the steps in the order the render enforces them (``render.tenants.rollout`` waves for
+Slurm; the GPU Operator's driver upgrade policy, ``render.platform.driver_upgrade``), and per tenant the most
 nodes and GPUs down at once and when:
 
 - Slurm workers with an update window (``gpufleet_rollout.window`` / ``tenant_windows``) restart inside
   it, all nodes of the tenant's NodeSets together (the operator reserves them all with MAINT);
 - the others roll: each NodeSet at most ``max_unavailable_per_block`` nodes at a time, NodeSets that
-  share a block in successive sync waves (``render.rollout_waves``), the others side by side;
+  share a block in successive sync waves (``render.tenants.rollout_waves``), the others side by side;
 - a driver upgrade takes at most ``max_unavailable_per_block`` nodes of the whole cluster at once, each
   only after its Slurm jobs ended (the upgrade's drain waits on the busy-slurmd budget).
 """
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import SLURM_UPGRADE_ORDER
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.version_change import driver_version, slurm_release
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Pool, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout, rollout_waves
-from ansible_collections.gpufleet.core.plugins.module_utils.render.driver_upgrade import SLURMD_SELECTOR
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.driver_upgrade import SLURMD_SELECTOR
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import rollout, rollout_waves
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
 SLINKY = ("slurm_operator_crds", "slurm_operator", "slurm")

@@ -8,7 +8,7 @@ when its ``install_method`` is ``helm``. From the rows come the model's componen
 of ``gpufleet_clusters[].components``, the renderer's namespaces and chart keys, the host components
 the collision check knows, the component variables the inventory may not set, the new fleet
 repository's ``clusters.yml`` and the apply step's Helm releases. Adding a component: a row here,
-its values function in ``render/platform.py`` (``VALUES``), its tests (docs/adr/code-shape.md).
+its values function in ``render/platform/cluster.py`` (``VALUES``), its tests (docs/adr/code-shape.md).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ _CILIUM_OPTIONS: dict[str, Any] = {
         "type": "object",
         "additionalProperties": False,
         "required": ["announce"],
-        "description": "LB IPAM pools for exposed tenants (render/loadbalancer.py)",
+        "description": "LB IPAM pools for exposed tenants (render/platform/loadbalancer.py)",
         "properties": {
             "announce": {"enum": ["l2", "bgp", "external"]},
             "pools": {"type": "array", "maxItems": 32, "items": {"type": "string", "maxLength": 43}},

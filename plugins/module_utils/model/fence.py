@@ -52,7 +52,7 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 KUEUE_COHORT = "gpufleet-kubernetes"
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_OPERATOR_DEFAULT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-# GPU quarantine (health/quarantine.py sets it, render/health.py keeps every rendered toleration off it):
+# GPU quarantine (health/quarantine.py sets it, render/tenants/health.py keeps every rendered toleration off it):
 # no pool fence tolerates this taint; the Slinky operator drains a Node with this condition.
 QUARANTINE_TAINT_KEY = "gpufleet.io/gpu-unhealthy"
 QUARANTINE_TAINT_EFFECT = "NoSchedule"

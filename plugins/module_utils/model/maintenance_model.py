@@ -11,7 +11,7 @@ topology (``switch``: a leaf group, a tree switch or a block; every node under i
         reason: PSU swap RMA-4411
         window: {start: "2026-12-01T06:00:00Z", duration: 4h}
 
-The renderer resolves the nodes (render.maintenance) and the apply step cordons them; Slinky drains the
+The renderer resolves the nodes (render/platform/maintenance.py) and the apply step cordons them; Slinky drains the
 Slurm nodes behind a cordon with the Node's ``node-cordon-reason``. The entry is written and removed
 by ``gpufleet.py maintenance start|end`` (daytwo.maintenance_change).
 """

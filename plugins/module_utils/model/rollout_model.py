@@ -4,7 +4,7 @@
 rolling update may have down at the same time. A Slinky NodeSet rolls its pods by ordinal, not by
 block, so its ``maxUnavailable`` is set to this number: then no block can lose more, whichever nodes
 the update picks. The GPU Operator's driver upgrade takes the same number as its cluster-wide
-parallelism (render/driver_upgrade.py).
+parallelism (render/platform/driver_upgrade.py).
 
 ``window`` / ``tenant_windows``: an update window for the Slurm workers of every Slurm tenant / of one
 tenant (its entry wins). A tenant with a window has NodeSets ``updateStrategy: ScheduledUpdate``: the
@@ -159,7 +159,7 @@ def issues(raw: Any) -> list[Issue]:
 
 
 def driver_policy_issues(raw: Any) -> list[Issue]:
-    """The driver upgrade policy is rendered from this key (render/driver_upgrade.py); a cluster's own
+    """The driver upgrade policy is rendered from this key (render/platform/driver_upgrade.py); a cluster's own
     gpu_operator values may not set it, or the per-block budget would hold in one place and not the other."""
     clusters = raw.data.get("gpufleet_clusters")
     out = []

@@ -50,7 +50,7 @@ except ImportError:  # importing works without it; the first use raises a clear 
     yaml = missing("yaml", "PyYAML")
 
 TOPOLOGY_FILE = "node-topology.yaml"
-LABELS_FILE = "node-labels.yaml"  # clusters/<cluster>/, rendered by render.fabric_labels
+LABELS_FILE = "node-labels.yaml"  # clusters/<cluster>/, rendered by render.platform.fabric_labels
 
 
 class ApplyError(GpufleetError):

@@ -5,8 +5,8 @@ name suffix, the ``gpufleet.io/component`` label and the folder of its values or
 wave, its destination, a Helm chart (with its values) or a directory of plain manifests, and what Argo
 CD may delete. A ``Scope`` says where a set of rows goes: the platform of a cluster (``apps/``, parts
 under ``platform/``) or one tenant (``tenants/<t>/apps/``, synced by the tenant's root Application).
-``emit`` writes each row's values or manifests and builds its Application; render/platform.py,
-render/monitoring.py, render/tenant.py and render/accounting.py only say which rows there are.
+``emit`` writes each row's values or manifests and builds its Application; render/platform/cluster.py,
+render/platform/monitoring.py, render/tenants/tenant.py and render/tenants/accounting.py only say which rows there are.
 """
 
 from __future__ import annotations

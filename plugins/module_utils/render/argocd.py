@@ -73,7 +73,7 @@ return hs
 
 # Slinky Controller/Accounting: the pinned slurm-operator (v1.2.1) keeps status.conditions but sets
 # none (later versions set SlurmReachable/Available): no conditions at all is Healthy with a message
-# saying readiness is not observed (the readiness gates of render/slurm_ready.py wait for it), not Progressing
+# saying readiness is not observed (the readiness gates of render/tenants/slurm_ready.py wait for it), not Progressing
 # forever; a False condition holds the wave, a True one releases it (docs/adr/fleet-whole.md).
 _CONDITIONS_LUA = """hs = {}
 hs.status = "Healthy"
@@ -122,7 +122,7 @@ return hs
 # Slinky NodeSet (v1.2.1 internal/controller/nodeset/nodeset_sync_status.go): the operator writes
 # observedGeneration with every status and omits zero counts (omitempty). Healthy once it has seen the
 # current spec and every desired pod is Ready; under RollingUpdate also once every pod runs the current
-# template (updatedReplicas), so a NodeSet mid-rollout holds the next sync wave (render/rollout_waves.py:
+# template (updatedReplicas), so a NodeSet mid-rollout holds the next sync wave (render/tenants/rollout_waves.py:
 # NodeSets that share a block roll one after the other). ScheduledUpdate and OnDelete replace pods in the
 # window or on deletion: pods still on the old template are named in the message, not waited for.
 _NODESET_LUA = """hs = {}
@@ -182,11 +182,11 @@ end
 return hs
 """
 # policy/PodDisruptionBudget: the budgets labelled gpufleet.io/health=all-pods-ready (the Slurm
-# tenants' slurmctld, slurmdbd and login budgets, render/rollout.py) are Healthy once every pod they
+# tenants' slurmctld, slurmdbd and login budgets, render/tenants/rollout.py) are Healthy once every pod they
 # guard is Ready (status.currentHealthy >= status.expectedPods > 0, as the disruption controller counts
 # them at the budget's generation): the only objects of a tenant's slurm app that see pod readiness
 # (v1.2.1 writes no readiness into a Controller, Accounting or LoginSet). Other budgets (the host's
-# slurmd-busy one guards pods that may not exist, render/driver_upgrade.py) keep Argo CD's
+# slurmd-busy one guards pods that may not exist, render/platform/driver_upgrade.py) keep Argo CD's
 # built-in rule (resource_customizations/policy/PodDisruptionBudget/health.lua), stated here.
 _PDB_LUA = """hs = {}
 hs.status = "Progressing"
@@ -229,7 +229,7 @@ return hs
 # batch/Job: Argo CD's built-in Job health (gitops-engine pkg/health/health_job.go: a Failed condition
 # is Degraded with its message, Complete Healthy, Suspended True Suspended, anything else Progressing
 # with no message), plus a message while a readiness gate (a Job annotated gpufleet.io/waits-for,
-# render/slurm_ready.py) runs: what it waits for and how many attempts failed, so argocd_status says
+# render/tenants/slurm_ready.py) runs: what it waits for and how many attempts failed, so argocd_status says
 # why a Slurm tenant is still Progressing.
 _JOB_LUA = """hs = {}
 hs.status = "Progressing"
@@ -282,7 +282,7 @@ return hs
 # Accounting status.conditions); v1.2.1 writes no conditions on Controller/Accounting and its
 # LoginSet status.replicas counts the login Deployment's pods, crash-looping ones included: real
 # readiness is gated by the PodDisruptionBudgets in the same waves (policy/PodDisruptionBudget above)
-# and by Jobs (render/slurm_ready.py, batch/Job below); mariadb-operator MariaDB
+# and by Jobs (render/tenants/slurm_ready.py, batch/Job below); mariadb-operator MariaDB
 # status.conditions[type=Ready] (the same
 # rule as Argo CD's built-in resource_customizations/k8s.mariadb.com/MariaDB/health.lua, stated here
 # so it does not depend on the Argo CD release). Ready False is Degraded for every failing reason the

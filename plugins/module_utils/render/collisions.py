@@ -29,7 +29,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import compone
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import is_system_namespace
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import namespace_of
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import namespace_of
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace, vcluster_server
 
 PLATFORM = "platform"

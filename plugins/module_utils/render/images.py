@@ -193,7 +193,7 @@ IMAGES: tuple[Image, ...] = (
 # charts that pull no image (CRDs only)
 NO_IMAGES = ("mariadb_operator_crds", "slurm_operator_crds")
 # images gpufleet's own manifests name: the accounts Job and the readiness/upgrade gate Jobs (the
-# slurm chart's extraObjects, render/slurm_ready.py and upgrade_gates.py) run the Slinky login image
+# slurm chart's extraObjects, render/tenants/slurm_ready.py and upgrade_gates.py) run the Slinky login image
 OWN = (Image("accounting", (), "own", LOGIN), Image("slurm", ("extraObjects",), "own", LOGIN))
 
 

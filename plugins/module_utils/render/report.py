@@ -15,18 +15,18 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fence import (
     QUARANTINE_TAINT_KEY,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.render.health import REASON_PREFIX
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import (
     COMPONENT_CHART,
     SLURM_HOME_PVC,
     SLURM_NAMESPACE,
     namespace_of,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render.rollout import LOGINSET
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_slurm import JWT_KEY_SECRET, SLURM_KEY_SECRET
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import accounting, sssd
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.health import REASON_PREFIX
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.rollout import LOGINSET
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.slurm import JWT_KEY_SECRET, SLURM_KEY_SECRET
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace, vcluster_server
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.picture import mermaid
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
@@ -42,7 +42,7 @@ def _hosts(names: list[str]) -> str:
 
 
 def observability_lines(cluster: Cluster, t: Tenant, slurm: bool) -> list[str]:
-    """Monitoring and GPU-health state of one tenant (render/monitoring.py, render/health.py)."""
+    """Monitoring and GPU-health state of one tenant (render/platform/monitoring.py, render/tenants/health.py)."""
     m, h = t.monitoring, t.health
     if not m.enabled:
         mon = "off"

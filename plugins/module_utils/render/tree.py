@@ -45,21 +45,25 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.validation imp
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import LOCK_NAME
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import cache as render_cache
-from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions, fabric_labels, images, parallel
+from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions, images, parallel
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import Rendered
-from ansible_collections.gpufleet.core.plugins.module_utils.render.host_project import scope_host_apps
 from ansible_collections.gpufleet.core.plugins.module_utils.render.include import scope_root, scope_sources
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.maintenance import render_maintenance
-from ansible_collections.gpufleet.core.plugins.module_utils.render.monitoring import dcgm_fragment, render_monitoring
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
-    cluster_dir,
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import fabric_labels
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.cluster import (
     platform_project,
     render_platform,
 )
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.maintenance import render_maintenance
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.monitoring import (
+    dcgm_fragment,
+    render_monitoring,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render.report import render_report, render_tenant_report
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant import render_tenant
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import cluster_dir
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.host_project import scope_host_apps
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.tenant import render_tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
     header,

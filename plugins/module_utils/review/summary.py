@@ -22,7 +22,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render.rollout_waves import block_counts
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.rollout_waves import block_counts
 
 try:
     import yaml

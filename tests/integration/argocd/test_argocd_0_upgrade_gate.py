@@ -1,7 +1,7 @@
 """A health gate of the rollout on the real Argo CD v3.5.1: the wave after a failing gate never starts.
 
 The gate is the rendered ``slurm-accounting-ready`` Job of the sample (the slurm chart's ``extraObjects``:
-an Argo CD ``Sync`` hook in the wave between the Accounting and the Controller, render/upgrade_gates.py),
+an Argo CD ``Sync`` hook in the wave between the Accounting and the Controller, render/tenants/upgrade_gates.py),
 applied from a local Git repository by an Application of plain manifests, between two ConfigMaps in the
 Accounting's and the Controller's waves (the Slinky objects need the operator's CRDs and controller, which
 do not run here; the waves are what is under test). The host control plane's Job controller runs the Job

@@ -20,7 +20,7 @@ from argocd_bed import CLUSTER, ROOT_APP, ArgoBed, Synced, argocd_status, render
 from argocd_harness import git, synced_healthy
 from real_vcluster import translated
 
-from ansible_collections.gpufleet.core.plugins.module_utils.render.quota import quantity_bytes
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.quota import quantity_bytes
 
 SLURM_TENANTS = ("llm-pretrain", "research")
 WAIT = 300

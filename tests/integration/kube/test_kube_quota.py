@@ -15,7 +15,7 @@ import yaml
 from controlplane import REPO_ROOT
 from test_kube_bringup import create, effective_quota, quota_namespace
 
-from ansible_collections.gpufleet.core.plugins.module_utils.render.quota import exact_quantity
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.quota import exact_quantity
 
 pytestmark = pytest.mark.kube
 

@@ -52,7 +52,7 @@ def bed(kube_cluster: LocalControlPlane) -> LocalControlPlane:
     kube_cluster.create_namespace(NS)
     extra = yaml.safe_load(VALUES.read_text())["extraObjects"]
     pdbs = [o for o in extra if o["kind"] == "PodDisruptionBudget"]
-    assert {o["kind"] for o in extra} == {"PodDisruptionBudget", "Job"}  # the Jobs: render/upgrade_gates.py
+    assert {o["kind"] for o in extra} == {"PodDisruptionBudget", "Job"}  # the Jobs: render/tenants/upgrade_gates.py
     kube_cluster.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump_all(pdbs))
     pods = [
         _pod("slurm-controller-0", {"app.kubernetes.io/name": "slurmctld", "app.kubernetes.io/instance": "slurm"}),

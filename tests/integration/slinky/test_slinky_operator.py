@@ -55,7 +55,7 @@ from slinky_operator import BIN, SlinkyOperator, SlinkyWebhook
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout_model import Rollout, Window
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import rollout
 
 TENANT = REPO_ROOT / "gitops" / "clusters" / "gpu-east" / "tenants" / "research"
 CRDS = REPO_ROOT.parent / "shared" / "upstream" / "crds" / "slinky"
@@ -493,7 +493,7 @@ def _reservations(bed) -> list[dict]:
 
 
 def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
-    """``ScheduledUpdate`` as render/rollout.py writes an update window (``startTime`` RFC 3339 UTC,
+    """``ScheduledUpdate`` as render/tenants/rollout.py writes an update window (``startTime`` RFC 3339 UTC,
     ``duration`` a Go duration): the operator makes a Slurm reservation with MAINT over [start, start +
     duration] on the NodeSet's nodes, and replaces the pods only once their nodes are in it."""
     # the operator makes the reservation on the nodes of the NodeSet's pods, once its status counts Slurm
@@ -535,7 +535,7 @@ def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
 def test_a_window_synced_after_it_opened_still_replaces_the_pods(bed):
     """A change that reaches the NodeSet after its window opened (a late merge or sync): the operator
     makes no reservation for a start already past unless the window carries ``FORCE_START``, and then
-    nothing rolls while the NodeSet looks Healthy. The strategy as render/rollout.py writes it (the
+    nothing rolls while the NodeSet looks Healthy. The strategy as render/tenants/rollout.py writes it (the
     sample tenant with a window that opened 20 s ago) gets the reservation at once and the pods replaced
     inside what is left of the window."""
     wait_for(bed.running_pods, 60, "the NodeSet's pods Running")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd as rs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import sssd as rs
 
 SUFFIX = "dc=example,dc=org"
 POLICY = f"cn=default,ou=policies,{SUFFIX}"  # the ppolicy entry (pwdLockout TRUE), as the sample names it
@@ -192,7 +192,10 @@ objectClass: olcOverlayConfig
 objectClass: olcPPolicyConfig
 olcOverlay: {{0}}ppolicy
 olcPPolicyDefault: {POLICY}
-""" + ("" if self.schema == "rfc2307" else """
+""" + (
+            ""
+            if self.schema == "rfc2307"
+            else """
 dn: olcOverlay={1}memberof,olcDatabase={1}mdb,cn=config
 objectClass: olcOverlayConfig
 objectClass: olcMemberOf
@@ -201,7 +204,8 @@ olcMemberOfGroupOC: posixGroup
 olcMemberOfMemberAD: member
 olcMemberOfMemberOfAD: memberOf
 olcMemberOfRefInt: FALSE
-""")
+"""
+        )
 
     def _data_ldif(self) -> str:
         out = [

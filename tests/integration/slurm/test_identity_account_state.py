@@ -34,7 +34,7 @@ from directory import (
 )
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.identity import Identity
-from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd as rs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import sssd as rs
 
 pytestmark = pytest.mark.slurm
 

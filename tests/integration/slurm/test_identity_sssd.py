@@ -6,7 +6,7 @@ what the test's inventory says, not substitutions. From the rendered tree, not f
 here, the test takes each tenant's ``sssd.conf`` (slurm values ``sssd.conf``), the CA (the
 ``slurm-identity-ca`` ConfigMap of the tenant's objects) and the paths the login pods mount them at
 (the loginset's ``volumeMounts``). The bind Secret's content is what the tenant role writes
-(``gpufleet.core.sssd_bind_snippet``, i.e. ``render.sssd.bind_snippet``); the password exists only
+(``gpufleet.core.sssd_bind_snippet``, i.e. ``render.tenants.sssd.bind_snippet``); the password exists only
 in this test's memory and the slapd entry.
 
 slapd refuses anonymous reads, so every lookup below also proves the bind snippet is read. Two

@@ -22,8 +22,8 @@ from harness import SlurmHarnessError, require_slurm
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 REPO = Path(__file__).resolve().parents[3]

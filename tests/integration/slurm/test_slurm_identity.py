@@ -37,7 +37,7 @@ from gpufleet_testlib.slurm_conf import SlurmNode, SlurmPartition, render_slurm_
 from harness import SlurmCluster, require_slurm
 from polling import wait_for
 
-from ansible_collections.gpufleet.core.plugins.module_utils.render.accounting import conf_lines
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.accounting import conf_lines
 
 pytestmark = pytest.mark.slurm
 

@@ -36,7 +36,8 @@ from harness import slurm_prefix
 from polling import wait_for
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import health, monitoring
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import monitoring
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import health
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 pytestmark = pytest.mark.slurm

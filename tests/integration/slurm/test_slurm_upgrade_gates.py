@@ -1,5 +1,5 @@
 """The rollout's health gates against the real Slurm 26.05 daemons: the hook Jobs between the waves
-(render/upgrade_gates.py) pass only while slurmdbd / slurmctld answer, and fail with the reason when
+(render/tenants/upgrade_gates.py) pass only while slurmdbd / slurmctld answer, and fail with the reason when
 they do not, which fails the Argo CD sync before the next wave.
 
 Each gate's command is taken from the rendered sample tree (the tenant's slurm chart values,
@@ -20,7 +20,7 @@ import yaml
 from accounting_db import AccountingDb, require_accounting
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout, slurm_ready, upgrade_gates
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import rollout, slurm_ready, upgrade_gates
 
 VALUES = (
     Path(__file__).resolve().parents[3]

@@ -37,7 +37,7 @@ from polling import wait_for
 from test_slurm_identity import _sbatch
 from worker_ssh import Syslog, WorkerSshd, pam_slurm_adopt_module
 
-from ansible_collections.gpufleet.core.plugins.module_utils.render.accounting import conf_lines
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.accounting import conf_lines
 
 pytestmark = pytest.mark.slurm
 

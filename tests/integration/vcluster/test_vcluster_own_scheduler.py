@@ -1,4 +1,4 @@
-"""The host admission fence (render/host_fence.py) of a tenant whose vCluster runs its own scheduler,
+"""The host admission fence (render/tenants/host_fence.py) of a tenant whose vCluster runs its own scheduler,
 on the real kube-apiserver (MutatingAdmissionPolicy / ValidatingAdmissionPolicy, Kubernetes 1.36) and
 through the real vCluster 0.36.1 syncer and its virtual kube-scheduler, started from the Kubernetes
 tenant's rendered values (``inference``: Kueue places by topology, so the render turns the vCluster's

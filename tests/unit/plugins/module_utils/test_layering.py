@@ -181,3 +181,48 @@ def test_the_checker_catches(tmp_path: Path, rel: str, text: str, expected: str)
     _write(tmp_path, rel, text)
     problems = check(tmp_path, STAGES)
     assert any(expected in p for p in problems), problems
+
+
+# inside a stage, floors: a file imports its own floor or a lower one (a package counts as one unit)
+SUBSTAGES: dict[str, list[tuple[str, ...]]] = {
+    "render": [
+        ("__init__", "shared_names", "values", "images", "argocd", "git_entries", "writer", "topology_guard"),
+        ("cache", "apps", "include", "collisions"),
+        ("inputs",),
+        ("platform",),
+        ("tenants",),
+        ("report", "parallel", "tree"),
+    ]
+}
+
+
+def substage_problems(root: Path, substages: dict[str, list[tuple[str, ...]]]) -> list[str]:
+    graph = scan(root)[0]
+    problems = []
+    for pkg, floors in substages.items():
+        floor = {u: i for i, units in enumerate(floors) for u in units}
+
+        def sub(rel: str, pkg: str = pkg) -> str:
+            return rel.split("/")[1].removesuffix(".py")
+
+        for rel, deps in graph.items():
+            if _unit(rel) != pkg:
+                continue
+            if sub(rel) not in floor:
+                problems.append(f"{rel}: {sub(rel)!r} has no floor in SUBSTAGES[{pkg!r}]")
+                continue
+            for dep in sorted(deps):
+                if _unit(dep) == pkg and floor.get(sub(dep), -1) > floor[sub(rel)]:
+                    problems.append(f"{rel} imports {dep}: up the floors of {pkg}/")
+    return problems
+
+
+def test_packages_keep_their_floors() -> None:
+    assert substage_problems(ROOT, SUBSTAGES) == []
+
+
+def test_the_floor_check_catches_an_import_up(tmp_path: Path) -> None:
+    _write(tmp_path, "render/values.py", f"from {PREFIX}render.tenants import tenant\n")
+    _write(tmp_path, "render/tenants/tenant.py", "")
+    problems = substage_problems(tmp_path, SUBSTAGES)
+    assert any("render/values.py imports render/tenants/tenant.py: up the floors" in p for p in problems), problems

@@ -25,7 +25,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelE
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Component, Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout_model import Window
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import driver_upgrade
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import driver_upgrade
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 REPO = Path(__file__).resolve().parents[5]

@@ -16,7 +16,7 @@ from render_fixtures import model_errors
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting_model import Accounting, build_accounting
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import accounting as ra
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import accounting as ra
 
 REPO = Path(__file__).resolve().parents[5]
 SAMPLE = REPO / "inventories" / "sample"

@@ -12,7 +12,8 @@ from render_fixtures import collection_copy, copy_sample, edit_vars, insert_befo
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import components, fleet, schema, variables
 from ansible_collections.gpufleet.core.plugins.module_utils.model.facts import fleet_facts
-from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions, platform
+from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions, shared_names
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import cluster as platform
 from ansible_collections.gpufleet.core.plugins.module_utils.scaffold import fleet_repo
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
@@ -34,8 +35,8 @@ def test_every_derived_place_agrees_with_the_table() -> None:
         props = _schema_components()[row.name]["properties"]
         assert set(row.options) <= set(props), row.name
         assert row.chart in CHARTS, row.name
-        assert platform.DEFAULT_NAMESPACES[row.name] == row.namespace
-        assert platform.COMPONENT_CHART[row.name] == row.chart
+        assert shared_names.DEFAULT_NAMESPACES[row.name] == row.namespace
+        assert shared_names.COMPONENT_CHART[row.name] == row.chart
         assert (row.name in collisions.HOST_COMPONENTS) == row.host
         assert all(r.chart in CHARTS for r in row.releases), row.name
         if row.role:
@@ -120,7 +121,7 @@ def test_a_new_row_flows_through_to_the_rendered_tree(tmp_path: Path) -> None:
     core = collection_copy(tmp_path)
     insert_before(core / MU / "model/components.py", '    Row("kueue", "kueue"', ROW)
     insert_before(core / MU / "versions.py", '    "argocd": _chart(', PIN)
-    insert_before(core / MU / "render/platform.py", '    "shared_storage": csi_driver_nfs_values,', VALUES)
+    insert_before(core / MU / "render/platform/cluster.py", '    "shared_storage": csi_driver_nfs_values,', VALUES)
     inv = copy_sample(tmp_path, snapshots=True)
     edit_vars(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0]["components"].update(fake_operator={}))
     out = tmp_path / "out"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import contracts
-from ansible_collections.gpufleet.core.plugins.module_utils.render import driver_upgrade
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import driver_upgrade
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
 SRC = Path(__file__).resolve().parents[5].parent / "shared" / "upstream" / "src"

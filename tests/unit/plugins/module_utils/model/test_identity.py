@@ -12,7 +12,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model import identity as mi
 from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import fullmatch
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import sssd
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import sssd
 
 REPO = Path(__file__).resolve().parents[5]
 SAMPLE = REPO / "inventories" / "sample"

@@ -115,7 +115,9 @@ def test_kube_proxy_replacement_is_explicit(files, tmp_path) -> None:
 
 def test_gpu_operator_driver_off_on_preinstalled_hosts(files, tmp_path) -> None:
     driver = yaml.safe_load(files[f"{C}/platform/gpu-operator/values.yaml"])["driver"]
-    assert driver["enabled"] is True and driver["upgradePolicy"]["autoUpgrade"] is True  # render/driver_upgrade.py
+    assert (
+        driver["enabled"] is True and driver["upgradePolicy"]["autoUpgrade"] is True
+    )  # render/platform/driver_upgrade.py
     inv = make_inventory(tmp_path)
     edit_cluster(inv, lambda c: c["components"].update(gpu_operator={"driver": "preinstalled"}))
     values = yaml.safe_load(render_inventory(inv).files[f"{C}/platform/gpu-operator/values.yaml"])

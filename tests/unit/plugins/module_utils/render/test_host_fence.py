@@ -1,4 +1,4 @@
-"""render/host_fence.py on the sample: the Kubernetes tenant places by Kueue topology, so its vCluster
+"""render/tenants/host_fence.py on the sample: the Kubernetes tenant places by Kueue topology, so its vCluster
 runs its own scheduler and its host namespace gets the admission fence over exactly its nodes (from the
 pool lock); the Slurm tenants, whose syncer is the fence, get none. The policies are exercised on a real
 kube-apiserver and through a real vCluster in tests/integration/vcluster/test_vcluster_own_scheduler.py."""
@@ -12,7 +12,7 @@ import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import parse_lock
-from ansible_collections.gpufleet.core.plugins.module_utils.render import host_fence
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import host_fence
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 REPO = Path(__file__).resolve().parents[5]

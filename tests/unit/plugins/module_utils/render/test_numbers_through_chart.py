@@ -21,11 +21,11 @@ from render_fixtures import SAMPLE
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError, ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import validate
-from ansible_collections.gpufleet.core.plugins.module_utils.render import control_plane
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.slurm_conf_map import CONF_MAPS, as_words
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_slurm import slurm_values
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_vcluster import vcluster_values
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import control_plane
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.slurm import slurm_values
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.slurm_conf_map import CONF_MAPS, as_words
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.vcluster import vcluster_values
 
 
 @pytest.fixture(scope="module")

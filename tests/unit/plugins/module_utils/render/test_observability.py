@@ -17,7 +17,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.health import quaran
 from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import TenantHealth
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import health, monitoring
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import monitoring
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import health
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 REPO = Path(__file__).resolve().parents[5]

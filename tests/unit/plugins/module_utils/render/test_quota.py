@@ -1,6 +1,6 @@
 """The vCluster host quota holds every claim the tenant's rendered apps make.
 
-The claims are collected independently of render/quota.py (tests/lib/rendered_claims.py): every
+The claims are collected independently of render/tenants/quota.py (tests/lib/rendered_claims.py): every
 PersistentVolumeClaim and mariadb-operator MariaDB in the tenant's manifests, plus the chart-made
 claims (vCluster data, slurmctld state) from the values files with the defaults of the pinned
 charts' values.yaml (../shared/upstream/charts). The rendered quota must equal their sum exactly, so a
@@ -17,7 +17,7 @@ import yaml
 from render_fixtures import edit_vars, make_inventory
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.core.plugins.module_utils.render import quota
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import quota
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
 
 C = "clusters/gpu-east"

@@ -32,7 +32,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import r
 # kinds whose CRDs are not in ../shared/upstream (validated only by their builders' unit tests and
 # by server-side dry-run with stand-in CRDs): reported, not silently passed
 NO_UPSTREAM_CRD = {("cilium.io/v2", "CiliumClusterwideNetworkPolicy")} | {("k8s.mariadb.com/v1alpha1", "MariaDB")}
-# Cilium LB IPAM / announcement kinds (render/loadbalancer.py): no Cilium CRDs in ../shared/upstream
+# Cilium LB IPAM / announcement kinds (render/platform/loadbalancer.py): no Cilium CRDs in ../shared/upstream
 NO_UPSTREAM_CRD |= {
     ("cilium.io/v2", "CiliumLoadBalancerIPPool"),
     ("cilium.io/v2", "CiliumBGPAdvertisement"),

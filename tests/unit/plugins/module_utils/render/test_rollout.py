@@ -13,8 +13,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import ModelError
 from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout_model import Rollout
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import rollout
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 
 REPO = Path(__file__).resolve().parents[5]

@@ -11,9 +11,9 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.rollout_model import Rollout, Window
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
-from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout_waves
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.rollout_waves import (
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import rollout_waves
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.rollout_waves import (
     RolloutBudgetError,
     assign,
     max_unavailable,

@@ -23,8 +23,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import tenant_
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import load_inventory
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import schema_issues, validate
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_slurm import slurm_values
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_vcluster import vcluster_values
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.slurm import slurm_values
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.vcluster import vcluster_values
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
 UPSTREAM = REPO.parent.parent / "shared" / "upstream" / "charts"

@@ -24,10 +24,10 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting_model import Accounting, Qos
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import slurm_ready, sssd
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
-from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import state_storage_class
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.storage import state_storage_class
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import SLURM_NAMESPACE
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import slurm_ready, sssd
 
 DB_PASSWORD_SECRET = {"name": "slurm-accounting-db", "key": "password"}
 DB_ROOT_SECRET = {"name": "slurm-accounting-db-root", "key": "password"}
@@ -141,7 +141,7 @@ def secrets(acct: Accounting) -> list[dict[str, str]]:
 
 def mariadb(acct: Accounting, default_class: str | None = None) -> dict[str, Any]:
     """The MariaDB CR; InnoDB on the tenant's ``storage_class``, else the cluster's databases class
-    (render/storage.py: never NFS implicitly)."""
+    (render/platform/storage.py: never NFS implicitly)."""
     db = acct.database
     storage: dict[str, Any] = {"size": db.storage}
     if db.storage_class or default_class:
@@ -283,7 +283,7 @@ def apply_objects(tenant: Tenant, image: str | None = None) -> list[dict[str, An
     script = sacctmgr_script(tenant)
     digest = hashlib.sha256(script.encode()).hexdigest()[:10]
     # The Job is the readiness gate: the pinned slurm-operator writes no status on a Controller or an
-    # Accounting, so it waits until the daemons answer (render/slurm_ready.py): sackd fetches
+    # Accounting, so it waits until the daemons answer (render/tenants/slurm_ready.py): sackd fetches
     # slurm.conf from slurmctld (configless, with the cluster's auth key), then ``scontrol ping`` and
     # ``sacctmgr ping`` (each exits 0 only once a slurmctld / a slurmdbd answered).
     runner = (

@@ -27,9 +27,16 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model import components, fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Component, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.render import driver_upgrade, loadbalancer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
-from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import storage_class
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import driver_upgrade, loadbalancer
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.storage import storage_class
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import (
+    DCGM_JOB_MAPPING_DIR,
+    SLURM_HOME_PVC,
+    SLURM_NAMESPACE,
+    cluster_dir,
+    namespace_of,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
     translated_name,
@@ -37,24 +44,13 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.values import
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, GIT_SOURCES, IMAGES, chart
 
-DCGM_JOB_MAPPING_DIR = "/var/lib/dcgm-exporter/job-mapping"
 NFS_DRIVER = "nfs.csi.k8s.io"
-SLURM_NAMESPACE = "slurm"  # inside each tenant vCluster
-SLURM_HOME_PVC = "slurm-home"
 NFD_DEFAULT_TOLERATION = {
     "key": "node-role.kubernetes.io/control-plane",
     "operator": "Equal",
     "value": "",
     "effect": "NoSchedule",
 }
-
-DEFAULT_NAMESPACES = {r.name: r.namespace for r in components.COMPONENTS}
-# The chart (versions.CHARTS key) of each component.
-COMPONENT_CHART = {r.name: r.chart for r in components.COMPONENTS}
-
-
-def namespace_of(comp: Component) -> str:
-    return comp.namespace or DEFAULT_NAMESPACES[comp.name]
 
 
 def system_pool(fleet: Fleet, cluster: str) -> Pool | None:
@@ -66,10 +62,6 @@ def system_placement(fleet: Fleet, cluster: str) -> dict[str, str]:
     """nodeSelector putting a platform Deployment on the system pool (untainted: no tolerations)."""
     sp = system_pool(fleet, cluster)
     return fence.node_selector(sp) if sp else {}
-
-
-def cluster_dir(cluster: str) -> str:
-    return f"clusters/{cluster}"
 
 
 def platform_scope(cluster: Cluster) -> Scope:
@@ -188,7 +180,7 @@ def cilium_with_lb_values(fleet: Fleet, cluster: Cluster) -> dict[str, Any]:
 
 
 def load_balancer_rows(fleet: Fleet, cluster: Cluster) -> list[App]:
-    """LB IPAM pool + announcement (render/loadbalancer.py); CRDs come with the cilium-operator."""
+    """LB IPAM pool + announcement (render/platform/loadbalancer.py); CRDs come with the cilium-operator."""
     lb = loadbalancer.objects(fleet, cluster)
     if not lb:
         return []
@@ -372,7 +364,6 @@ def component_rows(fleet: Fleet, cluster: Cluster, row: components.Row) -> list[
     if not comp.enabled:
         return []
     return [chart_app(comp, VALUES[row.name](fleet, cluster)), *EXTRA_ROWS.get(row.name, _no_rows)(fleet, cluster)]
-
 
 
 def _no_rows(_fleet: Fleet, _cluster: Cluster) -> list[App]:

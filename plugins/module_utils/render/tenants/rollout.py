@@ -8,13 +8,13 @@
   the ``RestApi`` (slurmrestd, a client of both daemons: clients go last);
   the chart's ConfigMaps stay in wave 0, before all of them; between the Accounting and the Controller
   and between the Controller and the NodeSets, hook Jobs that wait until the daemon answers
-  (render/upgrade_gates.py);
+  (render/tenants/upgrade_gates.py);
 - every NodeSet ``updateStrategy: ScheduledUpdate`` in the tenant's update window, if the platform
   set one (``gpufleet_rollout.window`` / ``tenant_windows``), else ``RollingUpdate`` with
   ``maxUnavailable`` = the platform's
   ``gpufleet_rollout.max_unavailable_per_block`` (pods roll by ordinal, so this bounds what one NodeSet
   takes from any block); NodeSets that share a block roll in successive waves from ``WAVES["nodesets"]``
-  on, and the LoginSets follow the last of them (render/rollout_waves.py);
+  on, and the LoginSets follow the last of them (render/tenants/rollout_waves.py);
 - PodDisruptionBudgets (chart ``extraObjects``) for the slurmctld, slurmdbd and login pods (the operator's
   selector labels ``app.kubernetes.io/name`` + ``app.kubernetes.io/instance``): no eviction (a node
   drain, an autoscaler, the GPU Operator's upgrade drain) takes down the controller or the database
@@ -30,8 +30,12 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import contracts
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import rollout_waves, slurm_ready, upgrade_gates
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import (
+    rollout_waves,
+    slurm_ready,
+    upgrade_gates,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import chart
 
 WAVE_ANNOTATION = rollout_waves.WAVE_ANNOTATION
@@ -39,9 +43,9 @@ WAVE_ANNOTATION = rollout_waves.WAVE_ANNOTATION
 READY_GATE = {"gpufleet.io/health": "all-pods-ready"}
 WAVES = {
     "accounting": "1",
-    "accounting-ready": "2",  # render/upgrade_gates.py: sacctmgr ping
+    "accounting-ready": "2",  # render/tenants/upgrade_gates.py: sacctmgr ping
     "controller": "3",
-    "controller-ready": "4",  # render/upgrade_gates.py: scontrol ping
+    "controller-ready": "4",  # render/tenants/upgrade_gates.py: scontrol ping
     "nodesets": "5",  # the first NodeSet wave; the LoginSets follow the tenant's last (waves())
 }
 # The slurm chart (1.2.1, templates/{nodeset,loginset,controller,accounting}/*-cr.yaml) writes a

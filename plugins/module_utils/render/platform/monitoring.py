@@ -32,10 +32,10 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import C
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import App, Rendered, emit
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.cluster import platform_scope
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import (
     DCGM_JOB_MAPPING_DIR,
     namespace_of,
-    platform_scope,
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace
 

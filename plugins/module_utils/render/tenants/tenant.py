@@ -1,7 +1,7 @@
 """Per-tenant render: the tenant's AppProject and root Application, and its child apps as rows: the
-host side (render/tenant_host.py), the vCluster and the platform's objects inside it
-(render/tenant_vcluster.py), Kueue, and inside the vCluster of a Slurm tenant the Slinky Slurm stack
-(CRDs -> operator -> cluster, render/tenant_slurm.py) and its accounting.
+host side (render/tenants/host.py), the vCluster and the platform's objects inside it
+(render/tenants/vcluster.py), Kueue, and inside the vCluster of a Slurm tenant the Slinky Slurm stack
+(CRDs -> operator -> cluster, render/tenants/slurm.py) and its accounting.
 
 Ownership: everything that *is* the fence (host namespace, CiliumClusterwideNetworkPolicy, the
 vCluster, Slinky/Kueue controllers, Kueue flavors and queues, the Slurm-home PVC) is in the
@@ -16,7 +16,15 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import (
+from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
+from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import (
+    SLURM_NAMESPACE,
+    cluster_dir,
+    namespace_of,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import (
     accounting,
     health,
     host_fence,
@@ -24,21 +32,13 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import (
     rollout,
     slurm_ready,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import SKIP_DRY_RUN, App, Rendered, Scope, emit
-from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
-    SLURM_NAMESPACE,
-    cluster_dir,
-    namespace_of,
-)
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_host import host_files
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_slurm import (
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.host import host_files
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.slurm import (
     slurm_operator_values,
     slurm_values,
     tenant_cert_manager_values,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render.tenant_vcluster import (
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.vcluster import (
     vcluster_objects,
     vcluster_values,
 )
@@ -189,7 +189,7 @@ def slurm_cluster_values(
 
 def slurm_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs, out: Rendered) -> list[App]:
     """Inside a Slurm tenant's vCluster: cert-manager, then the Slinky CRDs and operator (platform),
-    the Slurm cluster (the tenant's own project) and its accounting (render/accounting.py)."""
+    the Slurm cluster (the tenant's own project) and its accounting (render/tenants/accounting.py)."""
     comps = cluster.components
     op_ns = namespace_of(comps["slurm_operator"])
     op_values = slurm_operator_values(fleet, cluster)
@@ -271,7 +271,7 @@ def set_storage_quota(
     fleet: Fleet, tenant: Tenant, out: Rendered, vc_values: dict[str, Any], apps: Any
 ) -> list[quota.Claim]:
     """``requests.storage`` of the vCluster's host quota from the claims the tenant's rendered apps
-    make (render/quota.py); returns them."""
+    make (render/tenants/quota.py); returns them."""
     claims = quota.rendered_claims(
         apps,
         {argo.repo_path(fleet, k): v for k, v in out.values.items()},

@@ -4,7 +4,7 @@ PVC, the health-check and CA ConfigMaps, Kueue's flavors and queues).
 
 Pitfalls handled (upstream: the vcluster chart values): the ``selector.labels`` +
 ``enforceTolerations`` fence, the LimitRange off and the quota derived from the tenant
-(render/quota.py), no host Secret sync (docs/adr/vcluster-secrets.md), ``exportKubeConfig.server``
+(render/tenants/quota.py), no host Secret sync (docs/adr/vcluster-secrets.md), ``exportKubeConfig.server``
 and extra SANs so Argo CD reaches ``https://<name>.<namespace>:443``.
 """
 
@@ -15,16 +15,20 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import control_plane, eviction, health, quota, sssd
-from ansible_collections.gpufleet.core.plugins.module_utils.render.fabric_labels import kueue_topology as tas_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import (
-    SLURM_HOME_PVC,
-    SLURM_NAMESPACE,
-    system_placement,
-    system_pool,
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.cluster import system_placement, system_pool
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.fabric_labels import (
+    kueue_topology as tas_topology,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import state_storage_class
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.storage import state_storage_class
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import SLURM_HOME_PVC, SLURM_NAMESPACE
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import (
+    control_plane,
+    eviction,
+    health,
+    quota,
+    sssd,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import (
     deep_merge,
     vcluster_namespace,
@@ -60,7 +64,7 @@ def vcluster_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Clus
     if sel:
         sts["scheduling"] = {"nodeSelector": sel}
     sc = state_storage_class(cluster)
-    if sc:  # the backing store on a local/block class (render/storage.py); else the default class
+    if sc:  # the backing store on a local/block class (render/platform/storage.py); else the default class
         sts["persistence"] = {"volumeClaim": {"storageClass": sc}}
     if sts:
         ours["controlPlane"]["statefulSet"] = sts
@@ -90,7 +94,7 @@ def own_scheduler(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     (Kueue v0.19.2 pkg/controller/tas/topology_ungater.go), and vCluster 0.36.1 copies the gate removal
     to the host pod but not the selector (pkg/controllers/resources/pods/translate/diff.go); so the pod
     is bound inside the vCluster, where the selector is, and the host fence is admission
-    (render/host_fence.py)."""
+    (render/tenants/host_fence.py)."""
     kube = bool(fleet.tenant_pools(tenant.name, "kubernetes")) and cluster.components["kueue"].enabled
     return kube and tas_topology(cluster, inputs) is not None
 

@@ -11,7 +11,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
-from ansible_collections.gpufleet.core.plugins.module_utils.render import driver_upgrade, eviction, monitoring
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import driver_upgrade, monitoring
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import eviction
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import vcluster_namespace
 
 
@@ -129,7 +130,7 @@ def host_files(cluster: Cluster, tenant: Tenant, slurm: bool) -> dict[str, list[
             files["network-policy-metrics.yaml"] = [metrics_policy(cluster, tenant)]
     if scraped:
         files["monitoring.yaml"] = [monitoring.pod_monitor(cluster, tenant)]
-    if slurm:  # Slurm pods evicted last (render/eviction.py)
+    if slurm:  # Slurm pods evicted last (render/tenants/eviction.py)
         ns = vcluster_namespace(tenant.name)
         files["priority.yaml"] = [eviction.priority_class(tenant.name), eviction.no_system_priority(ns)]
         files["disruption.yaml"] = [driver_upgrade.busy_slurmd_budget(ns)]

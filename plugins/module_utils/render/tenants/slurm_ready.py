@@ -8,7 +8,7 @@ pods that exist, crash-looping ones included); Argo CD judges a resource only by
 A Job is judged by Argo CD's built-in Job health: Progressing while it runs (its pod restarting),
 Healthy once complete, Degraded with the Job's failure reason once past ``backoffLimit``.
 
-* ``wait_for``: the shell helper of every gate (also the accounts Job's, render/accounting.py).
+* ``wait_for``: the shell helper of every gate (also the accounts Job's, render/tenants/accounting.py).
   One attempt waits WAIT_TRIES x WAIT_SECONDS; a failed attempt is a failed pod (``restartPolicy:
   Never``), counted in the Job's ``status.failed``. The gates carry ``gpufleet.io/waits-for``; the
   Job health check gpufleet puts in ``argocd-cm`` (render/argocd.py) prints it with that count while
@@ -32,7 +32,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import LOGIN_PORT
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import App
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import SLURM_NAMESPACE
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS, slinky_slurm_tag
 
 WAIT_TRIES = 60
@@ -55,7 +55,7 @@ wait_for() {{
   printf '%s\\n' "$out"
 }}
 """
-LOGINSET = "main"  # the tenant's LoginSet key in the slurm chart values (render/tenant_slurm.py)
+LOGINSET = "main"  # the tenant's LoginSet key in the slurm chart values (render/tenants/slurm.py)
 LOGIN_GATE = "slurm-login-ready"
 
 

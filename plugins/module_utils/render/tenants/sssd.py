@@ -29,7 +29,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.identity impor
     escape_dn_value,
     escape_filter_value,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import SLURM_NAMESPACE
 
 # the Secret the slurm chart (release "slurm") makes from the ``sssd.conf`` value
 SSSD_CONF_SECRET = {"name": "slurm-sssd-conf", "key": "sssd.conf"}

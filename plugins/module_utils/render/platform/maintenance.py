@@ -22,7 +22,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import C
 from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import KEY, Maintenance
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.cordon import FILE, SLURM_REASON_PREFIX
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import cluster_dir
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import cluster_dir
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import header
 from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import dump_file
 

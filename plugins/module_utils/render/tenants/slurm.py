@@ -1,6 +1,6 @@
 """A Slurm tenant's ``slurm`` chart values: the Slinky Slurm cluster inside its vCluster (NodeSets per
 pool, partitions, topology, login, monitoring and health hooks), and the values of the cert-manager and
-Slinky operator installed there beside it (rows in render/tenant.py).
+Slinky operator installed there beside it (rows in render/tenants/tenant.py).
 
 Pitfalls handled (upstream: the Slinky ``slurm`` chart values and Helm's ``lookup``, which returns
 nothing under ``helm template`` as Argo CD renders charts):
@@ -23,19 +23,22 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool, Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import (
+from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import monitoring
+from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.storage import state_storage_class
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import (
+    DCGM_JOB_MAPPING_DIR,
+    SLURM_HOME_PVC,
+)
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import (
     accounting,
     eviction,
     health,
-    monitoring,
     rollout,
     rollout_waves,
     slurm_conf_map,
     sssd,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import DCGM_JOB_MAPPING_DIR, SLURM_HOME_PVC
-from ansible_collections.gpufleet.core.plugins.module_utils.render.storage import state_storage_class
 from ansible_collections.gpufleet.core.plugins.module_utils.render.values import deep_merge
 from ansible_collections.gpufleet.core.plugins.module_utils.topology import render as tr
 
@@ -170,7 +173,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
         "vendor": {"nvidia": {"dcgm": {"enabled": True, "jobMappingDir": DCGM_JOB_MAPPING_DIR}}},
     }
     sc = state_storage_class(cluster)
-    if sc:  # slurmctld's state save on the databases' class (render/storage.py); null: the default
+    if sc:  # slurmctld's state save on the databases' class (render/platform/storage.py); null: the default
         values["controller"]["persistence"] = {"storageClassName": sc}
     if tenant.login_replicas > 0:
         values["loginsets"] = {
@@ -195,7 +198,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
 
 def observe(tenant: Tenant, values: dict[str, Any]) -> dict[str, Any]:
     """Monitoring (metrics, DCGM job mapping prolog/epilog) and GPU health check of a tenant's
-    ``slurm`` values: see render/monitoring.py and render/health.py."""
+    ``slurm`` values: see render/platform/monitoring.py and render/tenants/health.py."""
     values = deep_merge(values, monitoring.slurm_fragment(tenant))
     if tenant.health.enabled:
         values["controller"]["extraConfMap"].update(health.slurm_conf(tenant.health))

@@ -1,6 +1,6 @@
 """Health gates between the waves of a Slurm tenant's rollout: accounting, then controller, then workers.
 
-The waves of ``render/rollout.py`` order the Slinky objects, but the pinned operator (v1.2.1) writes no
+The waves of ``render/tenants/rollout.py`` order the Slinky objects, but the pinned operator (v1.2.1) writes no
 status on an ``Accounting`` or a ``Controller``, so Argo CD would find them Healthy as soon as they are
 applied and start the next wave while slurmdbd still converts its database. Between the waves sit two
 Argo CD ``Sync`` hooks (Jobs in the ``slurm`` chart's ``extraObjects``):
@@ -37,8 +37,8 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import HOOK, SYNC_WAVE
 from ansible_collections.gpufleet.core.plugins.module_utils.model.contracts import HOOK_DELETE_POLICY as HOOK_DELETE
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Tenant
-from ansible_collections.gpufleet.core.plugins.module_utils.render import slurm_ready
-from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import SLURM_NAMESPACE
+from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names import SLURM_NAMESPACE
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import slurm_ready
 
 RELEASE = "slurm"  # the slurm chart's release: the Controller and Accounting are named after it
 GATE_DIR = "/tmp/gpufleet-gate"
