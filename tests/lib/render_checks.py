@@ -93,7 +93,6 @@ NO_UPSTREAM_ALLOWED: dict[str, dict[str, Any]] = {
 SUBCHARTS: dict[str, dict[str, str]] = {"argo-cd": {"redis-ha": "redis-ha"}}
 
 
-
 @functools.cache
 def upstream_values(shared: Path, chart: str) -> Any:
     return yaml.safe_load((shared / "upstream" / "charts" / chart / "values.yaml").read_text(encoding="utf-8"))

@@ -36,7 +36,7 @@ SLURM_RELEASES: dict[str, tuple[str, ...]] = {
 
 # Slinky ``slurm`` chart line (major.minor) -> the Slurm release of its default images (from the image
 # tags, versions.SLINKY_SLURM_TAG)
-SLINKY_SLURM: dict[str, str] = {line: tag.split("-")[0] for line, tag in SLINKY_SLURM_TAG.items()}
+SLINKY_SLURM: dict[str, str] = {line: tag.split("-", maxsplit=1)[0] for line, tag in SLINKY_SLURM_TAG.items()}
 
 # the order Slurm's upgrade guide gives ("Upgrade Procedure"): the database first, the clients last
 SLURM_UPGRADE_ORDER: tuple[tuple[str, str], ...] = (

@@ -74,8 +74,8 @@ SPECIAL: tuple[tuple[str, bool, str], ...] = (
     ("fe80::/10", False, "link-local unicast"),
 )
 
-_PRIVATE = [ipaddress.ip_network(n) for n, world, _ in SPECIAL if not world]
-_WORLD = [ipaddress.ip_network(n) for n, world, _ in SPECIAL if world]
+_PRIVATE = [ipaddress.ip_network(row[0]) for row in SPECIAL if not row[1]]
+_WORLD = [ipaddress.ip_network(row[0]) for row in SPECIAL if row[1]]
 
 
 def is_private(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> bool:

@@ -54,7 +54,7 @@ def index_entries(root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for rec in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
         if rec:
-            meta, _, path = rec.partition("\t")
+            meta, _tab, path = rec.partition("\t")
             out[path] = meta.split(" ", 1)[0]
     return out
 

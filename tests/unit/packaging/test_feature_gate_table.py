@@ -99,5 +99,5 @@ def test_parser_refuses_a_spec_format_it_does_not_read() -> None:
     )
     with pytest.raises(ValueError, match="read 2 of the 3"):
         tool.specs_at(text, (1, 36), {"A": "A"})
-    assert tool.specs_at(text.split("\tB:")[0], (1, 35), {"A": "A"}) == {"A": ("ALPHA", False, False)}
-    assert tool.specs_at(text.split("\tB:")[0], (1, 36), {"A": "A"}) == {"A": ("BETA", True, False)}
+    assert tool.specs_at(text.split("\tB:", maxsplit=1)[0], (1, 35), {"A": "A"}) == {"A": ("ALPHA", False, False)}
+    assert tool.specs_at(text.split("\tB:", maxsplit=1)[0], (1, 36), {"A": "A"}) == {"A": ("BETA", True, False)}

@@ -324,7 +324,7 @@ def test_the_no_change_fast_path_refuses_links_as_the_full_render_does(inv: Path
     from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
 
     out = tmp_path / "gitops"
-    for _ in range(3):  # the third render takes the no-change fast path
+    for _run in range(3):  # the third render takes the no-change fast path
         _fleet, _out, res, _rep = render_and_write(inv, out)
     assert res is None
     outside = tmp_path / "outside"
