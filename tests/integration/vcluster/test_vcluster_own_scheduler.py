@@ -210,8 +210,14 @@ def test_a_job_kueue_admits_inside_the_vcluster_lands_under_one_leaf(
     assert {pools[n] for n in nodes} == {TENANT}, nodes
     assert len({kueue_inside[n][leaf] for n in nodes}) == 1, {n: kueue_inside[n][leaf] for n in nodes}
     assert all(p["spec"]["nodeSelector"][fence.TENANT_KEY] == TENANT for p in placed)
-    # inside, the pods carry the selector Kueue's ungater added (the one vCluster does not copy to the host)
+    # inside, the pods carry the selector Kueue's ungater added (the one vCluster does not copy to the
+    # host): the rendered Topology's lowest level, naming the node the virtual scheduler bound each to
+    objects = yaml.safe_load_all((TENANT_DIR / "objects" / "objects.yaml").read_text())
+    topology = next(o for o in objects if o and o["kind"] == "Topology")
+    lowest = topology["spec"]["levels"][-1]["nodeLabel"]
     inside = json.loads(fenced.vkubectl("get", "pods", "-n", NS_JOBS, "-o", "json").stdout)["items"]
-    assert inside and all(leaf in (p["spec"].get("nodeSelector") or {}) for p in inside), inside
+    assert inside and all((p["spec"].get("nodeSelector") or {}).get(lowest) == p["spec"]["nodeName"] for p in inside), [
+        (p["spec"].get("nodeName"), p["spec"].get("nodeSelector")) for p in inside
+    ]
     gates = [g["name"] for p in inside for g in p["spec"].get("schedulingGates") or []]
     assert KUEUE_TOPOLOGY_GATE not in gates, gates
