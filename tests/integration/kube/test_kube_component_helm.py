@@ -22,6 +22,8 @@ import yaml
 from controlplane import BIN_DIR, REPO_ROOT, LocalControlPlane, shared_test_helpers
 from playbook_runner import playbook_env, run_playbook, task_results
 
+from ansible_collections.gpufleet.core.plugins.module_utils.versions import GIT_SOURCES
+
 pytestmark = pytest.mark.kube
 
 GITOPS = REPO_ROOT / "gitops" / "clusters" / "gpu-east"
@@ -226,6 +228,28 @@ def test_missing_or_bad_values_file_fails_before_helm(bed, tmp_path):
     assert releases(bed) == before
 
 
+def argocd_crds_git(tmp_path: Path) -> dict[str, str]:
+    """git settings (GIT_CONFIG_* environment) that send the argo-cd repository's URL to a local copy of
+    its ``manifests/crds`` at the pinned tag (tools/build.sh charts): what a site's Git mirror answers.
+    Stand-in for the network only; the argocd role's bootstrap clones and applies it as it would upstream."""
+    src = GIT_SOURCES["argocd_crds"]
+    crds = BIN_DIR.parent / "share" / "argocd-crds"
+    if not (crds / "kustomization.yaml").is_file():
+        pytest.fail(f"{crds} is missing (tools/build.sh charts)")
+    repo = tmp_path / "argo-cd"
+    (repo / src["path"]).mkdir(parents=True)
+    for f in sorted(crds.glob("*.yaml")):
+        (repo / src["path"] / f.name).write_bytes(f.read_bytes())
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "crds"], ["tag", src["revision"]]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    return {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"url.file://{repo}.insteadOf",
+        "GIT_CONFIG_VALUE_0": src["repo_url"],
+    }
+
+
 def test_site_apply_installs_helm_components_with_the_values_it_rendered(bed, tmp_path):
     """site.yml -e gpufleet_apply=true on a fleet whose components use install_method helm:
     render, then apply reads each component's values from the tree it just rendered."""
@@ -261,9 +285,8 @@ def test_site_apply_installs_helm_components_with_the_values_it_rendered(bed, tm
     }
     extra_file = tmp_path / "extra.json"
     extra_file.write_text(json.dumps(extra))
-    run_playbook(
-        inv, Path("site.yml"), "-e", f"@{extra_file}", env=helm_env(bed, user=True), timeout=900, cwd=REPO_ROOT
-    )
+    env = {**helm_env(bed, user=True), **argocd_crds_git(tmp_path)}
+    run_playbook(inv, Path("site.yml"), "-e", f"@{extra_file}", env=env, timeout=900, cwd=REPO_ROOT)
     c = gitops / "clusters" / "gpu-east"
     want = {
         ("hs-cilium", "cilium"): rendered(c / "platform/cilium/values.yaml"),
