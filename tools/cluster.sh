@@ -91,14 +91,20 @@ make_pki() {
     "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local$extra\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment"
   sign admin '/O=system:masters/CN=gpufleet-admin' \
     'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment'
+  # kube-controller-manager under its own name, as kubeadm runs it (admission that tells its requests
+  # apart, e.g. the host fence of render/tenants/host_fence.py, sees what production sees); in
+  # system:masters because it runs without per-controller service-account credentials here
+  sign controller-manager '/O=system:masters/CN=system:kube-controller-manager' \
+    'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment'
   openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
   openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
 }
 
 b64() { base64 -w0 <"$1"; }
 
-write_kubeconfig() { # apiserver port
-  cat >"$KCFG.tmp" <<EOF
+write_kubeconfig() { # apiserver port [kubeconfig user]
+  local out=${2:-$KCFG} user=${3:-admin}
+  cat >"$out.tmp" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -109,8 +115,8 @@ clusters:
 users:
 - name: gpufleet-admin
   user:
-    client-certificate-data: $(b64 "$STATE/pki/admin.crt")
-    client-key-data: $(b64 "$STATE/pki/admin.key")
+    client-certificate-data: $(b64 "$STATE/pki/$user.crt")
+    client-key-data: $(b64 "$STATE/pki/$user.key")
 contexts:
 - name: gpufleet-local
   context:
@@ -118,8 +124,8 @@ contexts:
     user: gpufleet-admin
 current-context: gpufleet-local
 EOF
-  chmod 600 "$KCFG.tmp"
-  mv -f "$KCFG.tmp" "$KCFG"
+  chmod 600 "$out.tmp"
+  mv -f "$out.tmp" "$out"
 }
 
 # The runner is the process-group leader (started with setsid); every
@@ -216,7 +222,9 @@ done
 A=(--kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K"
    --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false)
 c_kube-controller-manager() {
-  exec "$BIN/kube-controller-manager" "${A[@]}" \
+  local kc="$STATE/controller-manager.kubeconfig"
+  exec "$BIN/kube-controller-manager" "${A[@]}" --kubeconfig="$kc" --authentication-kubeconfig="$kc" \
+    --authorization-kubeconfig="$kc" \
     --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
     --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
     --use-service-account-credentials=false
@@ -332,6 +340,7 @@ APISERVER_PORT=${ports[2]}
 OWNER_PID='$OWNER_PID'
 EOF
     write_kubeconfig "${ports[2]}"
+    write_kubeconfig "${ports[2]}" "$STATE/controller-manager.kubeconfig" controller-manager
     write_runner
     STATE="$STATE" setsid "$STATE/run.sh" </dev/null >>"$STATE/logs/runner.log" 2>&1 &
     # wait for the runner to record itself (it is the process-group leader)
