@@ -205,7 +205,7 @@ def test_a_job_kueue_admits_inside_the_vcluster_lands_under_one_leaf(
         mine = [p for p in items if p["metadata"]["name"].startswith("allreduce-") and p["spec"].get("nodeName")]
         return mine if len(mine) == 4 else None
 
-    placed = wait_for(host_pods, 240, "the Job's four pods bound on the host")
+    placed = wait_for(host_pods, 480, "the Job's four pods bound on the host")
     nodes = [p["spec"]["nodeName"] for p in placed]
     assert {pools[n] for n in nodes} == {TENANT}, nodes
     assert len({kueue_inside[n][leaf] for n in nodes}) == 1, {n: kueue_inside[n][leaf] for n in nodes}
