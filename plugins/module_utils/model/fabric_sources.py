@@ -4,7 +4,7 @@ The schema's ``fabric.source`` choices, the "needs a path" check of validation, 
 ``Cluster.fabric_input``, the topology loader (``topology/topology_load.py``) and the fabric modules'
 inputs all derive from :data:`SOURCES`. The name is also the key under which ``fabric/load.py`` reads
 the file (``SOURCE_KIND``). A new format is a row here, its parser ``fabric/<format>.py`` and its lines in
-``fabric/load.py`` (CONTRIBUTING.md; tests/unit/plugins/module_utils/fabric/test_fabric_sources.py).
+``fabric/load.py`` (CONTRIBUTING.md; tests/unit/plugins/module_utils/model/test_fabric_sources.py).
 """
 
 from __future__ import annotations

@@ -368,16 +368,18 @@ def test_rendered_host_budget_holds_the_pod_the_operator_marks_busy(bed):
     _apply(bed.plane, [pdb])
     try:
         wait_for(lambda: bed.plane.get_json("pdb", "-n", NAMESPACE, "slurmd-busy").get("status", {})
-                 .get("currentHealthy") == 1, 60, "slurmd-busy counting the busy pod")  # fmt: skip
+                 .get("currentHealthy") == 1, 60, "slurmd-busy counting the busy pod",
+                 detail=lambda: json.dumps([(b["metadata"]["name"], b.get("status")) for b in
+                                            bed.plane.get_json("pdb", "-n", NAMESPACE)["items"]]))  # fmt: skip
         refused = _evict(bed, busy["metadata"]["name"])
         assert refused.returncode != 0 and "disruption budget" in refused.stderr, refused.stderr
         assert (
             "deletionTimestamp" not in bed.plane.get_json("pod", "-n", NAMESPACE, busy["metadata"]["name"])["metadata"]
         )
+    finally:  # the job ends here whatever failed: the next tests need both nodes idle
         bed.cluster.scancel(job)
-        wait_for(lambda: not marked(), 120, f"the operator's label gone from the pod of {node} once idle")
-    finally:
         bed.plane.kubectl("delete", "pdb", "-n", NAMESPACE, "slurmd-busy", "--ignore-not-found")
+    wait_for(lambda: not marked(), 120, f"the operator's label gone from the pod of {node} once idle")
     bed.cluster.wait_idle(NODES, 60)
 
 
