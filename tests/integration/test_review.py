@@ -398,6 +398,20 @@ def test_a_change_behind_an_ended_update_window_fails(repo: Path) -> None:
     assert "this change alters the slurm values of team-a" in md
 
 
+
+def test_a_window_set_after_its_start_fails(repo: Path) -> None:
+    """Setting a window that is already open (judged at --now) reaches team-a's NodeSets after its start, when
+    the Slinky operator makes no reservation for it (and Slurm refuses FORCE_START on a one-off one): the
+    review refuses it and names the file, key and why; set before the start, the same window passes."""
+    window = "gpufleet_rollout:\n  window: {start: '2026-12-05T02:00:00Z', duration: 4h}\n"
+    rc, md, _ = pull_request(repo, append(f"{GV}/rollout.yml", window), now="2026-12-05T03:00:00Z")
+    assert rc == 1, md
+    assert f"- {GV}/rollout.yml:2: gpufleet_rollout.window: the update window 2026-12-05 02:00 to 2026-12-05" in md
+    assert "opened before 2026-12-05 03:00 UTC" in md and "this change sets it for team-a" in md
+    early = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", "--now", "2026-12-05T01:00:00Z",
+                check=False)  # fmt: skip
+    assert early.returncode == 0 and "opened before" not in early.stdout, early.stdout
+
 _ALPHA_OVERRIDE = (
     "    tenant_overrides:\n"
     "      team-a:\n"
