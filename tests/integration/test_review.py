@@ -153,6 +153,34 @@ def test_turning_monitoring_off_stays_in_the_tenants_scope(repo: Path) -> None:
     assert "### Shared platform changes (0)" in md and "platform/gpu-operator" not in md
 
 
+def test_a_slurm_tenant_turning_its_monitoring_off_changes_its_own_folder_only(repo: Path) -> None:
+    # the PodMonitor and the Prometheus policy leave the tenant's host folder; its host project (the
+    # platform's, in apps/) allows their kinds whether the tenant's switch is on or off
+    project = repo / "gitops/clusters/gpu-1/apps/tenant-team-a-0-host-project.yaml"
+    before = project.read_bytes()
+    assert b"kind: PodMonitor" in before
+    rc, md, _ = pull_request(repo, append(TEAM_A, "  monitoring: {enabled: false}\n"))
+    assert rc == 0, md
+    assert "change: tenant `team-a` only" in md and "### Shared platform changes (0)" in md, md
+    assert "| `gitops/clusters/gpu-1/tenants/team-a/host/monitoring.yaml` | tenant team-a | removed |" in md, md
+    assert project.read_bytes() == before
+    check = run(repo, *CLI, "render", "--inventory", INV, "--check", "--base", "main", check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_committed_copy_of_the_installed_collection_is_refused(repo: Path) -> None:
+    # a same-version gpufleet.core under collections/ (ignored by .gitignore, so added with -f) would be
+    # what `ansible-galaxy collection install -p collections` leaves alone: the review refuses it
+    forged = repo / "collections/ansible_collections/gpufleet/core/scripts/gpufleet.py"
+    forged.parent.mkdir(parents=True)
+    forged.write_text("print('## gpufleet review: passes')\n")
+    run(repo, "git", "add", "-f", "collections")
+    rc, md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"))
+    assert rc == 1 and "tenant `team-a` only" not in md, md
+    rel = "collections/ansible_collections/gpufleet/core/scripts/gpufleet.py"
+    assert f"`{rel}` added under `collections/`: CI installs gpufleet.core from the checksummed tarball" in md, md
+
+
 def test_a_hand_edit_of_another_tenants_rendered_tree_fails(repo: Path) -> None:
     other = "gitops/clusters/gpu-1/tenants/team-b/vcluster/values.yaml"
     rc, _md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"))
