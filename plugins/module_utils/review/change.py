@@ -42,7 +42,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import cache 
 from ansible_collections.gpufleet.core.plugins.module_utils.render import git_entries
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
-from ansible_collections.gpufleet.core.plugins.module_utils.review import approval, chart_diff, summary
+from ansible_collections.gpufleet.core.plugins.module_utils.review import approval, chart_diff, immutable, summary
 from ansible_collections.gpufleet.core.plugins.module_utils.review import codeowners as co
 from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import PLATFORM_OWNER, Owner
@@ -328,6 +328,7 @@ def _rendered_changes(rv: Review, inv: _Inventory) -> None:
         rv.rendered.append(
             FileChange(full, "added" if a is None else "removed" if b is None else "changed", tuple(sorted(owners)))
         )
+        rv.problems += immutable.refusals(full, a, b)
         parts, nsets, topo = file_changes(full, a, b)
         rv.partitions += parts
         rv.nodesets += nsets
