@@ -265,8 +265,8 @@ def cmd_check_versions(args: argparse.Namespace) -> int:
         sys.stdout.write("\n".join(upgrade_plan(old, new)))
     for f in findings:
         if f.action != "refuse":
-            print(f.line())
-    refuse(findings)  # exit 2 with every refusal
+            print(f.located(new))
+    refuse(findings, new)  # exit 2 with every refusal
     print(f"{args.inventory}: version change accepted ({len(findings)} finding(s) above)")
     return 0
 
