@@ -230,6 +230,10 @@ def test_platform_shrinking_a_slurm_pool_names_moves_partition_and_drain(repo: P
     assert "Slurm pool `team-a` of tenant `team-a` (partition `team-a`) loses 2 node(s)" in drain
     assert "scontrol update NodeName=gpu[" in drain and 'State=DRAIN Reason="gpufleet: leaving pool team-a"' in drain
     assert "| `inventories/prod/group_vars/all/pools.yml` | platform | changed |" in md
+    # the tenant is told which of its nodes leave and to drain them (no approval asked)
+    words = md.split("### What changes per tenant")[1].split("\n### ")[0]
+    assert "@example-org/team-a, for your information (no approval needed): `gpu[" in words, words
+    assert "` leave pool `team-a` (partition `team-a`): drain them first" in words, words
     picture = md.split("#### The fabric of `gpu-1` after the change")[1].split("```")[1]
     assert '<br/>spare<br/>moved from team-a"]:::spare' in picture and "moved" in picture.split(":::spare")[1]
 
