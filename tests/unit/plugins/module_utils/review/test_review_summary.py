@@ -177,3 +177,21 @@ def test_a_slurm_upgrade_tells_each_tenant_its_waves_and_a_new_window_is_said(la
         assert told[tenant].startswith(f"the Slurm upgrade restarts NodeSets `{tenant}` (wave "), told[tenant]
     assert told["vision"].endswith("down at once, 2026-12-06 02:00 to 2026-12-06 04:00 UTC"), told  # its window
     assert "down at once, rolling" in told["nlp"] and "@lab/nlp, for your information" in md, told
+
+
+def test_a_pool_that_comes_to_span_another_leaf_is_said(lab: Path) -> None:
+    """A scale that gives a tenant's pool a node under another leaf switch: the review says the pool now
+    spans more leaf groups, which, and that jobs across them cross the spine."""
+    git(lab, "checkout", "-q", "-b", "grow")
+    pools = lab / "inventories/prod/group_vars/all/pools.yml"
+    data = yaml.safe_load(pools.read_text())
+    vision = next(p for p in data["gpufleet_pools"] if p["name"] == "vision")
+    vision["size"]["nodes"] += 1  # its leaf has no free node left
+    pools.write_text(yaml.safe_dump(data, sort_keys=False))
+    render(lab)
+    git(lab, "add", "-A")
+    git(lab, "commit", "-qm", "grow")
+    data, md = review(lab)
+    placement = [c["text"] for c in data["tenant_changes"] if c["what"] == "placement"]  # type: ignore[union-attr]
+    assert len(placement) == 1 and placement[0].startswith("pool `vision` now spans 2 leaf groups, was 1: "), placement
+    assert "cross the spine" in placement[0] and placement[0] in md
