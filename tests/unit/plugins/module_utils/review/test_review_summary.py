@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
@@ -55,11 +56,11 @@ def render(root: Path) -> None:
     render_tree.write_render(result, root / "gitops")
 
 
-def review(root: Path) -> tuple[dict[str, object], str]:
-    rv = review_change(root, "main", [root / "inventories/prod"])
+def review(root: Path, now: datetime | None = None) -> tuple[dict[str, object], str]:
+    rv = review_change(root, "main", [root / "inventories/prod"], now=now)
     data = json.loads(render_json(rv))
     jsonschema.validate(data, SCHEMA)
-    assert render_json(rv) == render_json(review_change(root, "main", [root / "inventories/prod"]))  # stable
+    assert render_json(rv) == render_json(review_change(root, "main", [root / "inventories/prod"], now=now))  # stable
     return data, render_markdown(rv)
 
 
@@ -166,8 +167,9 @@ def test_a_slurm_upgrade_tells_each_tenant_its_waves_and_a_new_window_is_said(la
     render(lab)
     git(lab, "add", "-A")
     git(lab, "commit", "-qm", "Slurm 26.05, vision in a window")
-    data, md = review(lab)
-    assert data["kind"] == "platform" and data["approval"]["covering"] == ["@lab/platform"], data  # type: ignore[index]
+    data, md = review(lab, now=datetime(2026, 12, 1, tzinfo=UTC))  # the window ahead
+    assert data["ok"] and data["kind"] == "platform", data
+    assert data["approval"]["covering"] == ["@lab/platform"], data["approval"]  # type: ignore[index]
     changes = [(c["tenant"], c["what"], c["text"]) for c in data["tenant_changes"]]  # type: ignore[union-attr]
     want = ("vision", "window", "update window of the Slurm workers: rolling → 2026-12-06T02:00:00Z for 2h")
     assert want in changes and not [c for c in changes if c[0] == "nlp" and c[1] == "window"], changes
