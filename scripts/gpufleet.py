@@ -9,6 +9,7 @@
     gpufleet.py maintenance start [--inventory DIR] --name NAME --cluster C (--nodes HOSTLIST | --switch S)
                 --reason TEXT [--start 2026-12-01T06:00:00Z --duration 4h] [--check]
     gpufleet.py maintenance end [--inventory DIR] --name NAME [--check]
+    gpufleet.py maintenance list|status [--inventory DIR] [--name NAME] [--now 2026-12-01T07:00:00Z]
     gpufleet.py check-versions [--inventory DIR] [--base REF]
     gpufleet.py --version
 
@@ -195,7 +196,7 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     )
     from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import Maintenance
 
-    if args.action == "list":
+    if args.action in ("list", "status"):
         return _maintenance_list(args)
     if not args.name:
         print(f"gpufleet: error: {args.action} needs --name", file=sys.stderr)
@@ -225,7 +226,12 @@ def _maintenance_list(args: argparse.Namespace) -> int:
     from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.windows import parse_now
     from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 
-    rows = [s for s in statuses(load_fleet(args.inventory), parse_now(args.now)) if args.name in (None, s.name)]
+    fleet = load_fleet(args.inventory)
+    rows = [s for s in statuses(fleet, parse_now(args.now)) if args.name in (None, s.name)]
+    if args.action == "status" and not rows:
+        known = ", ".join(m.name for m in fleet.maintenance) or "none"
+        print(f"gpufleet: error: status needs --name of a maintenance (known: {known})", file=sys.stderr)
+        return 2
     print("\n".join(status_lines(rows)))
     return 0
 
@@ -265,8 +271,8 @@ def cmd_check_versions(args: argparse.Namespace) -> int:
         sys.stdout.write("\n".join(upgrade_plan(old, new)))
     for f in findings:
         if f.action != "refuse":
-            print(f.line())
-    refuse(findings)  # exit 2 with every refusal
+            print(f.located(new))
+    refuse(findings, new)  # exit 2 with every refusal
     print(f"{args.inventory}: version change accepted ({len(findings)} finding(s) above)")
     return 0
 
@@ -398,10 +404,14 @@ def _review_command(sub: argparse._SubParsersAction) -> None:
 
 def _maintenance_command(sub: argparse._SubParsersAction) -> None:
     p = _sub(sub, "maintenance", "put nodes into maintenance or return them (edits the inventory, renders)")
-    p.add_argument("action", choices=["start", "end", "list"], help="list: every maintenance, its nodes and state")
+    p.add_argument(
+        "action",
+        choices=["start", "end", "list", "status"],
+        help="list: every maintenance, its nodes and state; status: the one named by --name",
+    )
     _inventory_arg(p)
     p.add_argument("--name", help="name of the maintenance (the Slurm reservation is named after it)")
-    p.add_argument("--now", help="list: the state at this UTC time (default: now)")
+    p.add_argument("--now", help="list, status: the state at this UTC time (default: now)")
     p.add_argument("--cluster", help="cluster of the nodes (start)")
     p.add_argument("--nodes", help="nodes by hostlist, e.g. gpu[041-044] (start)")
     p.add_argument("--switch", help="every node under this switch, leaf group or block of the topology (start)")

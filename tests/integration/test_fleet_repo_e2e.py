@@ -315,8 +315,8 @@ def _commit(fleet: Path, env: dict[str, str], message: str) -> None:
 
 def _lab(world: dict[str, object]) -> tuple[Path, list[str], dict[str, str]]:
     """A university lab's fleet repository: init with three tenants, both collections installed into its
-    collections/ from the vendored tarballs with --offline (no Galaxy; kubernetes.core for apply),
-    rendered and committed on main."""
+    collections/ from the vendored tarballs with --offline by its README's own line (no Galaxy;
+    kubernetes.core for apply), rendered and committed on main."""
     env: dict[str, str] = world["env"]  # type: ignore[assignment]
     venv: Path = world["venv"]  # type: ignore[assignment]
     installed: Path = world["installed"]  # type: ignore[assignment]
@@ -325,8 +325,15 @@ def _lab(world: dict[str, object]) -> tuple[Path, list[str], dict[str, str]]:
     cli = [str(venv / "bin/python"), str(installed / "scripts/gpufleet.py")]
     tenants = ["--tenant", "vision:slurm", "--tenant", "nlp:slurm", "--tenant", "serving:kubernetes"]
     sh([*cli, "init", str(lab), "--org", "lab", *tenants], tmp, env)
-    galaxy = [str(venv / "bin/ansible-galaxy"), "collection", "install", "--offline", "-p", "collections"]
-    sh([*galaxy, str(world["tarball"]), str(world["kubernetes_core"])], lab, env)
+    # the install line of the new repository's README, run as written: its venv in .venv/, the two
+    # tarballs in vendor/
+    (lab / "vendor").mkdir()
+    for tarball in (world["tarball"], world["kubernetes_core"]):
+        shutil.copy(tarball, lab / "vendor")  # type: ignore[arg-type]
+    (lab / ".venv").symlink_to(venv)
+    (line,) = [x for x in (lab / "README.md").read_text().splitlines() if "collection install --offline" in x]
+    sh(line, lab, env)
+    (lab / ".venv").unlink()  # a link: its .gitignore entry (/.venv/) matches only a folder
     for name in ("gpufleet/core", "kubernetes/core"):
         assert (lab / "collections/ansible_collections" / name / "MANIFEST.json").is_file(), name
     cli = [str(venv / "bin/python"), str(lab / "collections/ansible_collections/gpufleet/core/scripts/gpufleet.py")]

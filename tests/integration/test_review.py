@@ -6,6 +6,7 @@ shrinks a Slurm pool passes and names the node moves, the partition and the node
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
+from real_charts import SRC, chart_dir, helpers
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, str(REPO / "scripts" / "gpufleet.py")]
@@ -227,6 +230,10 @@ def test_platform_shrinking_a_slurm_pool_names_moves_partition_and_drain(repo: P
     assert "Slurm pool `team-a` of tenant `team-a` (partition `team-a`) loses 2 node(s)" in drain
     assert "scontrol update NodeName=gpu[" in drain and 'State=DRAIN Reason="gpufleet: leaving pool team-a"' in drain
     assert "| `inventories/prod/group_vars/all/pools.yml` | platform | changed |" in md
+    # the tenant is told which of its nodes leave and to drain them (no approval asked)
+    words = md.split("### What changes per tenant")[1].split("\n### ")[0]
+    assert "@example-org/team-a, for your information (no approval needed): `gpu[" in words, words
+    assert "` leave pool `team-a` (partition `team-a`): drain them first" in words, words
     picture = md.split("#### The fabric of `gpu-1` after the change")[1].split("```")[1]
     assert '<br/>spare<br/>moved from team-a"]:::spare' in picture and "moved" in picture.split(":::spare")[1]
 
@@ -308,7 +315,11 @@ def test_going_back_past_the_slurm_conversion_fails_the_review(repo: Path) -> No
     rc, md, _ = pull_request(repo, append(f"{GV}/versions.yml", f"gpufleet_versions:\n{pins}"))
     assert rc == 1, md
     assert "REFUSE [slurm-downgrade] Slurm 26.05 -> 25.11" in md and "cannot undo that conversion" in md
-    assert "Note: `inventories/prod`: FLAG [chart-downgrade] chart slurm 1.2.1 -> 1.1.2" in md
+    # each names the file, line and key of the setting, relative to the repository as the pull request shows it
+    lines = (repo / GV / "versions.yml").read_text().splitlines()
+    at = f"{GV}/versions.yml:{lines.index('  slurm: {version: 1.1.2}') + 1}: gpufleet_versions.slurm.version"
+    assert f"{at}: REFUSE [slurm-downgrade]" in md, md
+    assert f"Note: {at}: FLAG [chart-downgrade] chart slurm 1.2.1 -> 1.1.2" in md, md
 
 
 def approval_rows(md: str) -> dict[str, list[str]]:
@@ -507,3 +518,35 @@ def test_a_file_in_the_gitops_tree_the_render_does_not_write_is_the_platforms(re
     assert rc == 1 and "tenant `team-a` only" not in md, md
     assert "| `gitops/.gitattributes` | platform | added |" in md
     assert approval_rows(md)["gitops/.gitattributes"][:2] == ["added", "platform"]
+
+
+def test_a_values_change_shows_what_the_real_chart_renders_differently(repo: Path, tmp_path: Path) -> None:
+    """``review --charts DIR`` with the real helm and the pinned gpu-operator chart, packaged the way ``helm
+    pull`` leaves it and unpacked: a driver version set in the inventory shows as the one ClusterPolicy
+    line it changes, from the chart's default."""
+    helm = helpers().require_tool("helm", "templating the real chart before and after")
+    helpers().require_path(SRC, "the pinned charts (../shared/upstream/src)")
+    unpacked = chart_dir("gpu_operator", tmp_path / "work")
+    default = yaml.safe_load((unpacked / "values.yaml").read_text(encoding="utf-8"))["driver"]["version"]
+    packed = tmp_path / "packed"
+    subprocess.run([helm, "package", str(unpacked), "-d", str(packed)], check=True, capture_output=True, timeout=300)
+    assert [p.name for p in packed.iterdir()] == ["gpu-operator-v26.7.0.tgz"]
+    (tmp_path / "folders").mkdir()
+    (tmp_path / "folders" / "gpu-operator").symlink_to(unpacked)
+    driver = "      gpu_operator: {values: {driver: {version: 580.95.05}}}"
+    rc, md, _ = pull_request(repo, replace(f"{GV}/clusters.yml", "      gpu_operator: {}", driver))
+    assert rc == 0 and "values changed; rendered manifests not compared: " in md, md  # without --charts
+    env = {**os.environ, **GIT_ENV, "PATH": f"{Path(helm).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for charts in (packed, tmp_path / "folders"):
+        args = [*CLI, "review", "--inventory", INV, "--base", "main", "--charts", str(charts)]
+        p = subprocess.run(args, cwd=repo, capture_output=True, text=True, env=env, timeout=600, check=False)
+        assert p.returncode == 0, p.stdout + p.stderr
+        section = p.stdout[p.stdout.index("### Chart changes (1)") :]
+        assert "chart `gpu-operator` v26.7.0, values changed\n" in section, section[:2000]
+        diff = section[section.index("```diff") : section.index("```", section.index("```diff") + 3)].splitlines()
+        assert diff[1:3] == ["--- gpu-operator v26.7.0", "+++ gpu-operator v26.7.0"], diff[:5]
+        changed = [line for line in diff[3:] if line[:1] in "+-"]  # the ClusterPolicy's spec.driver.version
+        assert changed == [f'-    version: "{default}"', '+    version: "580.95.05"'], changed
+    js = subprocess.run([*args, "--format", "json"], cwd=repo, capture_output=True, text=True, env=env, timeout=600)
+    (change,) = json.loads(js.stdout)["charts"]
+    assert change["values_changed"] and '+    version: "580.95.05"' in change["diff"], change

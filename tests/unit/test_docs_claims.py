@@ -57,3 +57,42 @@ def test_docs_name_the_route_that_can_set_sssd() -> None:
     for s in said:
         assert "tenant_overrides" in s, s
         assert not re.search(r"(replace|set)[^.]*through the tenant's `slurm\.values`", s), s
+
+
+def test_every_offline_install_line_is_the_one_a_new_repository_runs() -> None:
+    """The install without Galaxy is written the same everywhere (README, docs, the scaffold's README that
+    tests/integration/test_fleet_repo_e2e.py runs as written): the gpufleet.core tarball and kubernetes.core's
+    (apply needs it), from vendor/, ``--offline`` into the repository's collections/."""
+    want = (
+        ".venv/bin/ansible-galaxy collection install --offline -p collections vendor/gpufleet-core-{v}.tar.gz"
+        " vendor/kubernetes-core-*.tar.gz"
+    )
+    scaffold = REPO / "scaffold/fleet-repo/README.md"
+    found = {}
+    for doc in (*DOCS, scaffold):
+        for n, line in enumerate(doc.read_text().splitlines(), 1):
+            if "collection install" in line and "--offline" in line:
+                found[f"{doc.relative_to(REPO)}:{n}"] = line.lstrip("# ").split("   #")[0].rstrip()
+    assert len(found) >= 3 and any(k.startswith("scaffold/") for k in found), found
+    wrong = {k: v for k, v in found.items() if v not in (want.format(v="*"), want.format(v="__COLLECTION_VERSION__"))}
+    assert not wrong, wrong
+
+
+def test_no_doc_sends_anyone_to_a_release_tag_that_does_not_exist() -> None:
+    """gpufleet.core is built from a checkout of the version the fleet pins; no doc says to check out or
+    build a tag of it unless that tag exists in this repository."""
+    import subprocess
+
+    version = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
+    p = subprocess.run(["git", "-C", str(REPO), "tag", "--list"], capture_output=True, text=True, check=False)
+    tags = set(p.stdout.split())
+    pattern = re.compile(rf"(\btag\b|\bcheckout\b|--branch)\W+`?v?({re.escape(version)}|__COLLECTION_VERSION__)\b")
+    wrong = []
+    for doc in (*DOCS, *sorted((REPO / "scaffold").rglob("*"))):
+        if not doc.is_file():
+            continue
+        for n, line in enumerate(doc.read_text(errors="replace").splitlines(), 1):
+            m = pattern.search(line)
+            if m and m.group(2) not in tags and f"v{m.group(2)}" not in tags:
+                wrong.append(f"{doc.relative_to(REPO)}:{n}: {line.strip()}")
+    assert not wrong, wrong

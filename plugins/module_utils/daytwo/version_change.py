@@ -24,7 +24,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.rules import 
     upgrade_path,
     version_key,
 )
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError, Issue
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.scale.check import CheckError, _extract, _git
@@ -42,16 +42,32 @@ class Finding:
     subject: str
     reason: str
     instead: str = ""
+    key: tuple[str, ...] = ()  # the inventory setting it is about: gpufleet_versions.<component>.version
 
     @property
     def source(self) -> str:
         return RULES[self.rule].source
+
+    def issue(self, fleet: Fleet) -> Issue | None:
+        """``line()`` at the file, line and key of the setting in ``fleet``'s inventory, the way the
+        inventory's validation errors say it (model/inventory.py ``RawModel.issue``); None without a key."""
+        return fleet.source.issue(self.key, self.line()) if self.key and fleet.source is not None else None
+
+    def located(self, fleet: Fleet) -> str:
+        return str(self.issue(fleet) or self.line())
 
     def line(self) -> str:
         text = f"{self.action.upper()} [{self.rule}] {self.subject}: {self.reason}"
         if self.instead:
             text += f"; instead: {self.instead}"
         return f"{text} (source: {self.source})"
+
+
+def _version_key(fleet: Fleet, *components: str) -> tuple[str, ...]:
+    """The ``gpufleet_versions`` key of the first of ``components`` the inventory sets (the first if none)."""
+    keys = [("gpufleet_versions", c, "version") for c in components]
+    where = fleet.source.where if fleet.source is not None else {}
+    return next((k for k in keys if k in where), keys[0])
 
 
 def _slurm_tenants(fleet: Fleet) -> list[str]:
@@ -77,6 +93,7 @@ def _slinky_order(fleet: Fleet) -> list[Finding]:
                 f"slurm-operator-crds {crds} / slurm-operator {operator}",
                 "the CRD chart and the operator chart differ",
                 "set gpufleet_versions.slurm_operator_crds.version and slurm_operator.version to one version",
+                _version_key(fleet, "slurm_operator_crds", "slurm_operator"),
             )
         )
     op, sl = version_key(operator) or (), version_key(slurm) or ()
@@ -88,6 +105,7 @@ def _slinky_order(fleet: Fleet) -> list[Finding]:
                 f"slurm {slurm} / slurm-operator {operator}",
                 "the slurm chart is of a newer release series than the operator that reconciles it",
                 f"upgrade the operator (and its CRDs) to {slurm} first, in its own pull request",
+                _version_key(fleet, "slurm", "slurm_operator"),
             )
         )
     return out
@@ -104,6 +122,7 @@ def _slurm_up(old: str, new: str, tenants: list[str], fleet: Fleet) -> Finding:
             f"Slurm {old} -> {new} ({', '.join(tenants)})",
             f"not undone by a revert: {db} and slurmctld converts its state files on their first start"
             f" (order {order}); back up StateSaveLocation and the databases before merging",
+            key=_version_key(fleet, "slurm"),
         )
     path = upgrade_path(old, new)
     steps = " -> ".join([old, *path]) if path else ""
@@ -116,6 +135,7 @@ def _slurm_up(old: str, new: str, tenants: list[str], fleet: Fleet) -> Finding:
         f"upgrade in steps, one pull request each, every step running before the next: {steps}"
         if steps
         else "no chain of supported upgrades is known; see the upgrade guide",
+        _version_key(fleet, "slurm"),
     )
 
 
@@ -135,6 +155,7 @@ def _slurm(old: Fleet, new: Fleet) -> list[Finding]:
                 "use a slurm chart of a line this gpufleet.core knows ("
                 + ", ".join(f"{line}.x: Slurm {rel}" for line, rel in sorted(SLINKY_SLURM.items()))
                 + "); a newer line needs a gpufleet.core that knows it (raise the pin in requirements.yml)",
+                _version_key(new, "slurm"),
             )
         ]
     if old_rel is None or old_rel == new_rel or not _slurm_tenants(old):
@@ -150,6 +171,7 @@ def _slurm(old: Fleet, new: Fleet) -> list[Finding]:
             " cannot read them (a revert of the upgrade cannot undo that conversion)",
             f"stay on {old_rel}; to go back, restore StateSaveLocation and the accounting database from the"
             " backups taken before the upgrade, outside gpufleet, then change the version",
+            _version_key(new, "slurm"),
         )
     ]
 
@@ -166,6 +188,7 @@ def _charts(old: Fleet, new: Fleet) -> list[Finding]:
                     "chart-downgrade",
                     f"chart {chart(name, new.versions)['chart']} {a} -> {b}",
                     "a downgrade: read the chart's upgrade notes for state the newer version wrote",
+                    key=_version_key(new, name),
                 )
             )
     return out
@@ -206,18 +229,20 @@ def check(old: Fleet | None, new: Fleet) -> list[Finding]:
     return sorted(found, key=lambda f: (rank[f.action], f))
 
 
-def refuse(findings: list[Finding]) -> None:
-    """Raise :class:`RefusedChange` (exit 2) when any finding refuses the change."""
+def refuse(findings: list[Finding], fleet: Fleet) -> None:
+    """Raise :class:`RefusedChange` (exit 2) when any finding refuses the change; each refusal names the
+    file, line and key of ``fleet``'s inventory it is about."""
     refused = [f for f in findings if f.action == "refuse"]
     if refused:
-        raise RefusedChange("refused:\n" + "\n".join(f"  {f.line()}" for f in refused))
+        raise RefusedChange("refused:\n" + "\n".join(f"  - {f.located(fleet)}" for f in refused))
 
 
 def load_change(inventory: str | Path, base: str | None = None) -> tuple[Fleet | None, Fleet]:
     """(the inventory at Git revision ``base``, its merge base with HEAD, or None; the inventory as it is)."""
-    inv = Path(inventory).resolve()
-    inv = inv.parent if inv.is_file() else inv
-    new = load_fleet(inv)
+    given = Path(inventory)
+    given = given.parent if given.is_file() else given
+    new = load_fleet(given)  # its messages name the files as the user gave the inventory
+    inv = given.resolve()
     if base is None:
         return None, new
     root = Path(_git(inv, "rev-parse", "--show-toplevel").decode().strip())

@@ -61,7 +61,7 @@ class PoolInfo:
 class Assignment:
     cluster: str
     pool_of: Mapping[str, str]
-    pools: Mapping[str, PoolInfo]
+    pools: Mapping[str, PoolInfo]  # by name: the order of every pool table (POOLS.md, REPORT.md, the lock)
     nodes: Mapping[str, NodeInfo] = field(repr=False)
     node_group: Mapping[str, str] = field(repr=False)
 

@@ -15,7 +15,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet, Pool
 from ansible_collections.gpufleet.core.plugins.module_utils.model.nodes import NodeInfo
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.assign import assign
-from ansible_collections.gpufleet.core.plugins.module_utils.pools.assignment import node_resources
+from ansible_collections.gpufleet.core.plugins.module_utils.pools.assignment import Assignment, node_resources
 from ansible_collections.gpufleet.core.plugins.module_utils.pools.lock import (
     LOCK_NAME,
     lock_text_at,
@@ -44,7 +44,7 @@ class ClusterInputs:
     lock_path: Path
     lock_bytes: bytes
     pool_tables: dict[str | None, str]  # POOLS.md per owner: None the platform's, else a tenant's
-    assignment: Any = None
+    assignment: Assignment  # its ``pools`` order is the one every pool table of the cluster uses
     extra: dict[str, Any] = field(default_factory=dict)
 
     def topology_view(self, nodes: list[str]) -> Any | None:

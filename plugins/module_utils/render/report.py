@@ -219,7 +219,7 @@ def platform_section(fleet: Fleet, cluster: Cluster) -> list[str]:
 
 def render_report(fleet: Fleet, cluster: Cluster, inputs: ClusterInputs) -> str:
     """The platform's report of the cluster."""
-    pools = sorted(fleet.cluster_pools(cluster.name), key=lambda p: (p.kind, p.name))
+    pools = [fleet.pools[name] for name in inputs.assignment.pools]  # POOLS.md's order (pools/assignment.py)
     lines = _head(fleet, cluster, inputs, pools) + _fabric(cluster, inputs, pools)
     lines += ["", "## Tenants", ""]
     tenants = sorted(fleet.cluster_tenants(cluster.name), key=lambda t: t.name)

@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import upgrade, version_change, windows
-from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError, Issue
 from ansible_collections.gpufleet.core.plugins.module_utils.model import feature_gates
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.model.inventory import shared_composes
@@ -454,17 +454,25 @@ def _tenant_scope_problems(rv: Review) -> None:
         )
 
 
-def _version_rules(rv: Review, inv: _Inventory) -> None:
-    """The data-protecting version rules (daytwo.rules): a refusal is a problem, flags and notes are notes."""
+def _in_repo(issue: Issue, root: Path) -> Issue:
+    """``issue`` with its file relative to the repository's root (as the pull request shows it)."""
+    where = Path(issue.file)
+    return replace(issue, file=where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where))
+
+
+def _version_rules(rv: Review, root: Path, inv: _Inventory) -> None:
+    """The data-protecting version rules (daytwo.rules): a refusal is a problem, flags and notes are notes;
+    each names the inventory file, line and key it is about."""
     for f in version_change.check(inv.base_fleet, inv.fleet):
-        (rv.problems if f.action == "refuse" else rv.notes).append(f"`{inv.rel}`: {f.line()}")
+        issue = f.issue(inv.fleet)
+        text = str(_in_repo(issue, root)) if issue else f"`{inv.rel}`: {f.line()}"
+        (rv.problems if f.action == "refuse" else rv.notes).append(text)
     if inv.base_fleet is not None:
         rv.plan += upgrade.upgrade_plan(inv.base_fleet, inv.fleet)
 
 
 def _window_issue(root: Path, w: windows.WindowIssue) -> str:
-    where = Path(w.issue.file)
-    return str(replace(w.issue, file=where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where)))
+    return str(_in_repo(w.issue, root))
 
 
 def _stale_windows(rv: Review, root: Path, inv: _Inventory, now: datetime) -> None:
@@ -514,7 +522,7 @@ def review_change(
     _approvals(rv, changed, invs)
     _input_changes(rv, changed, invs)
     for inv in invs:
-        _version_rules(rv, inv)
+        _version_rules(rv, root, inv)
         _rendered_changes(rv, inv)
         _drift(rv, root, changed, inv)
         _stale_windows(rv, root, inv, now or windows.parse_now(None))

@@ -1,7 +1,9 @@
 """What a chart version or values change does to the manifests, the way ``helm diff`` shows it: for every
-Argo CD Application of the rendered tree whose Helm source (chart version) or values file differs between
+Argo CD Application of the rendered tree whose Helm source (chart version) or values files differ between
 the base and the head, the real chart is templated with ``helm template`` before and after and the
-rendered manifests are compared.
+rendered manifests are compared. The chart is templated the way Argo CD's repo-server does
+(argo-cd ``util/helm/cmd.go``): the release name and namespace of the Application, its value files in
+order, CRDs included unless ``skipCrds`` (the rendered Applications set no inline ``values``).
 
 The chart must be on this machine: ``charts_dir`` (``gpufleet.py review --charts DIR``) holds
 ``<chart>-<version>.tgz`` (what ``helm pull`` writes) or an unpacked ``<chart>-<version>/`` or
@@ -35,7 +37,8 @@ class Source:
     version: str
     release: str
     namespace: str
-    values: str  # path of the values file in the rendered tree ("" when none)
+    values: tuple[str, ...]  # paths of the value files in the rendered tree, in order
+    skip_crds: bool = False
 
 
 @dataclass(frozen=True, order=True)
@@ -61,15 +64,17 @@ def _sources(files: dict[str, bytes], gitops_rel: str) -> dict[str, Source]:
                 if not isinstance(src, dict) or not src.get("chart"):
                     continue
                 helm = src.get("helm") or {}
-                values = next(iter(helm.get("valueFiles") or []), "")
-                values = values.removeprefix("$values/").removeprefix(gitops_rel + "/")
+                values = tuple(
+                    str(v).removeprefix("$values/").removeprefix(gitops_rel + "/") for v in helm.get("valueFiles") or []
+                )
                 dest = spec.get("destination") or {}
                 out[str(doc["metadata"]["name"])] = Source(
                     str(src["chart"]),
                     str(src.get("targetRevision", "")),
-                    str(helm.get("releaseName") or src["chart"]),
+                    str(helm.get("releaseName") or doc["metadata"]["name"]),  # Argo CD's default: the app's name
                     str(dest.get("namespace") or "default"),
                     values,
+                    bool(helm.get("skipCrds")),
                 )
     return out
 
@@ -82,16 +87,24 @@ def find_chart(charts_dir: Path | None, chart: str, version: str) -> Path | None
         if cand.is_file():
             return cand
         meta = cand / "Chart.yaml"
-        if meta.is_file() and str((yaml.safe_load(meta.read_text()) or {}).get("version")) == version.lstrip("v"):
+        meta_version = str((yaml.safe_load(meta.read_text()) or {}).get("version")) if meta.is_file() else None
+        if meta_version is not None and meta_version.lstrip("v") == version.lstrip("v"):
             return cand
     return None
 
 
-def _template(helm: str, chart: Path, src: Source, values: bytes | None) -> list[str]:
+def _values(src: Source, files: dict[str, bytes]) -> list[bytes | None]:
+    return [files.get(v) for v in src.values]
+
+
+def _template(helm: str, chart: Path, src: Source, values: list[bytes | None]) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="gpufleet-chart-") as tmp:
-        vf = Path(tmp) / "values.yaml"
-        vf.write_bytes(values or b"{}\n")
-        cmd = [helm, "template", src.release, str(chart), "--namespace", src.namespace, "-f", str(vf)]
+        cmd = [helm, "template", src.release, str(chart), "--namespace", src.namespace]
+        for i, data in enumerate(values):
+            vf = Path(tmp) / f"values-{i}.yaml"
+            vf.write_bytes(data or b"{}\n")
+            cmd += ["--values", str(vf)]
+        cmd += [] if src.skip_crds else ["--include-crds"]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     if p.returncode != 0:
         raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}")
@@ -102,17 +115,18 @@ def _diff(
     name: str, a: Source | None, b: Source, base: dict[str, bytes], head: dict[str, bytes], charts: Path | None
 ) -> ChartChange:
     old = a.version if a else ""
-    values_changed = (base.get(a.values) if a else None) != head.get(b.values)
+    values_changed = (_values(a, base) if a else None) != _values(b, head)
     change = ChartChange(name, b.chart, old, b.version, values_changed)
     helm = shutil.which("helm")
     old_chart, new_chart = (find_chart(charts, b.chart, old) if a else None), find_chart(charts, b.chart, b.version)
-    need = [f"{b.chart} {v}" for v, c in ((old, old_chart), (b.version, new_chart)) if v and c is None]
+    wanted = ((old, old_chart), (b.version, new_chart))
+    need = list(dict.fromkeys(f"{b.chart} {v}" for v, c in wanted if v and c is None))  # once if the same
     if helm is None or need:
         why = "helm is not on PATH" if helm is None else f"not in --charts: {', '.join(need)} (helm pull them there)"
         return ChartChange(**{**change.__dict__, "note": f"rendered manifests not compared: {why}"})
     try:
-        before = _template(helm, old_chart, a, base.get(a.values)) if a and old_chart else []
-        after = _template(helm, new_chart, b, head.get(b.values))  # type: ignore[arg-type]
+        before = _template(helm, old_chart, a, _values(a, base)) if a and old_chart else []
+        after = _template(helm, new_chart, b, _values(b, head))  # type: ignore[arg-type]
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
         return ChartChange(**{**change.__dict__, "note": f"helm template failed: {exc}"})
     lines = list(
@@ -133,8 +147,8 @@ def chart_changes(base: Any, head: Any, gitops_rel: str, charts_dir: str | Path 
     out = []
     for name in sorted(b):
         old, new = a.get(name), b[name]
-        same_values = old is not None and base.files.get(old.values) == head.files.get(new.values)
-        if old is not None and old.version == new.version and same_values:
+        same_values = old is not None and _values(old, base.files) == _values(new, head.files)
+        if old is not None and old.version == new.version and old.skip_crds == new.skip_crds and same_values:
             continue
         out.append(_diff(name, old, new, base.files, head.files, charts))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -225,6 +226,34 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert "| research | `m` | 8 of 14 |" in ok.stdout and "would change" in ok.stdout
     assert not (repo / "inventories" / "sample" / "group_vars" / "all" / "maintenance.yml").exists()
+
+
+def test_list_and_status_say_each_maintenances_state_at_a_time(tmp_path: Path) -> None:
+    """``maintenance list``: every maintenance with its rendered nodes and its state at ``--now`` (pending
+    before its window, due in it or without one, ended after it); ``status --name``: that one, exit 2 for
+    a name there is none of."""
+    repo = _repo(tmp_path)
+    inv = repo / "inventories" / "sample"
+    for entry in (FIRMWARE, PSU):
+        start = Maintenance(entry["name"], entry["cluster"], entry["reason"], entry.get("nodes"), entry.get("switch"))
+        window = entry.get("window") or {}
+        write_maintenance(plan_maintenance(inv, start=replace(start, **window)))
+    cmd = [sys.executable, str(CLI), "maintenance", "list", "-i", "inventories/sample", "--now"]
+
+    def states(now: str, *more: str) -> list[tuple[str, str]]:
+        p = subprocess.run([*cmd, now, *more], cwd=repo, capture_output=True, text=True, check=True)
+        rows = [r.split("|") for r in p.stdout.splitlines()[2:]]
+        return [(r[1].strip(" `"), r[6].strip()) for r in rows]
+
+    assert states("2026-12-01T05:59:59Z") == [("psu-swap", "due"), ("su01-firmware", "pending")]
+    assert states("2026-12-01T06:00:00Z") == [("psu-swap", "due"), ("su01-firmware", "due")]
+    assert states("2026-12-01T10:00:00Z") == [("psu-swap", "due"), ("su01-firmware", "ended")]
+    status = [sys.executable, str(CLI), "maintenance", "status", "-i", "inventories/sample"]
+    one = subprocess.run([*status, "--name", "psu-swap"], cwd=repo, capture_output=True, text=True, check=False)
+    assert one.returncode == 0 and "| `psu-swap` | `gpu-east` | `gpu[041-042]` (2) | PSU swap RMA-4411 |" in one.stdout
+    assert "su01-firmware" not in one.stdout
+    none = subprocess.run([*status, "--name", "nope"], cwd=repo, capture_output=True, text=True, check=False)
+    assert none.returncode == 2 and "known: psu-swap, su01-firmware" in none.stderr, none.stderr
 
 
 def test_a_tenants_file_cannot_put_nodes_into_maintenance(tmp_path: Path) -> None:

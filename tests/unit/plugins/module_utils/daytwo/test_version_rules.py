@@ -71,7 +71,7 @@ def test_supported_upgrade_is_noted_not_refused(sample: Fleet) -> None:
     assert _actions(found) == [("note", "slurm-downgrade")]
     assert "25.11 -> 26.05" in found[0].subject
     assert "slurmdbd converts the accounting database of llm-pretrain, research" in found[0].reason
-    refuse(found)  # a note never refuses
+    refuse(found, sample)  # a note never refuses
 
 
 def test_skipping_releases_is_refused_with_the_steps(sample: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,7 +83,7 @@ def test_skipping_releases_is_refused_with_the_steps(sample: Fleet, monkeypatch:
     assert "only from 25.11, 25.05, 24.11" in found[0].reason
     assert found[0].instead.endswith("24.05 -> 25.11 -> 26.05")
     with pytest.raises(RefusedChange, match=r"slurm-window.*24.05 -> 25.11 -> 26.05"):
-        refuse(found)
+        refuse(found, sample)
 
 
 def test_going_back_past_the_conversion_is_refused(sample: Fleet) -> None:
@@ -95,7 +95,7 @@ def test_going_back_past_the_conversion_is_refused(sample: Fleet) -> None:
     assert "cannot undo" in refusal.reason and "restore" in refusal.instead
     assert refusal.source == f"{rules.SLURM_UPGRADES}#revert"
     with pytest.raises(RefusedChange, match="slurm-downgrade"):
-        refuse(found)
+        refuse(found, sample)
 
 
 def test_chart_downgrade_is_flagged(sample: Fleet) -> None:
@@ -119,6 +119,7 @@ def test_unknown_slurm_chart_is_refused(sample: Fleet) -> None:
     (refusal,) = [f for f in found if f.rule == "slurm-unknown"]
     assert "1.2.x: Slurm 26.05" in refusal.instead and "requirements.yml" in refusal.instead
     assert ".py" not in refusal.line()
+    assert refusal.key == ("gpufleet_versions", "slurm", "version")
 
 
 def test_slinky_order(sample: Fleet) -> None:
@@ -169,6 +170,13 @@ def test_cli_refuses_the_revert_of_an_upgrade_with_exit_2(tmp_path: Path) -> Non
     assert back.returncode == 2, back.stdout + back.stderr
     assert "REFUSE [slurm-downgrade] Slurm 26.05 -> 25.11" in back.stderr and "restore" in back.stderr
     assert "FLAG [chart-downgrade] chart slurm 1.2.1 -> 1.1.2" in back.stdout
+    # each names the file, line and key of the inventory setting, like the inventory's validation errors
+    lines = fleet_yml.read_text().splitlines()
+    line = {c: next(i for i, t in enumerate(lines, 1) if t == f"  {c}:") + 1 for c in pins}  # its version:
+    at = "inventories/sample/group_vars/all/fleet.yml"  # as the inventory was given
+    assert f"\n  - {at}:{line['slurm']}: gpufleet_versions.slurm.version: REFUSE [slurm-downgrade]" in back.stderr
+    crds = f"{at}:{line['slurm_operator_crds']}: gpufleet_versions.slurm_operator_crds.version: FLAG"
+    assert crds in back.stdout, back.stdout
     # no base: the fleet alone is fine
     alone = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False)
     assert alone.returncode == 0, alone.stderr

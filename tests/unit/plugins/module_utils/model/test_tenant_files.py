@@ -56,6 +56,21 @@ def test_errors_point_into_the_tenant_file(inv: Path) -> None:
     assert err.startswith(f"{f}:7: gpufleet_tenant_research.pools[1]"), err
 
 
+def test_a_typo_in_a_tenants_file_is_named_there(inv: Path) -> None:
+    """A misspelt key (what a tenant's pull request most often gets wrong): the file, line and key as the
+    tenant wrote them, never its place in the folded list (``gpufleet_tenants[N]``)."""
+    split_tenants(inv)
+    f = inv / "group_vars" / "all" / "tenants" / "research.yml"
+    lines = f.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("description:"))
+    lines[at] = lines[at].replace("description:", "descripton:")
+    f.write_text("\n".join(lines) + "\n")
+    errs = model_errors(inv)
+    (err,) = [e for e in errs if "descripton" in e]
+    assert err.startswith(f"{f}:{at + 1}: gpufleet_tenant_research.descripton: unknown key"), err
+    assert not [e for e in errs if "gpufleet_tenants[" in e], errs
+
+
 @pytest.mark.parametrize(
     ("path", "text", "needle"),
     [

@@ -279,6 +279,26 @@ def test_report_says_what_runs_where(files) -> None:
     assert "| sys01 | system |" in platform_nodes and "| research |" not in platform_nodes
 
 
+def _pool_column(markdown: str) -> list[str]:
+    """The pool names of the first table of ``markdown`` whose first column is ``pool``."""
+    table = markdown.split("| pool |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    return [row.split("|")[1].strip() for row in table if row.split("|")[1].strip() != "-"]
+
+
+def test_report_and_pool_table_list_pools_in_one_order(tmp_path: Path) -> None:
+    """REPORT.md and POOLS.md list a cluster's pools in the assignment's order (by name), also where the
+    order by kind differs: a spare pool named ``a-spare`` comes first in both."""
+    inv = make_inventory(tmp_path)
+
+    def rename_spare(d: dict) -> None:
+        next(p for p in d["gpufleet_pools"] if p["name"] == "spare")["name"] = "a-spare"
+
+    edit_vars(inv, "pools.yml", rename_spare)
+    files = render_inventory(inv).files
+    report, pools = _pool_column(files[f"{C}/REPORT.md"].decode()), _pool_column(files[f"{C}/POOLS.md"].decode())
+    assert report == pools == sorted(pools) and pools[0] == "a-spare", (report, pools)
+
+
 def test_topology_view_renders_like_subset(tmp_path: Path) -> None:
     from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
     from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import cluster_inputs

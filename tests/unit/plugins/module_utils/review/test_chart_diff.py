@@ -79,3 +79,17 @@ def test_the_real_chart_templated_before_and_after(tmp_path: Path, monkeypatch: 
     assert '-  replicas: "1"' in c.diff and '+  replicas: "2"' in c.diff and "+  labels: {tier: gpu}" in c.diff
     (same,) = chart_changes(tree("0.1.0", 1), tree("0.1.0", 2), "gitops", tmp_path)  # values only
     assert same.old == same.new == "0.1.0" and same.values_changed and '+  replicas: "2"' in same.diff
+
+
+def test_crds_are_compared_and_a_v_version_is_found_unpacked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Argo CD templates (``--include-crds``): a CRD the new version ships in ``crds/`` is in the diff;
+    an unpacked chart whose version carries a ``v`` (cert-manager, gpu-operator) is found."""
+    helm = _top().require_tool("helm", "templating a chart before and after")
+    monkeypatch.setenv("PATH", f"{Path(helm).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    chart(tmp_path, "v0.1.0")
+    chart(tmp_path, "v0.2.0")
+    (tmp_path / "echo-v0.2.0" / "crds").mkdir()
+    crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: echoes.example.org\n"
+    (tmp_path / "echo-v0.2.0" / "crds" / "echo.yaml").write_text(crd)
+    (c,) = chart_changes(tree("v0.1.0", 1), tree("v0.2.0", 1), "gitops", tmp_path)
+    assert c.note == "" and "+  name: echoes.example.org" in c.diff, c

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
@@ -55,11 +56,11 @@ def render(root: Path) -> None:
     render_tree.write_render(result, root / "gitops")
 
 
-def review(root: Path) -> tuple[dict[str, object], str]:
-    rv = review_change(root, "main", [root / "inventories/prod"])
+def review(root: Path, now: datetime | None = None) -> tuple[dict[str, object], str]:
+    rv = review_change(root, "main", [root / "inventories/prod"], now=now)
     data = json.loads(render_json(rv))
     jsonschema.validate(data, SCHEMA)
-    assert render_json(rv) == render_json(review_change(root, "main", [root / "inventories/prod"]))  # stable
+    assert render_json(rv) == render_json(review_change(root, "main", [root / "inventories/prod"], now=now))  # stable
     return data, render_markdown(rv)
 
 
@@ -147,3 +148,52 @@ def test_users_and_accounts_in_words_from_the_rendered_script(lab: Path) -> None
         "user `ada` removed from account `vision`",
         "user `bob` removed from account `vision`",
     ]
+
+
+def test_a_slurm_upgrade_tells_each_tenant_its_waves_and_a_new_window_is_said(lab: Path) -> None:
+    """A platform change from the 1.1 Slinky charts (Slurm 25.11) to the pinned 1.2 ones, with an update
+    window for one tenant: that tenant's window change in words, and each Slurm tenant told which of its
+    NodeSets restart in which sync wave; the platform alone approves."""
+    gv = lab / "inventories/prod/group_vars/all"
+    pins = {c: {"version": "1.1.2"} for c in ("slurm", "slurm_operator", "slurm_operator_crds")}
+    (gv / "versions.yml").write_text(yaml.safe_dump({"gpufleet_versions": pins}))
+    render(lab)
+    git(lab, "add", "-A")
+    git(lab, "commit", "-qm", "on the 1.1 charts")
+    git(lab, "checkout", "-q", "-b", "upgrade")
+    (gv / "versions.yml").unlink()
+    window = {"start": "2026-12-06T02:00:00Z", "duration": "2h"}
+    (gv / "rollout.yml").write_text(yaml.safe_dump({"gpufleet_rollout": {"tenant_windows": {"vision": window}}}))
+    render(lab)
+    git(lab, "add", "-A")
+    git(lab, "commit", "-qm", "Slurm 26.05, vision in a window")
+    data, md = review(lab, now=datetime(2026, 12, 1, tzinfo=UTC))  # the window ahead
+    assert data["ok"] and data["kind"] == "platform", data
+    assert data["approval"]["covering"] == ["@lab/platform"], data["approval"]  # type: ignore[index]
+    changes = [(c["tenant"], c["what"], c["text"]) for c in data["tenant_changes"]]  # type: ignore[union-attr]
+    want = ("vision", "window", "update window of the Slurm workers: rolling → 2026-12-06T02:00:00Z for 2h")
+    assert want in changes and not [c for c in changes if c[0] == "nlp" and c[1] == "window"], changes
+    told = {n["tenant"]: n["text"] for n in data["notices"]}  # type: ignore[union-attr]
+    assert sorted(told) == ["nlp", "vision"], told
+    for tenant in ("nlp", "vision"):
+        assert told[tenant].startswith(f"the Slurm upgrade restarts NodeSets `{tenant}` (wave "), told[tenant]
+    assert told["vision"].endswith("down at once, 2026-12-06 02:00 to 2026-12-06 04:00 UTC"), told  # its window
+    assert "down at once, rolling" in told["nlp"] and "@lab/nlp, for your information" in md, told
+
+
+def test_a_pool_that_comes_to_span_another_leaf_is_said(lab: Path) -> None:
+    """A scale that gives a tenant's pool a node under another leaf switch: the review says the pool now
+    spans more leaf groups, which, and that jobs across them cross the spine."""
+    git(lab, "checkout", "-q", "-b", "grow")
+    pools = lab / "inventories/prod/group_vars/all/pools.yml"
+    data = yaml.safe_load(pools.read_text())
+    vision = next(p for p in data["gpufleet_pools"] if p["name"] == "vision")
+    vision["size"]["nodes"] += 1  # its leaf has no free node left
+    pools.write_text(yaml.safe_dump(data, sort_keys=False))
+    render(lab)
+    git(lab, "add", "-A")
+    git(lab, "commit", "-qm", "grow")
+    data, md = review(lab)
+    placement = [c["text"] for c in data["tenant_changes"] if c["what"] == "placement"]  # type: ignore[union-attr]
+    assert len(placement) == 1 and placement[0].startswith("pool `vision` now spans 2 leaf groups, was 1: "), placement
+    assert "cross the spine" in placement[0] and placement[0] in md
