@@ -17,6 +17,7 @@ from render_fixtures import bridged_sample
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import bridge_model, feature_gates
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import bridge
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
@@ -89,6 +90,15 @@ def test_every_component_reads_the_jwt_the_token_writes(rendered) -> None:
         assert {"name": ref["name"], "key": ref["key"]} == token["spec"]["secretRef"], name
     namespaces = {o["metadata"].get("namespace") for o in objs if o["kind"] in ("Deployment", "ConfigMap")}
     assert namespaces == {token["metadata"]["namespace"]}  # the Token's Secret is in the pods' namespace
+
+
+def test_the_bridges_own_pods_tolerate_its_taint(rendered) -> None:
+    """Its node controller taints every Kubernetes node that is a Slurm node NoExecute; inside the vCluster
+    (whose own scheduler runs kube-controller-manager's taint eviction) its pods would evict themselves."""
+    _values, _token, objs = rendered
+    pods = {o["metadata"]["name"]: o["spec"]["template"]["spec"] for o in objs if o["kind"] == "Deployment"}
+    for name, spec in pods.items():
+        assert bridge.MANAGED_TOLERATION in spec.get("tolerations", []), name
 
 
 def test_the_images_are_the_tables_through_the_mirror(rendered) -> None:

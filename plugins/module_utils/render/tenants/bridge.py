@@ -13,7 +13,9 @@ and ``docs/quickstart.md``, ``docs/config.md``; Slinky 1.2.1's ``Token`` CRD):
   cluster's JWT key (``slurm`` chart ``jwtKey.secretRef``) and written to ``auth-token`` of
   ``slurm-bridge-token``;
 * in the ``slurm`` values, the partition of the bridged pools' NodeSets and the MCS settings of
-  upstream's configuration guide (external jobs carry the MCS label ``kubernetes``);
+  upstream's configuration guide (external jobs carry the MCS label ``kubernetes``); every slurmd, and
+  the bridge's own pods, tolerate the NoExecute taint the bridge puts on every node that is a Slurm node
+  (the tenant's other pods do not yet: docs/slurm-bridge.md);
 * ``slurm-bridge/node-names.yaml``: the label ``slinky.slurm.net/slurm-nodename`` each host Node of a
   bridged pool carries (its short name, the name Slinky's DaemonSet-mode slurmd registers), applied by
   the apply step (``node_pools``) like the fabric labels;
@@ -38,7 +40,7 @@ JWT_USER = "slurm"  # SlurmUser of the Slinky images: external jobs are submitte
 TOKEN_LIFETIME = "8760h"  # the bridge does not reload a refreshed token (upstream quickstart)
 MCS_LABEL = "kubernetes"
 MCS_CONF = {"MCSPlugin": "mcs/label", "MCSParameters": "ondemand,ondemandselect"}
-# the taint the bridge's node controller puts on every node it maps (internal/wellknown)
+# the taint the bridge's node controller puts on every Kubernetes node that is a Slurm node (internal/utils/taints.go)
 MANAGED_TOLERATION = {
     "key": "slinky.slurm.net/managed-node",
     "operator": "Equal",
@@ -54,13 +56,17 @@ def restapi_url(release: str = "slurm") -> str:
 
 
 def chart_values(bridge: Bridge) -> dict[str, Any]:
+    """The chart's values; its own pods tolerate the taint it puts on the Slurm nodes they may run on."""
     return {
+        "scheduler": {"tolerations": [dict(MANAGED_TOLERATION)]},
         "schedulerConfig": {"schedulerName": SCHEDULER_NAME, "mcsLabel": MCS_LABEL, "partition": bridge.partition},
         "admission": {
             "certManager": {"enabled": True},
             "managedNamespaces": list(bridge.namespaces),
             "managedNamespaceSelector": {},
+            "tolerations": [dict(MANAGED_TOLERATION)],
         },
+        "controllers": {"tolerations": [dict(MANAGED_TOLERATION)]},
         "sharedConfig": {"slurmRestApi": restapi_url(), "slurmJwtSecret": TOKEN_SECRET["name"]},
     }
 
@@ -96,13 +102,14 @@ def slurm_fragment(bridge: Bridge) -> dict[str, Any]:
 
 
 def with_slurm(values: dict[str, Any], bridge: Bridge | None) -> dict[str, Any]:
-    """``values`` with the bridge's partition and MCS settings; the slurmd pods of the bridged pools
-    tolerate the taint the bridge puts on every node it maps (else they are evicted)."""
+    """``values`` with the bridge's partition and MCS settings; the slurmd pods of every NodeSet tolerate
+    the taint the bridge's node controller puts on every Kubernetes node that is also a Slurm node, of
+    any partition (internal/controller/node/node_sync.go ``syncTaint``), else they are evicted."""
     if bridge is None:
         return values
     out = deep_merge(values, slurm_fragment(bridge))
-    for pool in bridge.pools:
-        pod = out["nodesets"][pool].setdefault("podSpec", {})
+    for nodeset in out["nodesets"].values():
+        pod = nodeset.setdefault("podSpec", {})
         pod["tolerations"] = [*pod.get("tolerations", []), dict(MANAGED_TOLERATION)]
     return out
 

@@ -86,9 +86,10 @@ def test_the_bridged_partition_and_mcs_in_slurm_conf(files: dict[str, str]) -> N
     assert slurm["partitions"]["pretrain"]["nodesets"] == ["pretrain"]  # the pool's own partition stays
     conf = slurm["controller"]["extraConfMap"]
     assert conf["MCSPlugin"] == "mcs/label" and conf["MCSParameters"] == "ondemand,ondemandselect"
-    tolerations = slurm["nodesets"]["pretrain"]["podSpec"]["tolerations"]
-    assert bridge.MANAGED_TOLERATION in tolerations
-    assert fence.toleration("pretrain") in tolerations  # the pool's own stays
+    # the bridge taints every Kubernetes node that is a Slurm node: every slurmd tolerates it
+    for name, nodeset in slurm["nodesets"].items():
+        tolerations = nodeset["podSpec"]["tolerations"]
+        assert bridge.MANAGED_TOLERATION in tolerations and fence.toleration(name) in tolerations, name
 
 
 def test_node_names_for_the_apply_step_cover_the_bridged_pool(inv: Path, files: dict[str, str]) -> None:
