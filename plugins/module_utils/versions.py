@@ -26,6 +26,8 @@ CHARTS: dict[str, dict[str, str]] = {
     "slurm_operator_crds": _chart("ghcr.io/slinkyproject/charts", "slurm-operator-crds", "1.2.1"),
     "slurm_operator": _chart("ghcr.io/slinkyproject/charts", "slurm-operator", "1.2.1"),
     "slurm": _chart("ghcr.io/slinkyproject/charts", "slurm", "1.2.1"),
+    # slurm-bridge: Kubernetes workloads scheduled by a tenant's own Slurm (docs/slurm-bridge.md)
+    "slurm_bridge": _chart("ghcr.io/slinkyproject/charts", "slurm-bridge", "1.2.1"),
     # mariadb-operator: the MariaDB behind each tenant's slurmdbd (docs/adr/slurm-accounting.md)
     "mariadb_operator_crds": _chart("ghcr.io/mariadb-operator/charts", "mariadb-operator-crds", "26.6.0"),
     "mariadb_operator": _chart("ghcr.io/mariadb-operator/charts", "mariadb-operator", "26.6.0"),

@@ -32,6 +32,10 @@ description:
     C(<gitops_dir>/clusters/<cluster>/node-labels.yaml), built from the same fabric as the Slurm
     topology; a Node without an entry there loses them, labels under other keys are never touched.
     Without that file (no fabric), no fabric label is managed (see RV(fabric_labels)).
+  - It also owns the slurm-bridge node-name label C(slinky.slurm.net/slurm-nodename) of the Nodes of
+    bridged pools (their short name, the name their slurmd registers), read from the rendered
+    C(<gitops_dir>/clusters/<cluster>/tenants/<tenant>/slurm-bridge/node-names.yaml); with the rendered
+    cluster folder but no such file, every Node loses the label (see RV(bridge_names)).
   - It cordons the Nodes in maintenance (C(gpufleet_maintenance), rendered to
     C(<gitops_dir>/clusters/<cluster>/maintenance.yaml)) whose window has begun, with the annotations
     C(gpufleet.io/maintenance) (the maintenance) and C(nodeset.slinky.slurm.net/node-cordon-reason) (the
@@ -153,6 +157,24 @@ fabric_labels:
     file: /repo/gitops/clusters/gpu-east/node-labels.yaml
     scheme: gpufleet
     msg: "fabric labels (gpufleet) of 64 node(s) from /repo/gitops/clusters/gpu-east/node-labels.yaml"
+bridge_names:
+  description: Whether the slurm-bridge node-name label was managed, for how many Nodes, and why (not).
+  returned: always
+  type: dict
+  contains:
+    managed:
+      description: True when the rendered cluster folder was read (the label is then gpufleet's on every Node).
+      type: bool
+    nodes:
+      description: Number of Nodes that carry the label.
+      type: int
+    msg:
+      description: What was read, or why the label was not managed.
+      type: str
+  sample:
+    managed: true
+    nodes: 4
+    msg: "slurm-bridge node names of 4 node(s) from 1 file(s)"
 missing:
   description: Nodes in the mapping that are not in the cluster (not fenced).
   returned: always
@@ -261,9 +283,12 @@ def fence(module: GpufleetModule) -> dict:
     if params["cluster"]:
         annotations, files, msg = pool_apply.annotations_from_gitops(gitops_dir, params["cluster"])
         fabric, labels_file, labels_msg = pool_apply.fabric_labels_from_gitops(gitops_dir, params["cluster"])
+        names, names_msg = pool_apply.bridge_names_from_gitops(gitops_dir, params["cluster"])
     else:
         annotations, files, msg = None, [], "node annotations not managed: no cluster given"
         fabric, labels_file, labels_msg = None, None, "fabric labels not managed: no cluster given"
+        names, names_msg = None, "slurm-bridge node names not managed: no cluster given"
+    result["bridge_names"] = {"managed": names is not None, "nodes": len(names or {}), "msg": names_msg}
     result["annotations"] = {"managed": annotations is not None, "files": [str(f) for f in files], "msg": msg}
     maintenance, result["maintenance"] = _maintenance(params, gitops_dir)
     result["fabric_labels"] = {
@@ -274,11 +299,10 @@ def fence(module: GpufleetModule) -> dict:
     }
     api = pool_apply.core_api(params["kubeconfig"], params["context"])
     nodes = pool_apply.list_nodes(api)
-    changes, result["missing"] = pool_apply.plan(nodes, mapping, annotations, fabric=fabric, maintenance=maintenance)
+    planned = {"fabric": fabric, "maintenance": maintenance, "names": names}
+    changes, result["missing"] = pool_apply.plan(nodes, mapping, annotations, **planned)
     if changes and not module.check_mode:
-        changes = pool_apply.apply_changes(
-            api, changes, mapping, annotations=annotations, fabric=fabric, maintenance=maintenance
-        )
+        changes = pool_apply.apply_changes(api, changes, mapping, annotations=annotations, **planned)
     result["nodes"] = len(nodes)
     result["changed"] = bool(changes)
     result["changes"] = [{"node": c.node, "pool": c.pool, "before": c.before, "after": c.after} for c in changes]

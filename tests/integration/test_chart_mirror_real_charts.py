@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from real_charts import ARCHIVES, chart_dir, helpers
+from render_fixtures import turn_bridge_on
 
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
@@ -41,7 +42,8 @@ def mirrored_tree(tmp_path_factory) -> tuple[HelmRepo, Path]:
     assert Path(helm).exists()
     repo.publish(sorted({(c["chart"], c["version"]) for c in CHARTS.values()}), base / "src", real=real)
     mirrors = {c["repo_url"]: repo.url for c in CHARTS.values()}
-    inv = bed_inventory(base / "inv", "https://git.site.internal/fleet.git", mirrors)
+    # slurm-bridge on (the sample leaves it off), so that every pinned chart has an Application
+    inv = turn_bridge_on(bed_inventory(base / "inv", "https://git.site.internal/fleet.git", mirrors))
     tree = fleet_repository(base / "fleet", inv) / "gitops"
     yield repo, tree
     repo.close()

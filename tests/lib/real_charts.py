@@ -45,6 +45,7 @@ ARCHIVES: dict[str, tuple[str, str, tuple[tuple[str, str], ...]]] = {
         (("slinky-charts-1.2.1.tar.gz", "slinky-charts-1.2.1/helm/slurm-operator-crds"),),
     ),
     "slurm": ("slinky-charts-1.2.1.tar.gz", "slinky-charts-1.2.1/helm/slurm", ()),
+    "slurm_bridge": ("slurm-bridge-1.2.1-src.tar.gz", "slurm-bridge-1.2.1/helm/slurm-bridge", ()),
     "gpu_operator": ("gpu-operator-v26.7.0-chart.tar.gz", "gpu-operator-v26.7.0/deployments/gpu-operator", ()),
     "cilium": ("cilium-1.20.0.tgz", "cilium", ()),
     "csi_driver_nfs": ("csi-driver-nfs-4.13.4.tgz", "csi-driver-nfs", ()),

@@ -66,6 +66,7 @@ CHART_OF_DIR = {
     "slurm": "slurm",
     "slurm-operator": "slurm-operator",
     "slurm-operator-crds": "slurm-operator-crds",
+    "slurm-bridge": "slurm-bridge",
     "cert-manager": "cert-manager",
     "kueue": "kueue",
     "argocd": "argo-cd",

@@ -304,3 +304,22 @@ def make_review_repos(root: Path, inv: Path, changes: tuple[str, ...] = ("tenant
         git(repo, "commit", "-qm", change)
     shutil.rmtree(main)
     return repos
+
+
+def turn_bridge_on(inv: Path) -> Path:
+    """``inv`` (a copy of the sample) with slurm-bridge on: the platform's part for llm-pretrain's pool
+    ``pretrain`` (partition ``k8s``), the tenant's managing ``ml-jobs``."""
+    entry = {"pools": ["pretrain"], "partition": "k8s", "reason": "inference next to training"}
+    edit_vars(inv, "clusters.yml", lambda d: d["gpufleet_clusters"][0].update(slurm_bridge={"llm-pretrain": entry}))
+    spec = {"namespaces": ["ml-jobs"], "accounts": ["pretrain"], "default_account": "pretrain", "qos": ["normal"]}
+    edit_vars(inv, "tenants.yml", lambda d: d["gpufleet_tenants"][0]["slurm"].update(bridge=spec))
+    return inv
+
+
+def bridged_sample(root: Path, mirror: str | None = None) -> Path:
+    """A copy of the sample (with its snapshots) with slurm-bridge on (``turn_bridge_on``); ``mirror``:
+    an image mirror."""
+    inv = turn_bridge_on(copy_sample(root, snapshots=True))
+    if mirror:
+        edit_vars(inv, "fleet.yml", lambda d: d.update(gpufleet_image_mirror=mirror))
+    return inv

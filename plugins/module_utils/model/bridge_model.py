@@ -19,12 +19,12 @@ The option has two owners, like every key that touches the fence:
 Every string here ends up in the bridge's configuration, a Slurm partition line or an admission policy,
 so each one has a grammar (Kubernetes namespace, Slurm partition, account and QOS names) and a bound.
 
-This release validates the option and does not render it yet: turning it on is refused with a message
-saying so (docs/adr/slurm-bridge.md lists what the render will add), so no inventory believes it runs.
+``build`` gives the render (render/tenants/bridge.py) the option of one tenant as a :class:`Bridge`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue
@@ -32,6 +32,11 @@ from ansible_collections.gpufleet.core.plugins.module_utils.model import grammar
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting_model import SLURM_NAME
 
 DEFAULT_PARTITION = "slurm-bridge"  # the chart's schedulerConfig.partition
+# what the chart's scheduler passes, fixed in helm/slurm-bridge/templates/scheduler/deployment.yaml (no value
+# changes it); model/feature_gates.py judges it for every tenant with the option
+SCHEDULER_FEATURE_GATES = (
+    "--feature-gates=DRAExtendedResource=true,DynamicResourceAllocation=true,SchedulerPopFromBackoffQ=false"
+)
 MAX_NAMESPACES = 16
 # namespaces inside a vCluster that are never the bridge's to manage: Kubernetes' own, the platform's
 # (Slurm, the Slinky operator, cert-manager) and the bridge's own
@@ -90,6 +95,43 @@ TENANT_SCHEMA: dict[str, Any] = {
         "qos": {**_NAMES, "description": "QOS of slurm.accounting pods may name"},
     },
 }
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """The slurm-bridge option of one tenant, both owners' parts."""
+
+    pools: tuple[str, ...]  # the tenant's Slurm pools whose nodes the bridge hands to pods
+    partition: str  # the Slurm partition of those nodes, the bridge's default partition
+    namespaces: tuple[str, ...]  # managed namespaces inside the vCluster
+    accounts: tuple[str, ...] = ()
+    default_account: str | None = None
+    qos: tuple[str, ...] = ()
+
+
+def build(platform: Any, tenant: Any) -> Bridge | None:
+    """The :class:`Bridge` of a validated tenant (``platform``: its ``slurm_bridge`` entry, ``tenant``:
+    its ``slurm.bridge``), None when the platform has not turned it on."""
+    if not isinstance(platform, dict) or not isinstance(tenant, dict):
+        return None
+    return Bridge(
+        pools=tuple(sorted(platform["pools"])),
+        partition=platform.get("partition", DEFAULT_PARTITION),
+        namespaces=tuple(sorted(tenant["namespaces"])),
+        accounts=tuple(tenant.get("accounts", ())),
+        default_account=tenant.get("default_account"),
+        qos=tuple(tenant.get("qos", ())),
+    )
+
+
+def platform_entries(data: dict[str, Any]) -> dict[str, Any]:
+    """tenant -> its ``gpufleet_clusters[].slurm_bridge`` entry, over every cluster."""
+    return {
+        t: spec
+        for c in _list(data.get("gpufleet_clusters"))
+        for t, spec in _dict(_dict(c).get("slurm_bridge")).items()
+        if isinstance(t, str)
+    }
 
 
 def _dict(v: Any) -> dict[str, Any]:
@@ -198,12 +240,15 @@ def issues(raw: Any) -> list[Issue]:
         for tenant, spec in sorted(x for x in _dict(_dict(c).get("slurm_bridge")).items() if isinstance(x[0], str)):
             enabled.add(tenant)
             out += _platform_issues(raw, ci, _dict(c).get("name"), tenant, _dict(spec), ctx)
-            out.append(
-                raw.issue(
-                    ("gpufleet_clusters", ci, "slurm_bridge", tenant),
-                    "slurm-bridge is validated but not rendered by this release (docs/adr/slurm-bridge.md): remove it",
+            t = tenants.get(tenant)
+            if t is not None and "bridge" not in _dict(t[1].get("slurm")):
+                out.append(
+                    raw.issue(
+                        ("gpufleet_clusters", ci, "slurm_bridge", tenant),
+                        f"the tenant has not said which namespaces the bridge manages"
+                        f" (gpufleet_tenants[{t[0]}].slurm.bridge.namespaces)",
+                    )
                 )
-            )
     for name, (ti, t) in sorted(tenants.items(), key=lambda kv: kv[1][0]):
         if "bridge" in _dict(t.get("slurm")):
             out += _tenant_issues(raw, ti, t, name in enabled)

@@ -14,7 +14,9 @@ Kubernetes source at the pinned version, tools/feature_gates.py):
 
 Where the gates come from: the tenant vCluster's control plane arguments
 (``controlPlane.distro.k8s.<apiServer|controllerManager|scheduler>.extraArgs`` and ``.command``, which
-only the platform's ``tenant_overrides`` can set; tenants' own values have no such key).
+only the platform's ``tenant_overrides`` can set; tenants' own values have no such key), and the
+slurm-bridge scheduler of every tenant the platform turns the bridge on for (its chart fixes its gates:
+``bridge_model.SCHEDULER_FEATURE_GATES``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue
+from ansible_collections.gpufleet.core.plugins.module_utils.model.bridge_model import SCHEDULER_FEATURE_GATES
 from ansible_collections.gpufleet.core.plugins.module_utils.model.feature_gate_table import GATES, KUBERNETES
 
 FLAG = "--feature-gates="
@@ -90,6 +93,9 @@ def cluster_args(ci: int, cluster: dict[str, Any]) -> list[tuple[tuple[str | int
     out = []
     for tenant, ov in sorted(_dict(cluster.get("tenant_overrides")).items(), key=lambda kv: str(kv[0])):
         out += _vcluster_args(ci, tenant, _dict(_dict(ov).get("vcluster")).get("values"))
+    for tenant in sorted(str(t) for t in _dict(cluster.get("slurm_bridge"))):
+        path = ("gpufleet_clusters", ci, "slurm_bridge", tenant)
+        out.append((path, f"slurm-bridge scheduler of tenant {tenant!r}", SCHEDULER_FEATURE_GATES))
     return out
 
 

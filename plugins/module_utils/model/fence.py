@@ -45,6 +45,11 @@ TENANT_KEY = "node-restriction.kubernetes.io/gpufleet-tenant"
 OWNED_LABEL_KEYS = (POOL_KEY, TENANT_KEY)
 OWNED_TAINT_KEYS = (POOL_KEY,)
 OWNED_ANNOTATION_KEYS = (TOPOLOGY_ANNOTATION,)
+# slurm-bridge maps a Kubernetes Node to the Slurm node named by this label (internal/wellknown/labels.go);
+# the apply step sets it on the Nodes of bridged pools (render/tenants/bridge.py)
+BRIDGE_NODENAME_LABEL = "slinky.slurm.net/slurm-nodename"
+BRIDGE_NAMES_FILE = "node-names.yaml"  # its values, in the rendered tenants/<tenant>/slurm-bridge/
+LABEL_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"  # a Kubernetes label value
 EFFECT = "NoSchedule"
 UNTAINTED_KINDS = ("system",)
 NAMESPACE_TENANT_LABEL = "gpufleet.io/tenant"  # label on tenant namespaces selected by the ClusterQueue

@@ -8,6 +8,7 @@ from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import components, fabric_sources
 from ansible_collections.gpufleet.core.plugins.module_utils.model.accounting_model import Accounting
+from ansible_collections.gpufleet.core.plugins.module_utils.model.bridge_model import Bridge
 from ansible_collections.gpufleet.core.plugins.module_utils.model.exposure import Exposure
 from ansible_collections.gpufleet.core.plugins.module_utils.model.identity import Identity
 from ansible_collections.gpufleet.core.plugins.module_utils.model.maintenance_model import Maintenance
@@ -167,6 +168,7 @@ class Tenant:
     health: TenantHealth = field(default_factory=TenantHealth)
     expose: Exposure = field(default_factory=Exposure)
     identity: Identity | None = None  # the directory behind SSSD (None: local users only)
+    bridge: Bridge | None = None  # Kubernetes workloads through its Slurm (model/bridge_model.py)
 
 
 def mirrored_repo(repo_url: str, mirrors: dict[str, str]) -> str:

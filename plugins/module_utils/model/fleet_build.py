@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model import (
     accounting_model,
+    bridge_model,
     components,
     identity,
     maintenance_model,
@@ -167,6 +168,7 @@ def _tenant(raw: RawModel, t: dict[str, Any]) -> Tenant:
         health=_tenant_health(t.get("health", {})),
         expose=Exposure.from_dict(t.get("expose")),
         identity=_identity(raw, t),
+        bridge=bridge_model.build(bridge_model.platform_entries(raw.data).get(t["name"]), s.get("bridge")),
     )
 
 

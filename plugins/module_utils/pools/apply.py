@@ -18,6 +18,9 @@ The fabric labels (``topology.labels``: switch tiers and NVLink domain) are owne
 caller passes them (``fabric``: scheme, node -> labels): every label under the scheme's keys is
 planned like the fence labels. ``fabric_labels_from_gitops(gitops_dir, cluster)`` reads them from
 the rendered ``clusters/<cluster>/node-labels.yaml``.
+The slurm-bridge node-name label (``fence.BRIDGE_NODENAME_LABEL``) is owned too when the caller passes
+``names`` (node -> its Slurm node name): ``bridge_names_from_gitops(gitops_dir, cluster)`` reads them from
+the rendered ``tenants/<tenant>/slurm-bridge/node-names.yaml`` files (none: every Node loses the label).
 Maintenance cordons (``cordon``) are owned too when the caller passes the due maintenance entries
 (``maintenance``: node -> {maintenance, reason}); they travel in the same patch.
 
@@ -28,6 +31,7 @@ Maintenance cordons (``cordon``) are owned too when the caller passes the due ma
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,12 +84,14 @@ class NodeChange:
 FabricLabels = tuple[fabric_labels.LabelScheme, Mapping[str, Mapping[str, str]]]
 
 
-def _label_owner(fabric: FabricLabels | None) -> Callable[[str], bool]:
-    """Whether a label key is gpufleet's: the fence keys, and the fabric scheme's keys when managed."""
+def _label_owner(fabric: FabricLabels | None, names: Mapping[str, str] | None = None) -> Callable[[str], bool]:
+    """Whether a label key is gpufleet's: the fence keys, the fabric scheme's keys and the bridge's
+    node-name label when managed."""
+    keys = set(fence.OWNED_LABEL_KEYS) | ({fence.BRIDGE_NODENAME_LABEL} if names is not None else set())
     if fabric is None:
-        return lambda k: k in fence.OWNED_LABEL_KEYS
+        return keys.__contains__
     owns = fabric[0].owns
-    return lambda k: k in fence.OWNED_LABEL_KEYS or owns(k)
+    return lambda k: k in keys or owns(k)
 
 
 def _owned_view(
@@ -140,10 +146,12 @@ def plan_node(
     *,
     fabric: FabricLabels | None = None,
     maintenance: Mapping[str, Mapping[str, str]] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> NodeChange | None:
     """``_plan_fence`` plus the maintenance cordon: ``maintenance`` maps node -> its due maintenance
-    entry (``cordon.due``); None leaves cordons alone."""
-    return _with_cordon(node, _plan_fence(node, pool, annotations, fabric), maintenance)
+    entry (``cordon.due``); None leaves cordons alone. ``names``: node -> Slurm node name of the bridged
+    Nodes (None: the label is not managed)."""
+    return _with_cordon(node, _plan_fence(node, pool, annotations, fabric, names), maintenance)
 
 
 def _plan_fence(
@@ -151,6 +159,7 @@ def _plan_fence(
     pool: fence.PoolLike | str | None,
     annotations: Mapping[str, str] | None = None,
     fabric: FabricLabels | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> NodeChange | None:
     """The change that gives ``node`` (a v1 Node dict) the fence of ``pool`` (None: no pool).
 
@@ -164,10 +173,12 @@ def _plan_fence(
     name = meta.get("name")
     labels = dict(meta.get("labels") or {})
     taints = [_clean_taint(t) for t in (node.get("spec") or {}).get("taints") or []]
-    owned = _label_owner(fabric)
+    owned = _label_owner(fabric, names)
     want_labels = fence.node_labels(pool) if pool is not None else {}
     if fabric is not None:
         want_labels = {k: v for k, v in (fabric[1].get(name) or {}).items() if owned(k)} | want_labels
+    if names is not None and name in names:
+        want_labels[fence.BRIDGE_NODENAME_LABEL] = names[name]
     want_taints = fence.node_taints(pool) if pool is not None else []
     new_labels = {k: v for k, v in labels.items() if not owned(k)} | want_labels
     others = [t for t in taints if t.get("key") not in fence.OWNED_TAINT_KEYS]
@@ -210,18 +221,22 @@ def plan(
     *,
     fabric: FabricLabels | None = None,
     maintenance: Mapping[str, Mapping[str, str]] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> tuple[list[NodeChange], list[str]]:
     """Changes for every Node (sorted by name) and the mapped node names absent from the cluster.
 
     ``annotations``: node -> owned annotations (``plan_node``); None: annotations not managed.
     ``fabric``: the fabric labels (``plan_node``); None: not managed.
     ``maintenance``: node -> due maintenance entry (``plan_node``); None: cordons not managed.
+    ``names``: node -> Slurm node name of the bridged Nodes (``plan_node``); None: not managed.
     """
     present = {(n.get("metadata") or {}).get("name"): n for n in nodes}
     changes = []
     for name in sorted(present):
         wanted = _node_annotations(annotations, name)
-        change = plan_node(present[name], mapping.get(name), wanted, fabric=fabric, maintenance=maintenance)
+        change = plan_node(
+            present[name], mapping.get(name), wanted, fabric=fabric, maintenance=maintenance, names=names
+        )
         if change is not None:
             changes.append(change)
     missing = sorted(set(mapping) - set(present))
@@ -350,6 +365,35 @@ def fabric_labels_from_gitops(
     return (scheme, per_node), path, f"fabric labels ({scheme.name}) of {len(per_node)} node(s) from {path}"
 
 
+def bridge_names_from_gitops(gitops_dir: str | Path | None, cluster: str) -> tuple[dict[str, str] | None, str]:
+    """node -> Slurm node name from the rendered ``tenants/*/slurm-bridge/node-names.yaml`` of
+    ``cluster`` and a message; None (the label not managed) without a rendered tree of the cluster.
+    With the tree but no file, {}: no Node keeps the label (the bridge was turned off)."""
+    root = Path(gitops_dir, "clusters", cluster) if gitops_dir else None
+    if root is None or not root.is_dir():
+        return None, f"slurm-bridge node names not managed: no rendered clusters/{cluster} in {gitops_dir}"
+    out: dict[str, str] = {}
+    files = sorted(root.glob(f"tenants/*/slurm-bridge/{fence.BRIDGE_NAMES_FILE}"))
+    for path in files:
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ApplyError(f"{path}: cannot read the node names: {exc}") from None
+        nodes = doc.get("nodes") if isinstance(doc, Mapping) else None
+        if (
+            not isinstance(doc, Mapping)
+            or doc.get("label") != fence.BRIDGE_NODENAME_LABEL
+            or not isinstance(nodes, Mapping)
+        ):
+            raise ApplyError(f"{path}: expected label: {fence.BRIDGE_NODENAME_LABEL} and nodes: a mapping")
+        for node, value in nodes.items():
+            if not isinstance(value, str) or not re.match(fence.LABEL_VALUE, value):
+                raise ApplyError(f"{path}: nodes.{node}: {value!r} is not a label value")
+            if out.setdefault(str(node), value) != value:
+                raise ApplyError(f"{path}: nodes.{node}: differs from another tenant's file")
+    return dict(sorted(out.items())), f"slurm-bridge node names of {len(out)} node(s) from {len(files)} file(s)"
+
+
 # ------------------------------------------------------------------------------------------- API
 
 
@@ -380,6 +424,7 @@ def apply_changes(
     *,
     fabric: FabricLabels | None = None,
     maintenance: Mapping[str, Mapping[str, str]] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> list[NodeChange]:
     """Patch every changed Node; on a 409 conflict re-read the Node and re-plan. Returns what was done."""
     done: list[NodeChange] = []
@@ -403,6 +448,7 @@ def apply_changes(
                     _node_annotations(annotations, current.node),
                     fabric=fabric,
                     maintenance=maintenance,
+                    names=names,
                 )
                 if replanned is None:
                     break

@@ -39,6 +39,7 @@ _KUEUE = "v" + CHARTS["kueue"]["version"]  # the released chart's image tag (its
 _GPU_OPERATOR = CHARTS["gpu_operator"]["version"]
 _SLINKY = CHARTS["slurm_operator"]["version"]
 _VCLUSTER = CHARTS["vcluster"]["version"]
+_BRIDGE = CHARTS["slurm_bridge"]["version"]
 _NFD = "registry.k8s.io/nfd/node-feature-discovery:v0.19.0"
 _MARIADB_OPERATOR = f"ghcr.io/mariadb-operator/mariadb-operator:{CHARTS['mariadb_operator']['version']}"
 # the slurm chart's log and config sidecars default to alpine:latest: pinned to one release
@@ -177,6 +178,10 @@ IMAGES: tuple[Image, ...] = (
     ),
     _i("slurm_operator", "operator.image", "repository", f"ghcr.io/slinkyproject/slurm-operator:{_SLINKY}"),
     _i("slurm_operator", "webhook.image", "repository", f"ghcr.io/slinkyproject/slurm-operator-webhook:{_SLINKY}"),
+    *(  # the chart's images default their tag to its version (helm/slurm-bridge/templates/*/_*.tpl)
+        _i("slurm_bridge", f"{k}.image", "repository", f"ghcr.io/slinkyproject/slurm-bridge-{k}:{_BRIDGE}")
+        for k in ("scheduler", "admission", "controllers")
+    ),
     _i("vcluster", "controlPlane.statefulSet.image", "registry", f"ghcr.io/loft-sh/vcluster-pro:{_VCLUSTER}"),
     _i("vcluster", "controlPlane.distro.k8s.image", "registry", "ghcr.io/loft-sh/kubernetes:v1.36.0"),
     _i(

@@ -141,7 +141,15 @@ def setup(kube_cluster: LocalControlPlane, tmp_path_factory) -> dict:
         f.write_text(yaml.safe_dump({"annotation": TOPO, "nodes": values}))
         topology.update(values)
     assert len(topology) == 3
+    # slurm-bridge on np-a-slurm: the node-name labels the renderer writes (render/tenants/bridge.py);
+    # np-extra carries a stale one (its pool is not bridged)
+    names = {n: n.split(".")[0] for n in a.members("np-a-slurm")}
+    f = gitops / "clusters" / CLUSTER / "tenants" / "tenant-a" / "slurm-bridge" / fence.BRIDGE_NAMES_FILE
+    f.parent.mkdir(parents=True)
+    f.write_text(yaml.safe_dump({"label": fence.BRIDGE_NODENAME_LABEL, "nodes": names}))
+    kube_cluster.kubectl("label", "node", "np-extra", f"{fence.BRIDGE_NODENAME_LABEL}=np-extra")
     return {
+        "bridge_names": names,
         "inventory": inv,
         "fleet": fleet,
         "assignment": a,
@@ -219,6 +227,10 @@ def test_labels_and_taints_land_then_second_run_is_unchanged(setup):
     key, value = FOREIGN_ANNOTATION
     assert nodes["np-extra"]["metadata"]["annotations"][key] == value  # foreign annotation kept
     assert all(v["metadata"]["annotations"].get("kwok.x-k8s.io/node") for v in nodes.values())
+    # slurm-bridge's node-name label: on the bridged pool's Nodes only, the stale one removed
+    assert r["bridge_names"]["managed"] is True and r["bridge_names"]["nodes"] == len(setup["bridge_names"]) > 0
+    carried = {n: v["metadata"]["labels"].get(fence.BRIDGE_NODENAME_LABEL) for n, v in nodes.items()}
+    assert {n: v for n, v in carried.items() if v is not None} == setup["bridge_names"]
 
     again = run_module(setup, "--diff")
     assert again["changed"] is False and again["changes"] == [] and again.get("diff", []) == []

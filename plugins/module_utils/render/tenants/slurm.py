@@ -32,6 +32,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names 
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import (
     accounting,
+    bridge,
     eviction,
     health,
     rollout,
@@ -190,6 +191,7 @@ def slurm_values(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluster
         sssd.add_to_values(tenant.name, tenant.identity, values)
     values = deep_merge(observe(tenant, values), eviction.slurm_fragment(tenant.name))
     values = deep_merge(values, rollout.slurm_fragment(fleet, tenant, values, inputs))
+    values = bridge.with_slurm(values, tenant.bridge)
     given = deep_merge(tenant.slurm_values, cluster.tenant_override(tenant.name, "slurm"))
     values = slurm_conf_map.as_words(deep_merge(values, given), f"tenant {tenant.name} slurm values")
     rollout_waves.check(fleet, tenant, values, inputs)

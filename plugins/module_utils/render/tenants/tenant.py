@@ -26,6 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render.shared_names 
 )
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import (
     accounting,
+    bridge,
     health,
     host_fence,
     quota,
@@ -176,9 +177,13 @@ def slurm_cluster_values(
     fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterInputs, out: Rendered
 ) -> dict[str, Any]:
     """The ``slurm`` chart values; beside them in ``slurm/`` (``out``) the topology file, for review,
-    and the Node topology annotations the apply step sets."""
+    and the Node topology annotations the apply step sets (with slurm-bridge, in ``slurm-bridge/`` the
+    Node name labels it sets)."""
     base = f"{tenant_dir(cluster.name, tenant.name)}/slurm"
     values, annotations = slurm_values(fleet, cluster, tenant, inputs)
+    if tenant.bridge:  # the Nodes' slurm-nodename labels, set by the apply step
+        names = f"{tenant_dir(cluster.name, tenant.name)}/slurm-bridge/{fence.BRIDGE_NAMES_FILE}"
+        out.data[names] = bridge.node_names(tenant.bridge, inputs)
     topo_file = next((f for f in ("topology.conf", "topology.yaml") if f in values["configFiles"]), None)
     if topo_file:
         out.raw[f"{base}/{topo_file}"] = values["configFiles"][topo_file]
@@ -246,6 +251,7 @@ def slurm_rows(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: ClusterIn
         ),
         *accounting.app_rows(cluster, tenant, rollout.gate_image(fleet)),
         *slurm_ready.app_rows(tenant, values, rollout.gate_image(fleet)),
+        *(bridge.app_rows(tenant.bridge, values["jwtKey"]["secretRef"]) if tenant.bridge else ()),
     ]
 
 

@@ -94,7 +94,10 @@ def own_scheduler(fleet: Fleet, cluster: Cluster, tenant: Tenant, inputs: Cluste
     (Kueue v0.19.2 pkg/controller/tas/topology_ungater.go), and vCluster 0.36.1 copies the gate removal
     to the host pod but not the selector (pkg/controllers/resources/pods/translate/diff.go); so the pod
     is bound inside the vCluster, where the selector is, and the host fence is admission
-    (render/tenants/host_fence.py)."""
+    (render/tenants/host_fence.py). A tenant with slurm-bridge runs one too: the bridge's scheduler
+    binds pods inside the vCluster (render/tenants/bridge.py)."""
+    if tenant.bridge is not None:
+        return True
     kube = bool(fleet.tenant_pools(tenant.name, "kubernetes")) and cluster.components["kueue"].enabled
     return kube and tas_topology(cluster, inputs) is not None
 

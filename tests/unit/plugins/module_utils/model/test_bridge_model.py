@@ -1,6 +1,6 @@
 """The slurm-bridge option of the model: the platform turns it on per tenant (pools, partition), the tenant
-names its managed namespaces, accounts and QOS within its own; every key is checked and bounded, and
-turning it on is refused while the render does not produce it (no inventory believes it runs)."""
+names its managed namespaces, accounts and QOS within its own; every key is checked and bounded, and a
+valid option loads into the tenant's ``bridge`` (rendered by render/tenants/bridge.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from render_fixtures import edit_vars, model_errors
 
-NOT_RENDERED = "slurm-bridge is validated but not rendered by this release"
+from ansible_collections.gpufleet.core.plugins.module_utils.model import bridge_model
+from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 
 
 def _platform(inv: Path, **spec: Any) -> Path:
@@ -25,14 +26,37 @@ def _tenant(inv: Path, ti: int = 0, **spec: Any) -> Path:
 
 
 def _problems(inv: Path) -> list[str]:
-    return [e for e in model_errors(inv) if NOT_RENDERED not in e]
+    return model_errors(inv)
 
 
-def test_a_valid_option_is_refused_only_because_it_is_not_rendered(inv: Path) -> None:
-    f = _platform(inv, partition="k8s")
-    _tenant(inv, namespaces=["ml-jobs"], accounts=["pretrain", "evals"], default_account="evals", qos=["normal"])
+def test_a_valid_option_loads_with_both_owners_parts(inv: Path) -> None:
+    _platform(inv, partition="k8s")
+    _tenant(
+        inv, namespaces=["ml-jobs", "evals"], accounts=["pretrain", "evals"], default_account="evals", qos=["normal"]
+    )
+    fleet = load_fleet(inv)
+    assert fleet.tenants["llm-pretrain"].bridge == bridge_model.Bridge(
+        pools=("pretrain",),
+        partition="k8s",
+        namespaces=("evals", "ml-jobs"),
+        accounts=("pretrain", "evals"),
+        default_account="evals",
+        qos=("normal",),
+    )
+    assert all(t.bridge is None for name, t in fleet.tenants.items() if name != "llm-pretrain")
+
+
+def test_the_partition_defaults_to_the_charts(inv: Path) -> None:
+    _platform(inv)
+    _tenant(inv, namespaces=["ml-jobs"])
+    assert load_fleet(inv).tenants["llm-pretrain"].bridge.partition == bridge_model.DEFAULT_PARTITION == "slurm-bridge"
+
+
+def test_the_platform_cannot_turn_it_on_without_the_tenants_namespaces(inv: Path) -> None:
+    f = _platform(inv)
     (err,) = model_errors(inv)
-    assert err.startswith(f"{f}:") and "gpufleet_clusters[0].slurm_bridge.llm-pretrain" in err and NOT_RENDERED in err
+    assert err.startswith(f"{f}:") and "gpufleet_clusters[0].slurm_bridge.llm-pretrain" in err
+    assert "gpufleet_tenants[0].slurm.bridge.namespaces" in err
 
 
 def test_the_tenant_cannot_turn_it_on_alone(inv: Path) -> None:
@@ -118,3 +142,20 @@ def test_accounts_need_accounting(inv: Path) -> None:
     edit_vars(inv, "tenants.yml", off)
     errs = _problems(inv)
     assert any("slurm.bridge" in e and "accounting is off" in e for e in errs), errs
+
+
+def test_validate_judges_the_bridge_schedulers_gates(inv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gates the chart's scheduler passes (bridge_model.SCHEDULER_FEATURE_GATES, compared with the real
+    chart in tests/integration/test_slurm_bridge_chart.py) are judged for a bridged tenant: beta/GA pass;
+    were one alpha, validate would refuse it unless the platform allows it."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.model import feature_gates
+
+    f = _platform(inv)
+    _tenant(inv, namespaces=["ml-jobs"])
+    assert load_fleet(inv).tenants["llm-pretrain"].bridge is not None
+    monkeypatch.setattr(
+        feature_gates, "SCHEDULER_FEATURE_GATES", bridge_model.SCHEDULER_FEATURE_GATES + ",GenericWorkload=true"
+    )
+    (err,) = model_errors(inv)
+    assert err.startswith(f"{f}:") and "gpufleet_clusters[0].slurm_bridge.llm-pretrain" in err
+    assert "slurm-bridge scheduler of tenant 'llm-pretrain': feature gate GenericWorkload is ALPHA" in err

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from real_charts import ARCHIVES, BUILT_CHARTS, chart_defaults, chart_dir, helpers
 from render_checks import CHART_OF_DIR
-from render_fixtures import edit_vars, make_inventory, yaml_objects
+from render_fixtures import edit_vars, make_inventory, turn_bridge_on, yaml_objects
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render import images
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
@@ -132,7 +132,7 @@ def test_no_image_floats() -> None:
 
 @pytest.fixture(scope="module")
 def mirrored(tmp_path_factory) -> dict[str, bytes]:
-    inv = make_inventory(tmp_path_factory.mktemp("images"))
+    inv = turn_bridge_on(make_inventory(tmp_path_factory.mktemp("images")))  # the sample leaves the bridge off
 
     def mirror(d: dict) -> None:
         d["gpufleet_image_mirror"] = MIRROR

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from real_charts import ARCHIVES, chart_dir, helpers, template
 from render_checks import CHART_OF_DIR
-from render_fixtures import edit_vars, make_inventory
+from render_fixtures import edit_vars, make_inventory, turn_bridge_on
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render import images
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_inventory
@@ -72,7 +72,7 @@ def references(objs: list[dict[str, Any]]) -> set[str]:
 
 @pytest.fixture(scope="module")
 def mirrored(tmp_path_factory) -> dict[str, bytes]:
-    inv = make_inventory(tmp_path_factory.mktemp("inv"))
+    inv = turn_bridge_on(make_inventory(tmp_path_factory.mktemp("inv")))  # the sample leaves the bridge off
     edit_vars(inv, "fleet.yml", lambda d: d.__setitem__("gpufleet_image_mirror", MIRROR))
     return render_inventory(inv).files
 
