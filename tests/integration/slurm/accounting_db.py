@@ -39,10 +39,11 @@ HARNESS_MYCNF = {"bind-address", "bind_address", "innodb_buffer_pool_size", "inn
 
 def require_accounting() -> None:
     from gpufleet_testlib.slurm_build import require_slurm_build
-    from harness import _lead_conftest, require_slurm
+    from harness import require_slurm
+    from lead_conftest import lead_conftest
 
     require_slurm()
-    lead = _lead_conftest()
+    lead = lead_conftest()
     for tool in TOOLS:
         lead.require_tool(tool, "Debian package mariadb-server")
     require_slurm_build(*SLURM_TOOLS)

@@ -43,9 +43,9 @@ SAVED = (Path("/etc/nsswitch.conf"), Path("/etc/sssd"), Path("/var/lib/sss"), Pa
 
 def require_identity_tools() -> None:
     import pytest
-    from harness import _lead_conftest
+    from lead_conftest import lead_conftest
 
-    lead = _lead_conftest()
+    lead = lead_conftest()
     for tool in TOOLS:
         lead.require_tool(tool, "Debian packages slapd ldap-utils sssd sssd-ldap sssd-tools libnss-sss libpam-sss")
     if os.geteuid() != 0:
