@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from polling import wait_for
+
 
 class Daemon:
     """``argv`` started in a new session, its output in ``log`` (appended unless ``append=False``).
@@ -30,6 +32,7 @@ class Daemon:
         self.argv = [str(a) for a in argv]
         self.log = Path(log)
         with self.log.open("ab" if append else "wb") as out:
+            self.offset = out.tell()  # where this run's output starts in the log
             self.proc = subprocess.Popen(
                 self.argv,
                 stdout=out,
@@ -85,7 +88,25 @@ class Daemon:
         return self.reap(grace, kill_wait)
 
     def text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
+        """What this run wrote to the log (not what an earlier run appended before it)."""
+        if not self.log.exists():
+            return ""
+        with self.log.open("rb") as f:
+            f.seek(self.offset)
+            return f.read().decode(errors="replace")
+
+    def wait_logged(self, needle: str, timeout: float, what: str, error: type[Exception] = RuntimeError) -> None:
+        """Wait until the daemon logs ``needle`` (e.g. a forwarder's "ready"); ``error`` at once when it
+        exits first, or after ``timeout``, with the log's tail."""
+
+        def probe() -> bool:
+            if needle in self.text():
+                return True
+            if not self.running():
+                raise error(f"{what}: exited ({self.returncode}):\n{self.tail()}")
+            return False
+
+        wait_for(probe, timeout, what, every=0.1, detail=self.tail, error=error)
 
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.text().splitlines()[-lines:])

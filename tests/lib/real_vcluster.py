@@ -294,7 +294,10 @@ class RealVCluster:
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
         subprocess.run(["ip", "netns", "add", self.netns], check=True)
         subprocess.run(["ip", "netns", "exec", self.netns, "ip", "link", "set", "lo", "up"], check=True)
-        self._spawn("forward", ["python3", str(FORWARD), f"/run/netns/{self.netns}", f"{port}={port}"], netns=False)
+        forward = ["python3", str(FORWARD), f"/run/netns/{self.netns}", f"{port}={port}"]
+        # listening before the syncer starts: it does not retry its first call to the apiserver
+        fwd = self._spawn("forward", forward, netns=False)
+        fwd.wait_logged("ready", 30, f"vCluster {self.tenant}: the apiserver forward", VClusterError)
         env = {
             "PATH": "/binaries:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "HOME": "/tmp",
@@ -355,10 +358,11 @@ class RealVCluster:
             raise VClusterError(f"the syncer of {self.tenant} does not run {built}")
         return main, (BIN_DIR / ".stamps" / "vcluster").read_text().strip()
 
-    def _spawn(self, name: str, cmd: list[str], netns: bool, env: dict[str, str] | None = None) -> None:
+    def _spawn(self, name: str, cmd: list[str], netns: bool, env: dict[str, str] | None = None) -> Daemon:
         if netns:
             cmd = ["ip", "netns", "exec", self.netns, *cmd]
         self.procs.append(Daemon(cmd, self.state / "logs" / f"{name}.log", env=env))
+        return self.procs[-1]
 
     def virtual_kubeconfig(self) -> Path:
         """The kubeconfig vCluster exported (Secret ``vc-<release>`` in the host namespace), pointed at

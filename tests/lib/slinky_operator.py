@@ -32,7 +32,6 @@ from urllib.parse import urlparse
 
 import yaml
 from daemons import Daemon
-from polling import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".build" / "bin"
@@ -94,17 +93,7 @@ class SlinkyOperator:
         api = self._apiserver_port()
         pairs = [f"{SLURMRESTD_PORT}={self.restd_port}", f"{api}={api}"]
         fwd = self._spawn(["python3", str(FORWARD), f"/run/netns/{self.netns}", *pairs], self.workdir / "forward.log")
-        self._wait(lambda: "ready" in (self.workdir / "forward.log").read_text(), 10, "forwarder", fwd)
-
-    def _wait(self, cond, timeout: float, what: str, proc: Daemon) -> None:
-        def probe() -> bool:
-            if cond():
-                return True
-            if proc.poll() is not None:
-                raise OperatorError(f"{what} exited ({proc.returncode}):\n{self.tail()}")
-            return False
-
-        wait_for(probe, timeout, what, every=0.2, detail=self.tail, error=OperatorError)
+        fwd.wait_logged("ready", 10, "forwarder", OperatorError)
 
     def tail(self, lines: int = 40) -> str:
         text = self.log.read_text(errors="replace") if self.log.exists() else ""
