@@ -18,6 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO / "tests" / "lib"))  # lead_conftest, for controlplane
 sys.path.insert(0, str(REPO / "tests" / "integration" / "kube"))
 
 from controlplane import LocalControlPlane, load_node_snapshot, missing_binaries

@@ -402,41 +402,65 @@ def _review_command(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_review)
 
 
-def _maintenance_command(sub: argparse._SubParsersAction) -> None:
-    p = _sub(sub, "maintenance", "put nodes into maintenance or return them (edits the inventory, renders)")
-    p.add_argument(
-        "action",
-        choices=["start", "end", "list", "status"],
-        help="list: every maintenance, its nodes and state; status: the one named by --name",
-    )
+def _nodes_command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    text: str,
+    actions: dict[str, str],
+    helps: tuple[str, str, str],
+    required: bool = False,
+) -> argparse.ArgumentParser:
+    """A subcommand that acts on nodes of a cluster: an action (``actions``: name -> help, or ""), the
+    inventory, --cluster and --nodes (``required`` or not) and --check; ``helps``: their helps, in that order."""
+    p = _sub(sub, name, text)
+    said = "; ".join(f"{a}: {h}" for a, h in actions.items() if h)
+    p.add_argument("action", choices=list(actions), help=said or None)
     _inventory_arg(p)
+    p.add_argument("--cluster", required=required, help=helps[0])
+    p.add_argument("--nodes", required=required, help=helps[1])
+    p.add_argument("--check", action="store_true", help=helps[2])
+    return p
+
+
+def _maintenance_command(sub: argparse._SubParsersAction) -> None:
+    p = _nodes_command(
+        sub,
+        "maintenance",
+        "put nodes into maintenance or return them (edits the inventory, renders)",
+        {
+            "start": "",
+            "end": "",
+            "list": "every maintenance, its nodes and state",
+            "status": "the one named by --name",
+        },
+        (
+            "cluster of the nodes (start)",
+            "nodes by hostlist, e.g. gpu[041-044] (start)",
+            "print the plan, write nothing",
+        ),
+    )
     p.add_argument("--name", help="name of the maintenance (the Slurm reservation is named after it)")
     p.add_argument("--now", help="list, status: the state at this UTC time (default: now)")
-    p.add_argument("--cluster", help="cluster of the nodes (start)")
-    p.add_argument("--nodes", help="nodes by hostlist, e.g. gpu[041-044] (start)")
     p.add_argument("--switch", help="every node under this switch, leaf group or block of the topology (start)")
     p.add_argument("--reason", help="why; Slurm shows it as the drain reason (start)")
     p.add_argument("--start", help="window start, UTC, 2026-12-01T06:00:00Z (start; default: on apply)")
     p.add_argument("--duration", help="window length: 90m, 4h, 2d (start, with --start)")
-    p.add_argument("--check", action="store_true", help="print the plan, write nothing")
     p.set_defaults(func=cmd_maintenance)
 
 
 def _hardware_command(sub: argparse._SubParsersAction) -> None:
-    p = _sub(
+    p = _nodes_command(
         sub,
         "hardware",
         "add nodes to a cluster's snapshots under a leaf switch of its fabric file, or remove them (kubespray's"
         " scale.yml and remove-node.yml)",
+        {"add": "", "remove": ""},
+        ("the cluster of the nodes", "the nodes, as a hostlist: gpu[025-032]", "say what would change, write nothing"),
+        required=True,
     )
-    p.add_argument("action", choices=["add", "remove"])
-    _inventory_arg(p)
-    p.add_argument("--cluster", required=True, help="the cluster of the nodes")
-    p.add_argument("--nodes", required=True, help="the nodes, as a hostlist: gpu[025-032]")
     p.add_argument("--leaf", help="the leaf switch the new nodes are cabled to (add)")
     p.add_argument("--parent", help="the switch a new leaf hangs from (add, new leaf)")
     p.add_argument("--like", help="an existing node the new Nodes copy (add; default the leaf's first node)")
-    p.add_argument("--check", action="store_true", help="say what would change, write nothing")
     p.set_defaults(func=cmd_hardware)
 
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import yaml
+from lead_conftest import lead_conftest
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "inventories" / "sample"
@@ -26,23 +24,8 @@ GIT_ENV = {
 }
 
 
-def _shared_helpers() -> ModuleType:
-    """The lead's tests/conftest.py (require_tool, ...), loaded by path under a fixed name.
-
-    With nested conftests ``import conftest`` yields whichever one pytest imported last.
-    """
-    name = "gpufleet_tests_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "conftest.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
 def require_tool(name: str, why: str = "") -> str:
-    return _shared_helpers().require_tool(name, why)
+    return lead_conftest().require_tool(name, why)
 
 
 def git(cwd: Path, *args: str, check: bool = True) -> str:

@@ -10,28 +10,15 @@ from __future__ import annotations
 
 import filecmp
 import hashlib
-import importlib.util
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from lead_conftest import lead_conftest
 from playbook_runner import playbook_env, recap_counts, run_playbook
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def require_path(path: Path, why: str = "") -> Path:
-    """require_path of the lead's tests/conftest.py (skip locally, fail with CI=true), loaded by path."""
-    name = "gpufleet_tests_conftest"  # the same name other tests use, so it is loaded once
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "conftest.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name].require_path(path, why)
 
 
 pytestmark = pytest.mark.ansible
@@ -58,7 +45,7 @@ def tree(root: Path) -> dict[str, str]:
 @pytest.fixture()
 def work(tmp_path: Path) -> Path:
     """A copy of the sample inventory (render writes pool locks next to it) and an empty tree dir."""
-    require_path(COMMITTED / "README.md", "the committed sample gitops/ tree")
+    lead_conftest().require_path(COMMITTED / "README.md", "the committed sample gitops/ tree")
     shutil.copytree(SAMPLE, tmp_path / "inv")
     return tmp_path
 

@@ -6,15 +6,15 @@ vcluster, cert-manager and kueue come from the Go module proxy (tools/build.sh v
 
 from __future__ import annotations
 
-import importlib.util
+import re
 import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import Any
 
 import yaml
+from lead_conftest import lead_conftest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
@@ -61,16 +61,7 @@ BUILT_CHARTS = {
 STAMPED = {"gpu_operator": CHARTS["gpu_operator"]["version"]}
 
 
-def helpers() -> Any:
-    """tests/conftest.py (``require_tool`` / ``require_path``: a skip locally, a failure with CI=true),
-    loaded under its own name (with nested conftests ``import conftest`` is whichever came last)."""
-    name = "gpufleet_tests_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "conftest.py")
-        assert spec and spec.loader
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
+helpers = lead_conftest  # the chart tests' name for it
 
 
 def _unpack(archive: str, inner: str, dest: Path) -> None:
@@ -120,6 +111,42 @@ def template(
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}:\n{p.stderr}")
     return [d for d in yaml.safe_load_all(p.stdout) if d]
+
+
+IMAGE_FLAG = re.compile(r"^--[a-z0-9-]*-image=(\S+)$")
+IMAGE_SETTING = re.compile(r"^(RELATED_IMAGE_[A-Z0-9_]+|[A-Z0-9_]*_IMAGE)$")
+
+
+def image_references(objs: list[dict[str, Any]], bare: bool = False) -> set[str]:
+    """Every image reference in templated objects, read the way the consumers read them: container and
+    init container ``image`` fields (only those with a ``/`` unless ``bare``: the GPU Operator's
+    ClusterPolicy names bare images that it joins to a ``repository``), ``--*-image=`` flags, the
+    ``RELATED_IMAGE_*`` and ``*_IMAGE`` settings an operator starts other images from (env and ConfigMap
+    data) and the ClusterPolicy's ``repository``/``image``/``version``."""
+    out: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("repository"), str) and isinstance(node.get("image"), str) and node.get("version"):
+                out.add(f"{node['repository']}/{node['image']}:{node['version']}")  # ClusterPolicy
+            name, value = node.get("name"), node.get("value")
+            if isinstance(name, str) and IMAGE_SETTING.match(name) and isinstance(value, str):
+                out.add(value)  # an env setting
+            for k, v in node.items():
+                if k == "image" and isinstance(v, str) and (bare or "/" in v):
+                    out.add(v)
+                elif k == "args" and isinstance(v, list):
+                    out.update(m.group(1) for a in v if isinstance(a, str) and (m := IMAGE_FLAG.match(a.strip())))
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    for o in objs:
+        walk(o)
+        if o.get("kind") == "ConfigMap":
+            out.update(v for k, v in (o.get("data") or {}).items() if IMAGE_SETTING.match(k))
+    return out
 
 
 def values_over(base: Any, over: Any) -> Any:

@@ -37,7 +37,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -46,6 +45,7 @@ from typing import Any
 
 import yaml
 from controlplane import KWOK_STAGES, LocalControlPlane  # tests/integration/kube, on the callers' path
+from daemons import Daemon, stop_all
 
 from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHARTS
 
@@ -227,7 +227,7 @@ class RealVCluster:
         self.state = state.resolve()
         # one namespace per state directory: runs with their own base temp dirs never share one
         self.netns = f"gpfvc-{hashlib.sha256(str(self.state).encode()).hexdigest()[:8]}-{tenant}"
-        self.procs: list[subprocess.Popen[bytes]] = []
+        self.procs: list[Daemon] = []
         self.objects: list[dict[str, Any]] = []
         self.port = 0  # the syncer's 8443 on the caller's loopback (``expose``)
 
@@ -294,7 +294,10 @@ class RealVCluster:
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
         subprocess.run(["ip", "netns", "add", self.netns], check=True)
         subprocess.run(["ip", "netns", "exec", self.netns, "ip", "link", "set", "lo", "up"], check=True)
-        self._spawn("forward", ["python3", str(FORWARD), f"/run/netns/{self.netns}", f"{port}={port}"], netns=False)
+        forward = ["python3", str(FORWARD), f"/run/netns/{self.netns}", f"{port}={port}"]
+        # listening before the syncer starts: it does not retry its first call to the apiserver
+        fwd = self._spawn("forward", forward, netns=False)
+        fwd.wait_logged("ready", 30, f"vCluster {self.tenant}: the apiserver forward", VClusterError)
         env = {
             "PATH": "/binaries:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "HOME": "/tmp",
@@ -355,11 +358,11 @@ class RealVCluster:
             raise VClusterError(f"the syncer of {self.tenant} does not run {built}")
         return main, (BIN_DIR / ".stamps" / "vcluster").read_text().strip()
 
-    def _spawn(self, name: str, cmd: list[str], netns: bool, env: dict[str, str] | None = None) -> None:
+    def _spawn(self, name: str, cmd: list[str], netns: bool, env: dict[str, str] | None = None) -> Daemon:
         if netns:
             cmd = ["ip", "netns", "exec", self.netns, *cmd]
-        log = open(self.state / "logs" / f"{name}.log", "ab")  # kept open for the child
-        self.procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        self.procs.append(Daemon(cmd, self.state / "logs" / f"{name}.log", env=env))
+        return self.procs[-1]
 
     def virtual_kubeconfig(self) -> Path:
         """The kubeconfig vCluster exported (Secret ``vc-<release>`` in the host namespace), pointed at
@@ -402,17 +405,7 @@ class RealVCluster:
         return "\n".join(f.read_text(errors="replace").splitlines()[-lines:]) if f.exists() else ""
 
     def stop(self) -> None:
-        for p in self.procs:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=10)
+        stop_all(self.procs, grace=10, kill_wait=10)
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
 
 

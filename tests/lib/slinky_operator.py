@@ -24,16 +24,14 @@ hosts file, no forwarder, no health port (``--health-addr=0``).
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 from urllib.parse import urlparse
 
 import yaml
-from polling import wait_for
+from daemons import Daemon
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".build" / "bin"
@@ -58,9 +56,8 @@ class SlinkyOperator:
         self.own_netns = netns is None
         self.netns = netns or f"gf-slinky-{os.getpid()}"
         self.log = self.workdir / "operator.log"
-        self.proc: subprocess.Popen | None = None
-        self._procs: list[subprocess.Popen] = []
-        self._files: list = []
+        self.proc: Daemon | None = None
+        self._procs: list[Daemon] = []
 
     def _apiserver_port(self) -> int:
         cfg = yaml.safe_load(self.kubeconfig.read_text())
@@ -69,11 +66,8 @@ class SlinkyOperator:
             raise OperatorError(f"{self.kubeconfig}: server {url.geturl()} is not 127.0.0.1:<port>")
         return url.port
 
-    def _spawn(self, argv: list[str], log: Path) -> subprocess.Popen:
-        out = open(log, "ab")  # closed in stop()
-        self._files.append(out)
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)  # fmt: skip
+    def _spawn(self, argv: list[str], log: Path) -> Daemon:
+        proc = Daemon(argv, log)
         self._procs.append(proc)
         return proc
 
@@ -99,17 +93,7 @@ class SlinkyOperator:
         api = self._apiserver_port()
         pairs = [f"{SLURMRESTD_PORT}={self.restd_port}", f"{api}={api}"]
         fwd = self._spawn(["python3", str(FORWARD), f"/run/netns/{self.netns}", *pairs], self.workdir / "forward.log")
-        self._wait(lambda: "ready" in (self.workdir / "forward.log").read_text(), 10, "forwarder", fwd)
-
-    def _wait(self, cond, timeout: float, what: str, proc: subprocess.Popen) -> None:
-        def probe() -> bool:
-            if cond():
-                return True
-            if proc.poll() is not None:
-                raise OperatorError(f"{what} exited ({proc.returncode}):\n{self.tail()}")
-            return False
-
-        wait_for(probe, timeout, what, every=0.2, detail=self.tail, error=OperatorError)
+        fwd.wait_logged("ready", 10, "forwarder", OperatorError)
 
     def tail(self, lines: int = 40) -> str:
         text = self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -122,18 +106,8 @@ class SlinkyOperator:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self) -> None:
-        for proc in reversed(self._procs):
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=5)
-        for f in self._files:
-            f.close()
+        for proc in reversed(self._procs):  # the operator, then the forwarder it talks through
+            proc.stop(grace=10)
         if self.own_netns:
             subprocess.run(["ip", "netns", "del", self.netns], check=False, capture_output=True)
             shutil.rmtree(Path("/etc/netns") / self.netns, ignore_errors=True)
@@ -155,7 +129,7 @@ class SlinkyWebhook:
         self.port, self.health_port = port, health_port
         self.netns = netns
         self.log = self.workdir / "webhook.log"
-        self.proc: subprocess.Popen | None = None
+        self.proc: Daemon | None = None
 
     def start(self) -> SlinkyWebhook:
         binary = BIN / "slurm-operator-webhook"
@@ -175,9 +149,7 @@ class SlinkyWebhook:
                 f"--health-addr=127.0.0.1:{self.health_port}", "--metrics-addr=0"]  # fmt: skip
         if self.netns:
             argv = ["ip", "netns", "exec", self.netns, *argv]
-        self._out = open(self.log, "ab")  # closed in stop()
-        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=env, start_new_session=True)  # fmt: skip
+        self.proc = Daemon(argv, self.log, env=env)
         return self
 
     def _hook(self, name: str, path: str, group: str, resource: str) -> dict:
@@ -212,15 +184,8 @@ class SlinkyWebhook:
                 "metadata": {"name": "slurm-operator-webhook"}, "webhooks": [hook]}  # fmt: skip
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=5)
         if self.proc is not None:
-            self._out.close()
+            self.proc.stop(grace=10)
 
 
 def running_binary(pid: int, name: str) -> bool:

@@ -22,17 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric.file import parse_fabric_yaml
 from ansible_collections.gpufleet.core.plugins.module_utils.files import replace_file
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
-
-try:
-    from ruamel.yaml import YAML
-except ImportError:  # importing works without it; the first use raises a clear error
-    YAML = missing("ruamel.yaml", "ruamel.yaml")
+from ansible_collections.gpufleet.core.plugins.module_utils.scale.inventory_edit import round_trip_yaml
 
 
 class HardwareError(GpufleetError):
@@ -46,23 +41,16 @@ class HardwareChange:
     lines: list[str] = field(default_factory=list)  # what changes, for the user
 
 
-def _yaml() -> Any:
-    y = YAML()
-    y.preserve_quotes = True
-    y.width = 4096
-    return y
-
-
 def _load(path: Path) -> Any:
     try:
-        return _yaml().load(path.read_text(encoding="utf-8"))
+        return round_trip_yaml().load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise HardwareError(f"{path}: cannot read: {exc}") from None
 
 
 def _dump(doc: Any) -> str:
     buf = io.StringIO()
-    _yaml().dump(doc, buf)
+    round_trip_yaml().dump(doc, buf)
     return buf.getvalue()
 
 
@@ -106,7 +94,7 @@ def _leaf_nodes(spec: Any) -> list[str]:
 def _check(change: HardwareChange, nodes_path: Path, fabric_path: Path) -> None:
     """Parse both new texts before anything is written: the fabric by its parser, every fabric host a Node."""
     fabric = parse_fabric_yaml(change.files[fabric_path], str(fabric_path))
-    names = {_node_name(i) for i in _node_items(_yaml().load(change.files[nodes_path]), nodes_path)}
+    names = {_node_name(i) for i in _node_items(round_trip_yaml().load(change.files[nodes_path]), nodes_path)}
     hosts = {ca.host for ca in fabric.cas.values() if ca.host}
     stray = sorted(hosts - names)
     if stray:

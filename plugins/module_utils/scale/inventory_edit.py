@@ -59,15 +59,17 @@ class SizeEdit:
         return self.old_text != self.new_text
 
 
-def _rt_yaml() -> YAML:
+def round_trip_yaml() -> YAML:
+    """ruamel's round-trip YAML as the scale edits use it: quotes kept, no line folded when dumped."""
     y = YAML(typ="rt")
     y.preserve_quotes = True
+    y.width = 4096
     return y
 
 
 def _load_rt(text: str, file: Path) -> Any:
     try:
-        return _rt_yaml().load(text)
+        return round_trip_yaml().load(text)
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ModelError([Issue(str(file), mark.line + 1 if mark else None, "", f"not valid YAML: {exc}")]) from None

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import atexit
 import copy
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import yaml
+from lead_conftest import lead_conftest
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -56,21 +54,7 @@ class ControlPlaneError(RuntimeError):
     """The local control plane could not be started, used or stopped."""
 
 
-def shared_test_helpers() -> ModuleType:
-    """The lead's ``tests/conftest.py`` (``require_tool``, ``require_path``).
-
-    Loaded by file path under its own module name: with nested conftests,
-    ``import conftest`` yields whichever conftest pytest imported last.
-    """
-    name = "gpufleet_tests_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tests" / "conftest.py")
-        if spec is None or spec.loader is None:
-            raise ControlPlaneError("cannot load tests/conftest.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+shared_test_helpers = lead_conftest  # the kube tests' name for it
 
 
 def require_control_plane_tools() -> None:

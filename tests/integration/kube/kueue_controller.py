@@ -20,7 +20,6 @@ How it differs from the chart's Deployment (same release, v0.19.2):
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -30,6 +29,7 @@ from typing import Any
 
 import yaml
 from controlplane import BIN_DIR
+from daemons import Daemon
 
 
 def free_port() -> int:
@@ -56,7 +56,7 @@ class KueueController:
 
     def __init__(self, binary: Path = BIN_DIR / "kueue") -> None:
         self.binary = binary
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Daemon | None = None
         self.log: Path | None = None
 
     def config(self, state: Path, health: int, webhook: int) -> dict[str, Any]:
@@ -87,8 +87,7 @@ class KueueController:
         cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", str(state / "etc")]
         cmd += [str(self.binary), f"--config={cfg}", "--zap-log-level=2"]
         env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.proc = Daemon(cmd, self.log, env=env, append=False)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -111,11 +110,5 @@ class KueueController:
     def stop(self) -> None:
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+        self.proc.stop(grace=20, kill_wait=10)
         self.proc = None

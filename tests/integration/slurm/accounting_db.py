@@ -18,16 +18,14 @@ Everything runs in its own session and is stopped by ``stop()`` (TERM, then KILL
 
 from __future__ import annotations
 
-import contextlib
-import os
 import secrets
 import shutil
-import signal
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from daemons import Daemon
 from polling import wait_for
 
 if TYPE_CHECKING:
@@ -41,10 +39,11 @@ HARNESS_MYCNF = {"bind-address", "bind_address", "innodb_buffer_pool_size", "inn
 
 def require_accounting() -> None:
     from gpufleet_testlib.slurm_build import require_slurm_build
-    from harness import _lead_conftest, require_slurm
+    from harness import require_slurm
+    from lead_conftest import lead_conftest
 
     require_slurm()
-    lead = _lead_conftest()
+    lead = lead_conftest()
     for tool in TOOLS:
         lead.require_tool(tool, "Debian package mariadb-server")
     require_slurm_build(*SLURM_TOOLS)
@@ -78,25 +77,15 @@ class AccountingDb:
         self.dbd_conf = list(dbd_conf or [])
         self.database = database
         self.db_user = "slurm"
-        self._procs: dict[str, subprocess.Popen] = {}
+        self._procs: dict[str, Daemon] = {}
         self._sockdir: Path | None = None
         self.db_port = 0
         self.dbd_port = 0
 
     # ------------------------------------------------------------------ helpers
 
-    def _spawn(self, cluster: SlurmCluster, key: str, argv: list[str]) -> subprocess.Popen:
-        out = open(cluster.log_dir / f"{key}.out", "ab")  # closed in stop()
-        proc = subprocess.Popen(
-            argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=cluster.env,
-            cwd=self.workdir,
-            start_new_session=True,
-        )
-        proc._gf_out = out  # type: ignore[attr-defined]
+    def _spawn(self, cluster: SlurmCluster, key: str, argv: list[str]) -> Daemon:
+        proc = Daemon(argv, cluster.log_dir / f"{key}.out", env=cluster.env, cwd=self.workdir)
         self._procs[key] = proc
         return proc
 
@@ -219,18 +208,8 @@ class AccountingDb:
     def stop(self) -> None:
         for key in ("slurmdbd", "mariadbd"):
             proc = self._procs.get(key)
-            if proc is None:
-                continue
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=5)
-            proc._gf_out.close()  # type: ignore[attr-defined]
+            if proc is not None:
+                proc.stop(grace=20, group=False)
         self._procs.clear()
         if self._sockdir is not None:
             shutil.rmtree(self._sockdir, ignore_errors=True)

@@ -19,10 +19,8 @@ file back exactly (contents and modes), deleting what it added.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -30,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from daemons import Daemon
 
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import sssd as rs
 
@@ -44,9 +43,9 @@ SAVED = (Path("/etc/nsswitch.conf"), Path("/etc/sssd"), Path("/var/lib/sss"), Pa
 
 def require_identity_tools() -> None:
     import pytest
-    from harness import _lead_conftest
+    from lead_conftest import lead_conftest
 
-    lead = _lead_conftest()
+    lead = lead_conftest()
     for tool in TOOLS:
         lead.require_tool(tool, "Debian packages slapd ldap-utils sssd sssd-ldap sssd-tools libnss-sss libpam-sss")
     if os.geteuid() != 0:
@@ -102,7 +101,7 @@ class Slapd:
         self.groups = groups
         self.reader_password = reader_password
         self.admin_password = os.urandom(12).hex()
-        self.proc: subprocess.Popen | None = None
+        self.proc: Daemon | None = None
         self._sockdir = Path(tempfile.mkdtemp(prefix="gf-ldap-", dir="/tmp"))
         self.port = 0
 
@@ -266,13 +265,9 @@ olcMemberOfRefInt: FALSE
         (wd / "config.ldif").write_text(self._config_ldif())
         _run(["slapadd", "-n", "0", "-F", str(wd / "slapd.d"), "-l", str(wd / "config.ldif")])
         self.port = free_ports(1)[0]
-        self._log = open(wd / "slapd.log", "ab")  # closed in stop()
-        self.proc = subprocess.Popen(
-            ["slapd", "-d", "0", "-F", str(wd / "slapd.d"), "-h", f"ldaps://127.0.0.1:{self.port}/ {self.ldapi}"],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
+        self.proc = Daemon(
+            ["slapd", "-d", "0", "-F", wd / "slapd.d", "-h", f"ldaps://127.0.0.1:{self.port}/ {self.ldapi}"],
+            wd / "slapd.log",
         )
         end = time.monotonic() + timeout
         while not (self._sockdir / "ldapi").exists():
@@ -309,17 +304,8 @@ olcMemberOfRefInt: FALSE
         )  # fmt: skip
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=5)
         if self.proc is not None:
-            self._log.close()
+            self.proc.stop(grace=10)
         self.proc = None
         shutil.rmtree(self._sockdir, ignore_errors=True)
 
@@ -348,7 +334,7 @@ class SystemSssd:
         """``files``: absolute path -> content, written with mode 0600 (sssd.conf, the bind snippet, the CA)."""
         self.workdir = Path(workdir)
         self.files = files
-        self.proc: subprocess.Popen | None = None
+        self.proc: Daemon | None = None
         self._backup = self.workdir / "saved"
         self.before: dict[str, tuple] = {}
 
@@ -364,14 +350,7 @@ class SystemSssd:
                     shutil.copy2(p, dst)
         try:
             self._install()
-            self._log = open(self.workdir / "sssd.log", "ab")  # closed in stop()
-            self.proc = subprocess.Popen(
-                ["sssd", "-i", "--logger=stderr", "-d", "3"],
-                stdout=self._log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            self.proc = Daemon(["sssd", "-i", "--logger=stderr", "-d", "3"], self.workdir / "sssd.log")
             end = time.monotonic() + timeout
             while not Path("/var/lib/sss/pipes/nss").exists():
                 if self.proc.poll() is not None or time.monotonic() > end:
@@ -406,19 +385,8 @@ class SystemSssd:
 
     def stop(self) -> None:
         if self.proc is not None:
-            if self.proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(self.proc.pid, signal.SIGKILL)
-                    self.proc.wait(timeout=5)
-            # sssd's responders/providers are in its session; make sure none is left
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self._log.close()
+            self.proc.stop(grace=10)
+            self.proc.kill()  # sssd's responders/providers are in its session; make sure none is left
             self.proc = None
         if not self.before:
             return

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import contextlib
 import grp
-import importlib.util
 import os
 import pwd
 import re
@@ -55,13 +54,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from daemons import Daemon
 from gpufleet_testlib.slurm_build import (
     SlurmBuildError,
     check_version,
@@ -70,6 +69,7 @@ from gpufleet_testlib.slurm_build import (
     slurm_prefix,
     slurm_tool,
 )
+from lead_conftest import lead_conftest
 from polling import wait_for
 
 from ansible_collections.gpufleet.core.plugins.module_utils.hostlist import compress, expand
@@ -105,24 +105,12 @@ ENV_NOISE: tuple[re.Pattern, ...] = (re.compile(r"error: High latency for \d+ ca
 PROBLEM = re.compile(r"\b(error|fatal|warning|WARNING)\b|\bfatal:|\berror:")
 
 
-def _lead_conftest():
-    """The lead's tests/conftest.py, loaded by path under a fixed name (nested conftests shadow it)."""
-    name = "gpufleet_tests_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[2] / "conftest.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
 def require_slurm() -> None:
     """Skip (outside CI) or fail (CI=true) unless the Slurm build, munged and root are there; fail
     (always) when the build is another Slurm version than the pinned one."""
     import pytest
 
-    lead = _lead_conftest()
+    lead = lead_conftest()
     lead.require_tool("munged", "Debian package munge")
     require_slurm_build(*TOOLS)
     if os.geteuid() != 0:
@@ -205,7 +193,7 @@ class SlurmCluster:
         # further config files next to slurm.conf, where slurmctld/slurmd look for them
         # (topology.yaml, cgroup.conf, ...): name -> text
         self.files = dict(files or {})
-        self._procs: dict[str, subprocess.Popen] = {}
+        self._procs: dict[str, Daemon] = {}
         self._sockdir: Path | None = None
         self.body = conf
         self.topology = topology
@@ -402,18 +390,8 @@ class SlurmCluster:
 
     # ------------------------------------------------------------------ processes
 
-    def _spawn(self, key: str, argv: Sequence[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-        out = open(self.log_dir / f"{key}.out", "ab")  # closed in stop()
-        proc = subprocess.Popen(
-            list(argv),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=self.env if env is None else env,
-            cwd=self.workdir,
-            start_new_session=True,
-        )
-        proc._gf_out = out  # type: ignore[attr-defined]
+    def _spawn(self, key: str, argv: Sequence[str], env: dict[str, str] | None = None) -> Daemon:
+        proc = Daemon(argv, self.log_dir / f"{key}.out", env=self.env if env is None else env, cwd=self.workdir)
         self._procs[key] = proc
         return proc
 
@@ -550,25 +528,18 @@ class SlurmCluster:
                 self.timings["stop-drain"] = time.monotonic() - t0
         order = ["slurmrestd"] + [k for k in self._procs if k.startswith("slurmd-")] + ["slurmctld", "munged"]
         for key in order:
-            proc = self._procs.get(key)
-            if proc is not None and proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
+            if key in self._procs:
+                self._procs[key].terminate(group=False)
         deadline = time.monotonic() + 5
         for key in order:
             proc = self._procs.get(key)
             if proc is None:
                 continue
-            try:
-                t = time.monotonic()
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-                self.timings[f"stop-{key}"] = time.monotonic() - t
-            except subprocess.TimeoutExpired:
+            t = time.monotonic()
+            if proc.reap(max(0.1, deadline - time.monotonic())):
                 self.timings[f"killed-{key}"] = 1
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
-            proc._gf_out.close()  # type: ignore[attr-defined]
+            else:
+                self.timings[f"stop-{key}"] = time.monotonic() - t
             if key == "slurmctld" and self.accounting is not None:
                 self.accounting.stop()
         if self.accounting is not None:

@@ -12,7 +12,6 @@ directory, and the number of tries (3 instead of 60, with a ``sleep`` that retur
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 from pathlib import Path
 
@@ -65,11 +64,6 @@ def _run(c, job: dict, tmp: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=env, timeout=120, check=False)
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=30)
-
-
 def test_gates_sit_between_the_waves() -> None:
     gates = _gates()
     waves = {name: int(job["metadata"]["annotations"][upgrade_gates.SYNC_WAVE]) for name, job in gates.items()}
@@ -91,7 +85,7 @@ def test_gates_follow_the_real_daemons(slurm_cluster, tmp_path: Path) -> None:
     assert up.returncode == 0, up.stderr + up.stdout
     assert _run(c, ctld, tmp_path).returncode == 0
 
-    _kill(db._procs["slurmdbd"])  # the accounting is down (a failed conversion, a crash loop)
+    db._procs["slurmdbd"].stop(grace=30, group=False)  # the accounting is down (a failed conversion, a crash loop)
     down = _run(c, acct, tmp_path)
     assert down.returncode == 1, down.stdout
     assert "gpufleet: slurmdbd (sacctmgr ping) does not answer after 3 tries (sacctmgr ping)" in down.stderr
@@ -108,7 +102,7 @@ def test_gates_follow_the_real_daemons(slurm_cluster, tmp_path: Path) -> None:
     assert old.returncode == 1, old.stdout
     assert f"gpufleet: slurmctld {nxt} (scontrol ping, SLURM_VERSION) does not answer after 3 tries" in old.stderr
 
-    _kill(c._procs["slurmctld"])
+    c._procs["slurmctld"].stop(grace=30, group=False)
     down = _run(c, ctld, tmp_path)
     assert down.returncode == 1, down.stdout
     assert "gpufleet: slurmctld 26.05 (scontrol ping, SLURM_VERSION) does not answer after 3 tries" in down.stderr

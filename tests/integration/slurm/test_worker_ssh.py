@@ -43,9 +43,9 @@ pytestmark = pytest.mark.slurm
 
 
 def _require_ssh() -> None:
-    from harness import _lead_conftest
+    from lead_conftest import lead_conftest
 
-    lead = _lead_conftest()
+    lead = lead_conftest()
     lead.require_tool("sshd", "Debian package openssh-server")
     if pam_slurm_adopt_module() is None:
         lead.require_tool("pam_slurm_adopt.so", "tools/build-slurm.sh (contribs/pam_slurm_adopt of the Slurm build)")

@@ -13,11 +13,11 @@ access rules) then ``pam_slurm_adopt action_adopt_failure=deny action_generic_fa
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 import time
 from pathlib import Path
+
+from daemons import Daemon
 
 PAM_DIR = Path("/etc/pam.d")
 SSHD = "/usr/sbin/sshd"
@@ -84,7 +84,7 @@ class WorkerSshd:
         self.extra_config = extra_config
         self.env = env  # SLURM_CONF for pam_slurm_adopt
         self.service = f"gpufleet-sshd-{node}"
-        self.proc: subprocess.Popen | None = None
+        self.proc: Daemon | None = None
 
     def _pam(self) -> str:
         module = pam_slurm_adopt_module()
@@ -112,12 +112,7 @@ class WorkerSshd:
             link.symlink_to(SSHD)
         (PAM_DIR / self.service).write_text(self._pam())
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
-        self._log = open(wd / "sshd.log", "ab")  # closed in stop()
-        self.proc = subprocess.Popen(
-            [str(link), "-D", "-e", "-f", str(wd / "sshd_config")],
-            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
-            start_new_session=True,
-        )  # fmt: skip
+        self.proc = Daemon([link, "-D", "-e", "-f", wd / "sshd_config"], wd / "sshd.log", env=self.env)
         end = time.monotonic() + timeout
         while not (wd / "sshd.pid").exists():
             if self.proc.poll() is not None or time.monotonic() > end:
@@ -138,15 +133,7 @@ class WorkerSshd:
 
     def stop(self) -> None:
         if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=5)
-            self._log.close()
+            self.proc.stop(grace=10)
             self.proc = None
         with contextlib.suppress(FileNotFoundError):
             (PAM_DIR / self.service).unlink()

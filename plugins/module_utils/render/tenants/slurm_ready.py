@@ -84,29 +84,37 @@ def login_gate(tenant: Tenant, slurm_values: dict[str, Any], image: str | None =
     probe = f"exec 3<>/dev/tcp/{host}/{LOGIN_PORT} && head -c 4 <&3 | grep -q SSH-"
     runner = WAIT_FOR + (f"wait_for {shlex.quote(what)} timeout 10 bash -c {shlex.quote(probe)}\n")
     digest = hashlib.sha256(json.dumps(slurm_values, sort_keys=True).encode()).hexdigest()[:10]
+    return wait_job(
+        tenant,
+        {
+            "name": f"{LOGIN_GATE}-{digest}",
+            "namespace": SLURM_NAMESPACE,
+            "annotations": {"gpufleet.io/slurm-values-sha256": digest, WAITS_FOR: what},
+        },
+        LOGIN_BACKOFF_LIMIT,
+        {"name": "wait", "image": image or login_image(), "command": ["/bin/bash", "-c", runner]},
+    )
+
+
+def wait_job(
+    tenant: Tenant,
+    metadata: dict[str, Any],
+    backoff: int,
+    container: dict[str, Any],
+    volumes: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A Job of one container that waits for something and fails past ``backoff`` tries (the login gate,
+    the upgrade gates): the tenant's labels on the Job and its pod, no restart in place, no
+    service-account token."""
     labels = {"app.kubernetes.io/managed-by": "gpufleet", "gpufleet.io/tenant": tenant.name}
+    pod: dict[str, Any] = {"restartPolicy": "Never", "automountServiceAccountToken": False, "containers": [container]}
+    if volumes:
+        pod["volumes"] = volumes
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {
-            "name": f"{LOGIN_GATE}-{digest}",
-            "namespace": SLURM_NAMESPACE,
-            "labels": labels,
-            "annotations": {"gpufleet.io/slurm-values-sha256": digest, WAITS_FOR: what},
-        },
-        "spec": {
-            "backoffLimit": LOGIN_BACKOFF_LIMIT,
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "automountServiceAccountToken": False,
-                    "containers": [
-                        {"name": "wait", "image": image or login_image(), "command": ["/bin/bash", "-c", runner]}
-                    ],
-                },
-            },
-        },
+        "metadata": {**metadata, "labels": labels},
+        "spec": {"backoffLimit": backoff, "template": {"metadata": {"labels": labels}, "spec": pod}},
     }
 
 

@@ -89,43 +89,20 @@ def controller_check(release: str) -> str:
 def gate_job(
     tenant: Tenant, name: str, wave: str, what: str, command: str, image: str, backoff: int = GATE_BACKOFF_LIMIT
 ) -> dict[str, Any]:
-    labels = {"app.kubernetes.io/managed-by": "gpufleet", "gpufleet.io/tenant": tenant.name}
     key = {"secret": {"name": f"{RELEASE}-auth-slurm", "items": [{"key": "slurm.key", "path": "slurm.key"}]}}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "labels": labels,
-            "annotations": {
-                HOOK: "Sync",
-                HOOK_DELETE: "BeforeHookCreation",
-                SYNC_WAVE: wave,
-                slurm_ready.WAITS_FOR: what,
-            },
+    annotations = {HOOK: "Sync", HOOK_DELETE: "BeforeHookCreation", SYNC_WAVE: wave, slurm_ready.WAITS_FOR: what}
+    return slurm_ready.wait_job(
+        tenant,
+        {"name": name, "annotations": annotations},
+        backoff,
+        {
+            "name": "gate",
+            "image": image,
+            "command": ["/bin/sh", "-c", gate_script(tenant, what, command)],
+            "volumeMounts": [{"name": "slurm-key", "mountPath": "/etc/slurm/slurm.key", "subPath": "slurm.key"}],
         },
-        "spec": {
-            "backoffLimit": backoff,
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "automountServiceAccountToken": False,
-                    "containers": [
-                        {
-                            "name": "gate",
-                            "image": image,
-                            "command": ["/bin/sh", "-c", gate_script(tenant, what, command)],
-                            "volumeMounts": [
-                                {"name": "slurm-key", "mountPath": "/etc/slurm/slurm.key", "subPath": "slurm.key"}
-                            ],
-                        }
-                    ],
-                    "volumes": [{"name": "slurm-key", "projected": {"defaultMode": 0o600, "sources": [key]}}],
-                },
-            },
-        },
-    }
+        [{"name": "slurm-key", "projected": {"defaultMode": 0o600, "sources": [key]}}],
+    )
 
 
 def gates(tenant: Tenant, waves: dict[str, str], image: str | None = None) -> list[dict[str, Any]]:

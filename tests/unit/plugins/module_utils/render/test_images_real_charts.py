@@ -13,12 +13,11 @@ cert-manager and Kueue: test_images_templated.py.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 import yaml
-from real_charts import ARCHIVES, chart_dir, helpers, template
+from real_charts import ARCHIVES, chart_dir, helpers, image_references, template
 from render_checks import CHART_OF_DIR
 from render_fixtures import edit_vars, make_inventory, turn_bridge_on
 
@@ -29,8 +28,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.versions import CHAR
 MIRROR = "registry.site.internal/mirror"
 KEYS = sorted({*ARCHIVES, "vcluster"})
 KEY_OF_CHART = {c["chart"]: k for k, c in CHARTS.items()}
-IMAGE_FLAG = re.compile(r"^--[a-z0-9-]*-image=(\S+)$")
-IMAGE_SETTING = re.compile(r"^(RELATED_IMAGE_[A-Z0-9_]+|[A-Z0-9_]*_IMAGE)$")
 # optional parts on, so that every image the chart can pull is templated (the rendered values win)
 ALL_PARTS: dict[str, dict[str, Any]] = {
     "argocd": {
@@ -40,34 +37,6 @@ ALL_PARTS: dict[str, dict[str, Any]] = {
     },
     "cilium": {"hubble": {"relay": {"enabled": True}, "ui": {"enabled": True}}},
 }
-
-
-def references(objs: list[dict[str, Any]]) -> set[str]:
-    out: set[str] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if isinstance(node.get("repository"), str) and isinstance(node.get("image"), str) and node.get("version"):
-                out.add(f"{node['repository']}/{node['image']}:{node['version']}")  # ClusterPolicy
-            if isinstance(node.get("name"), str) and IMAGE_SETTING.match(node["name"]) and isinstance(
-                node.get("value"), str
-            ):
-                out.add(node["value"])  # an env setting
-            for k, v in node.items():
-                if k == "image" and isinstance(v, str) and "/" in v:
-                    out.add(v)
-                elif k == "args" and isinstance(v, list):
-                    out.update(m.group(1) for a in v if isinstance(a, str) and (m := IMAGE_FLAG.match(a.strip())))
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    for o in objs:
-        walk(o)
-        if o.get("kind") == "ConfigMap":
-            out.update(v for k, v in (o.get("data") or {}).items() if IMAGE_SETTING.match(k))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +73,7 @@ def test_every_image_a_real_chart_templates_comes_from_the_mirror(
     for rel, body in files.items():
         values = work / "values.yaml"
         values.write_bytes(body)
-        refs = references(template(helm, chart, [parts, values], release=key.replace("_", "-")))
+        refs = image_references(template(helm, chart, [parts, values], release=key.replace("_", "-")))
         if key in images.NO_IMAGES:
             assert refs == set(), rel
             continue

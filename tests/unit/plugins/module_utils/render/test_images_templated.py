@@ -7,14 +7,13 @@ upstream references (so the table is read off the chart, not written from memory
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from real_charts import helpers
+from real_charts import helpers, image_references
 from render_checks import CHART_OF_DIR, unknown_values_keys
 from render_fixtures import edit_vars, make_inventory
 
@@ -28,31 +27,10 @@ CHARTS = {"cert-manager": "cert_manager", "kueue": "kueue"}  # chart -> versions
 # optional parts switched on so that every image the chart can pull is templated (before the rendered
 # values, which win: none of them turns these off)
 ALL_PARTS = {"kueue": {"enableKueueViz": True}, "cert-manager": {"startupapicheck": {"enabled": True}}}
-IMAGE_FLAG = re.compile(r"^--[a-z0-9-]*-image=(\S+)$")
 
 
 def chart_dir(chart: str) -> Path:
     return helpers().require_path(REPO / ".build" / "share" / "charts" / chart, "tools/build.sh charts")
-
-
-def pulled(objs: list[dict[str, Any]]) -> set[str]:
-    """Every image reference in templated objects: ``image`` fields and ``--*-image=`` flags."""
-    out: set[str] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k == "image" and isinstance(v, str):
-                    out.add(v)
-                elif k == "args" and isinstance(v, list):
-                    out.update(m.group(1) for a in v if isinstance(a, str) and (m := IMAGE_FLAG.match(a.strip())))
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(objs)
-    return out
 
 
 def template(chart: str, values: bytes, tmp: Path) -> list[dict[str, Any]]:
@@ -100,12 +78,12 @@ def test_every_image_the_chart_templates_comes_from_the_mirror(
     assert mirrored, f"the sample renders no {chart} values"
     for rel, body in mirrored.items():
         assert unknown_values_keys(yaml.safe_load(body), chart, shared_dir) == [], rel  # the keys the tests allow
-        refs = pulled(template(chart, body, tmp_path))
+        refs = image_references(template(chart, body, tmp_path), bare=True)
         assert refs, rel
         assert {r for r in refs if not r.startswith(MIRROR + "/")} == set(), rel
         assert refs == {images.pulled(img, MIRROR) for img in rows}, rel
     for rel, body in chart_values(renders["plain"], chart).items():  # upstream: the table's references
-        assert pulled(template(chart, body, tmp_path)) == {img.upstream for img in rows}, rel
+        assert image_references(template(chart, body, tmp_path), bare=True) == {img.upstream for img in rows}, rel
     table = renders["mirrored"]["IMAGES.md"].decode()
     for img in rows:
         assert f"`{img.upstream}` | `{MIRROR}/{img.upstream}`" in table

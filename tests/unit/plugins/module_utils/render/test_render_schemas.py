@@ -8,12 +8,12 @@ No credentials anywhere in the tree.
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import jsonschema
 import pytest
+from lead_conftest import lead_conftest
 from render_checks import (
     CHART_OF_DIR,
     KUEUE_CRDS,
@@ -40,20 +40,6 @@ NO_UPSTREAM_CRD |= {
 }
 # built-in APIs: no CRD (checked by the kube dry-run tests)
 CORE = {"v1", "batch/v1", "policy/v1", "storage.k8s.io/v1", "scheduling.k8s.io/v1", "admissionregistration.k8s.io/v1"}
-
-
-def require_path(path: Path, why: str) -> None:
-    """require_path of the lead's tests/conftest.py (skip locally, fail with CI=true)."""
-    import importlib.util
-
-    name = "gpufleet_tests_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "conftest.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    sys.modules[name].require_path(path, why)
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +79,10 @@ def test_custom_resources_validate_against_upstream_crds(rendered, sample_render
             if key[0] in CORE or key in NO_UPSTREAM_CRD:
                 continue
             if key[0].startswith("monitoring.coreos.com/") and key not in index:
-                require_path(PROMETHEUS_CRDS / ".version", "prometheus-operator CRDs: tools/build.sh promcrds")
+                why = "prometheus-operator CRDs: tools/build.sh promcrds"
+                lead_conftest().require_path(PROMETHEUS_CRDS / ".version", why)
             if key[0].startswith("kueue.x-k8s.io/") and key not in index:
-                require_path(KUEUE_CRDS.parent / ".version", "Kueue CRDs: tools/build.sh kueue")
+                lead_conftest().require_path(KUEUE_CRDS.parent / ".version", "Kueue CRDs: tools/build.sh kueue")
             assert key in index, f"{rel}: {key} has no upstream CRD and is not listed in NO_UPSTREAM_CRD"
             seen.add(key)
             validator = crd_validator(*index[key])

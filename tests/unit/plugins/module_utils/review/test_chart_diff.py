@@ -4,14 +4,12 @@ unavailable."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
+from lead_conftest import lead_conftest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.review.chart_diff import chart_changes
 
@@ -30,16 +28,6 @@ spec:
     targetRevision: {version}
   - {{ref: values, repoURL: https://git.example.org/fleet.git, targetRevision: main}}
 """
-
-
-def _top() -> Any:
-    name = "gpufleet_tests_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "conftest.py")
-        assert spec and spec.loader
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
 
 
 def tree(version: str, replicas: int) -> SimpleNamespace:
@@ -70,7 +58,7 @@ def test_a_chart_that_is_not_here_is_named() -> None:
 
 
 def test_the_real_chart_templated_before_and_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    helm = _top().require_tool("helm", "templating a chart before and after")
+    helm = lead_conftest().require_tool("helm", "templating a chart before and after")
     monkeypatch.setenv("PATH", f"{Path(helm).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     chart(tmp_path, "0.1.0")
     chart(tmp_path, "0.2.0", "  labels: {tier: gpu}\n")
