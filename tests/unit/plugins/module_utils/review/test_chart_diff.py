@@ -72,7 +72,7 @@ def test_the_real_chart_templated_before_and_after(tmp_path: Path, monkeypatch: 
 def test_crds_are_compared_and_a_v_version_is_found_unpacked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """As Argo CD templates (``--include-crds``): a CRD the new version ships in ``crds/`` is in the diff;
     an unpacked chart whose version carries a ``v`` (cert-manager, gpu-operator) is found."""
-    helm = _top().require_tool("helm", "templating a chart before and after")
+    helm = lead_conftest().require_tool("helm", "templating a chart before and after")
     monkeypatch.setenv("PATH", f"{Path(helm).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     chart(tmp_path, "v0.1.0")
     chart(tmp_path, "v0.2.0")
