@@ -252,6 +252,10 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "gpufleet",
     "GIT_COMMITTER_EMAIL": "gpufleet@example.org",
     "GIT_CONFIG_GLOBAL": "/dev/null",
+    # no automatic gc: it packs loose objects in the background while a repository is being copied
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "gc.auto",
+    "GIT_CONFIG_VALUE_0": "0",
 }
 
 
