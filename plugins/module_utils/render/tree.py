@@ -256,7 +256,8 @@ def render_fleet(
     digests = digests or render_cache.InputDigests()
     names = sorted(fleet.clusters if clusters is None else clusters)
     n = 1 if keep_inputs else parallel.worker_count(len(names), workers)
-    pack = n == 1 and not keep_inputs  # this process holds every cluster's bytes: compressed (render/packed.py)
+    # one process holding several clusters' rendered bytes until they are written keeps them compressed
+    pack = n == 1 and not keep_inputs and len(names) > 1  # (render/packed.py)
     if n > 1:
         parts = parallel.render_parts(names, n, lambda c: _cluster_part(fleet, c, cache, base, digests, False))
     else:
