@@ -33,7 +33,7 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping, MutableMapping
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import writer
 from ansible_collections.gpufleet.core.plugins.module_utils.render.apps import Rendered
 from ansible_collections.gpufleet.core.plugins.module_utils.render.include import scope_root, scope_sources
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs, cluster_inputs
-from ansible_collections.gpufleet.core.plugins.module_utils.render.packed import PackedFiles
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform import fabric_labels
 from ansible_collections.gpufleet.core.plugins.module_utils.render.platform.cluster import (
     platform_project,
@@ -80,7 +79,7 @@ class RenderResult:
     """The rendered GitOps tree plus the pool locks (absolute path -> bytes) to keep beside it."""
 
     fleet: Fleet
-    files: Mapping[str, bytes]  # a dict, or PackedFiles (render/packed.py) from a render that keeps no inputs
+    files: dict[str, bytes]
     locks: dict[Path, bytes] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, ClusterInputs] = field(default_factory=dict)  # cluster -> what it was rendered from
@@ -198,25 +197,17 @@ def _index(fleet: Fleet, summary: dict[str, Any]) -> bytes:
 class _ClusterPart:
     """One cluster's share of a render: its files, pool lock and summary (and inputs, when kept)."""
 
-    files: Mapping[str, bytes]
+    files: dict[str, bytes]
     lock: tuple[Path, bytes]
     summary: dict[str, Any]
     inputs: ClusterInputs | None = None
 
 
 def _cluster_part(
-    fleet: Fleet,
-    name: str,
-    cache: Path | None,
-    base: str | None,
-    digests: render_cache.InputDigests,
-    keep: bool,
-    pack: bool = False,
+    fleet: Fleet, name: str, cache: Path | None, base: str | None, digests: render_cache.InputDigests, keep: bool
 ) -> _ClusterPart:
     inputs = cluster_inputs(fleet, fleet.clusters[name], cache, base, digests)
-    files: Mapping[str, bytes] = _cluster_files(fleet, name, inputs)
-    if pack:
-        files = PackedFiles(files)
+    files = _cluster_files(fleet, name, inputs)
     if inputs.extra.get("refused_moves") is not None:
         raise inputs.extra["refused_moves"]
     summary: dict[str, Any] = {
@@ -256,13 +247,11 @@ def render_fleet(
     digests = digests or render_cache.InputDigests()
     names = sorted(fleet.clusters if clusters is None else clusters)
     n = 1 if keep_inputs else parallel.worker_count(len(names), workers)
-    # one process holding several clusters' rendered bytes until they are written keeps them compressed
-    pack = n == 1 and not keep_inputs and len(names) > 1  # (render/packed.py)
     if n > 1:
         parts = parallel.render_parts(names, n, lambda c: _cluster_part(fleet, c, cache, base, digests, False))
     else:
-        parts = {c: _cluster_part(fleet, c, cache, base, digests, keep_inputs, pack) for c in names}
-    files: MutableMapping[str, bytes] = PackedFiles() if pack else {}
+        parts = {c: _cluster_part(fleet, c, cache, base, digests, keep_inputs) for c in names}
+    files: dict[str, bytes] = {}
     locks: dict[Path, bytes] = {}
     summary: dict[str, Any] = {}
     used: dict[str, ClusterInputs] = {}
@@ -276,8 +265,7 @@ def render_fleet(
     if clusters is None:
         files["README.md"] = _index(fleet, summary)
         files["IMAGES.md"] = images.table(fleet.image_mirror).encode()
-    in_order = files.sorted() if isinstance(files, PackedFiles) else dict(sorted(files.items()))
-    return RenderResult(fleet=fleet, files=in_order, locks=locks, summary=summary, inputs=used)
+    return RenderResult(fleet=fleet, files=dict(sorted(files.items())), locks=locks, summary=summary, inputs=used)
 
 
 def render_inventory(

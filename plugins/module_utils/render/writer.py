@@ -285,18 +285,10 @@ def read_owned(path: Path) -> bytes | None:
     return _read(path)
 
 
-def _checked(files: Mapping[str, bytes]) -> Mapping[str, bytes]:
-    """``files`` with every path checked (``_check_rel``), the mapping itself when no path needs
-    rewriting (a compressed mapping, render/packed.py, is not inflated)."""
-    if all(_check_rel(k) == k for k in files):
-        return files
-    return {_check_rel(k): v for k, v in files.items()}
-
-
 def plan(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
     """Compare the rendered files with ``out`` on disk; write nothing."""
     out = Path(out)
-    files = _checked(files)
+    files = {_check_rel(k): v for k, v in files.items()}
     check_confined(out)
     return _plan(out, files)
 
@@ -306,7 +298,7 @@ def plan_within(out: str | os.PathLike[str], files: Mapping[str, bytes], folders
     what is outside them (the other folders, the fleet-wide files, the root manifest's lines for
     them) is not compared. The tree as a whole is still checked (links, files no manifest lists)."""
     out = Path(out)
-    files = _checked(files)
+    files = {_check_rel(k): v for k, v in files.items()}
     outside = sorted(k for k in files if not k.startswith(folders))
     if outside:
         raise ValueError(f"plan_within: {outside[0]} is outside {', '.join(folders)}")
@@ -455,7 +447,7 @@ def _create(target: Path, data: bytes) -> None:
 def write(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
     """Make ``out`` hold ``files`` (plus the files it does not own), atomically. Returns the plan."""
     out = Path(out).absolute()
-    files = _checked(files)
+    files = {_check_rel(k): v for k, v in files.items()}
     with _locked(out):
         recover(out)
         check_confined(out)

@@ -186,7 +186,7 @@ def test_the_checker_catches(tmp_path: Path, rel: str, text: str, expected: str)
 # inside a stage, floors: a file imports its own floor or a lower one (a package counts as one unit)
 SUBSTAGES: dict[str, list[tuple[str, ...]]] = {
     "render": [
-        ("__init__", "shared_names", "values", "images", "argocd", "git_entries", "writer", "topology_guard", "packed"),
+        ("__init__", "shared_names", "values", "images", "argocd", "git_entries", "writer", "topology_guard"),
         ("cache", "apps", "include", "collisions"),
         ("inputs",),
         ("platform",),

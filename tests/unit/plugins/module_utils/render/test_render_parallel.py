@@ -8,13 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from render_fixtures import make_big_inventory, tree_state
+from render_fixtures import make_big_inventory
 
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import parallel
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as rt
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import RenderInputError
-from ansible_collections.gpufleet.core.plugins.module_utils.render.packed import PackedFiles
 
 
 @pytest.fixture(scope="module")
@@ -94,34 +93,3 @@ def test_a_failing_cluster_raises_the_sequential_error(fleet, tmp_path: Path) ->
     for workers in (1, 3):
         with pytest.raises(RenderInputError, match=r"gpu-01-gone\.json"):
             rt.render_fleet(broken, keep_inputs=False, workers=workers)
-
-
-def test_one_process_holds_the_fleet_compressed(fleet, tmp_path: Path) -> None:
-    """A fleet rendered in one process keeps every cluster's bytes compressed until written
-    (render/packed.py): the same files in the same order, a fraction of the bytes, and the written tree
-    is the one the plain mapping writes."""
-    one = rt.render_fleet(fleet, keep_inputs=False, workers=1)
-    plain = rt.render_fleet(fleet)  # the review's render: inputs kept, files as they are
-    assert isinstance(one.files, PackedFiles) and isinstance(plain.files, dict)
-    assert list(one.files) == list(plain.files)
-    assert dict(one.files.items()) == plain.files
-    raw = sum(len(b) for b in plain.files.values())
-    assert one.files.packed_size() < raw / 2  # small files here; a 5,000-node cluster's shrink more
-    rt.write_render(one, tmp_path / "packed")
-    rt.write_render(replace(one, files=dict(plain.files)), tmp_path / "plain")
-    assert tree_state(tmp_path / "packed") == tree_state(tmp_path / "plain")
-    alone = rt.render_fleet(replace(fleet, clusters={"gpu-00": fleet.clusters["gpu-00"]}), keep_inputs=False)
-    assert isinstance(alone.files, dict), "one cluster holds nothing beside it: not compressed"
-
-
-def test_packed_files_is_a_mapping_of_bytes() -> None:
-    p = PackedFiles({"b": b"x" * 1000, "a": b"y"})
-    assert list(p) == ["b", "a"] and list(p.sorted()) == ["a", "b"]
-    assert p["b"] == b"x" * 1000 and "a" in p and len(p) == 2 and p.get("c") is None
-    assert p.packed_size() < 100
-    q = PackedFiles()
-    q.update(p)  # taken compressed
-    q["c"] = b"z"
-    assert dict(q) == {"b": b"x" * 1000, "a": b"y", "c": b"z"} and q == {"a": b"y", "b": b"x" * 1000, "c": b"z"}
-    del q["c"]
-    assert q == p
