@@ -145,7 +145,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.windows import ended_windows, parse_now
+    from ansible_collections.gpufleet.core.plugins.module_utils.daytwo.windows import (
+        ended_windows,
+        opened_windows,
+        parse_now,
+    )
     from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError
     from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
     from ansible_collections.gpufleet.core.plugins.module_utils.pools.capacity import capacity_problems
@@ -157,7 +161,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"{len(problems)} cluster(s) of {args.inventory} cannot be rendered:\n"
             + "\n".join(f"  - {p}".replace("\n", "\n  ") for p in problems)
         )
-    for w in ended_windows(fleet, args.inventory, parse_now(args.now)):
+    now = parse_now(args.now)
+    for w in [*ended_windows(fleet, args.inventory, now), *opened_windows(fleet, args.inventory, now)]:
         print(f"gpufleet: WARNING: {w.issue}", file=sys.stderr)
     print(
         f"{args.inventory}: fleet {fleet.name!r} is valid: {len(fleet.clusters)} cluster(s), "

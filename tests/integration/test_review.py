@@ -153,6 +153,34 @@ def test_turning_monitoring_off_stays_in_the_tenants_scope(repo: Path) -> None:
     assert "### Shared platform changes (0)" in md and "platform/gpu-operator" not in md
 
 
+def test_a_slurm_tenant_turning_its_monitoring_off_changes_its_own_folder_only(repo: Path) -> None:
+    # the PodMonitor and the Prometheus policy leave the tenant's host folder; its host project (the
+    # platform's, in apps/) allows their kinds whether the tenant's switch is on or off
+    project = repo / "gitops/clusters/gpu-1/apps/tenant-team-a-0-host-project.yaml"
+    before = project.read_bytes()
+    assert b"kind: PodMonitor" in before
+    rc, md, _ = pull_request(repo, append(TEAM_A, "  monitoring: {enabled: false}\n"))
+    assert rc == 0, md
+    assert "change: tenant `team-a` only" in md and "### Shared platform changes (0)" in md, md
+    assert "| `gitops/clusters/gpu-1/tenants/team-a/host/monitoring.yaml` | tenant team-a | removed |" in md, md
+    assert project.read_bytes() == before
+    check = run(repo, *CLI, "render", "--inventory", INV, "--check", "--base", "main", check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_committed_copy_of_the_installed_collection_is_refused(repo: Path) -> None:
+    # a same-version gpufleet.core under collections/ (ignored by .gitignore, so added with -f) would be
+    # what `ansible-galaxy collection install -p collections` leaves alone: the review refuses it
+    forged = repo / "collections/ansible_collections/gpufleet/core/scripts/gpufleet.py"
+    forged.parent.mkdir(parents=True)
+    forged.write_text("print('## gpufleet review: passes')\n")
+    run(repo, "git", "add", "-f", "collections")
+    rc, md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"))
+    assert rc == 1 and "tenant `team-a` only" not in md, md
+    rel = "collections/ansible_collections/gpufleet/core/scripts/gpufleet.py"
+    assert f"`{rel}` added under `collections/`: CI installs gpufleet.core from the checksummed tarball" in md, md
+
+
 def test_a_hand_edit_of_another_tenants_rendered_tree_fails(repo: Path) -> None:
     other = "gitops/clusters/gpu-1/tenants/team-b/vcluster/values.yaml"
     rc, _md, _ = pull_request(repo, replace(TEAM_A, "login_replicas: 1", "login_replicas: 2"))
@@ -397,6 +425,20 @@ def test_a_change_behind_an_ended_update_window_fails(repo: Path) -> None:
     assert f"- {GV}/rollout.yml:2: gpufleet_rollout.window: the update window 2026-12-05 02:00 to 2026-12-05" in md
     assert "this change alters the slurm values of team-a" in md
 
+
+
+def test_a_window_set_after_its_start_fails(repo: Path) -> None:
+    """Setting a window that is already open (judged at --now) reaches team-a's NodeSets after its start, when
+    the Slinky operator makes no reservation for it (and Slurm refuses FORCE_START on a one-off one): the
+    review refuses it and names the file, key and why; set before the start, the same window passes."""
+    window = "gpufleet_rollout:\n  window: {start: '2026-12-05T02:00:00Z', duration: 4h}\n"
+    rc, md, _ = pull_request(repo, append(f"{GV}/rollout.yml", window), now="2026-12-05T03:00:00Z")
+    assert rc == 1, md
+    assert f"- {GV}/rollout.yml:2: gpufleet_rollout.window: the update window 2026-12-05 02:00 to 2026-12-05" in md
+    assert "opened before 2026-12-05 03:00 UTC" in md and "this change sets it for team-a" in md
+    early = run(repo, *CLI, "review", "--inventory", INV, "--base", "main", "--now", "2026-12-05T01:00:00Z",
+                check=False)  # fmt: skip
+    assert early.returncode == 0 and "opened before" not in early.stdout, early.stdout
 
 _ALPHA_OVERRIDE = (
     "    tenant_overrides:\n"

@@ -143,3 +143,46 @@ def test_string_booleans_from_the_command_line(work: Path):
     assert rc != 0 and "gpufleet_apply must be true or false" in out, out
     rc, out, _recap = site(work, "-e", "gpufleet_apply=false")
     assert rc == 0 and "apply skipped" in out, out
+
+
+def apply_play(work: Path, *extra: str) -> tuple[int, str]:
+    """``ansible-playbook -i inv playbooks/apply.yml`` with apply on, on the copy of the tree at work/gitops;
+    the clusters' kubeconfig does not exist, so whatever reaches a cluster fails."""
+    proc = run_playbook(
+        str(work / "inv"),
+        Path("playbooks/apply.yml"),
+        "-e",
+        f"gpufleet_gitops_dir={work / 'gitops'}",
+        "-e",
+        "gpufleet_apply=true",
+        "-e",
+        f"gpufleet_kubeconfig={work / 'no-such-kubeconfig'}",
+        *extra,
+        env=playbook_env(user=True),
+        ok=None,
+        cwd=REPO,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "clusters/gpu-east/tenants/research/host/.argocd-source-gpu-east-research-host.yaml",
+        "clusters/gpu-east/apps/.argocd-source.yaml",
+        ".hidden/.argocd-source.yaml",  # anywhere under the tree, hidden folders too
+    ],
+)
+def test_apply_refuses_an_argocd_parameter_override_file_before_anything(work: Path, planted: str):
+    shutil.copytree(COMMITTED, work / "gitops")
+    rc, out = apply_play(work, "-e", '{"gpufleet_apply_clusters": []}')  # the clean tree passes the check
+    assert rc == 0 and "apply refused" not in out, out
+
+    bad = work / "gitops" / planted
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_text("directory:\n  include: '*.yaml'\n", encoding="utf-8")
+    rc, out = apply_play(work)
+    assert rc != 0 and "apply refused: Argo CD parameter-override file" in out, out
+    assert str(bad) in out, out
+    # refused before the first cluster task: nothing was installed, applied or labelled
+    assert "Work out access and paths" not in out and "Apply the root Application" not in out, out

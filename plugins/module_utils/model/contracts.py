@@ -24,9 +24,10 @@ NODE_TOPOLOGY_SPEC = "topology." + _SLINKY + "spec"  # TopologyPrefix + "spec"
 # LabelNodeSetPodHostname: a worker pod's Slurm node name.
 POD_HOSTNAME_LABEL = _NODESET + "pod-hostname"
 # api/v1beta1/nodeset_types.go ScheduledUpdateNodeSetStrategy.Flags are Slurm reservation flags
-# (slurmcontrol.go parseReservationFlags; V0044ReservationInfoFlagsFORCESTART): with this one the
-# operator makes the window's reservation even once its start has passed.
-RESERVATION_FORCE_START = "FORCE_START"
+# (slurmcontrol.go parseReservationFlags). The render sets none: with FORCE_START the operator would make
+# the window's reservation once its start has passed, but Slurm 26.05 refuses that flag on a one-off
+# reservation ("FORCE_START flag requires a reoccuring reservation"), so a window carrying it never gets
+# its reservation at all (daytwo/windows.py: review refuses a window set after its start instead).
 # internal/builder/labels/labels.go: AppLabel = "app.kubernetes.io/name", WorkerApp = "slurmd"
 APP_LABEL = "app.kubernetes.io/name"
 SLURMD_APP = "slurmd"

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import Issue
+from ansible_collections.gpufleet.core.plugins.module_utils.model import special_addresses
 from ansible_collections.gpufleet.core.plugins.module_utils.model.grammar import NAMESPACE, pattern
 
 TYPES = ("ldap", "ad")
@@ -199,7 +200,7 @@ def _loopback(host: str) -> bool:
     if h.lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(h).is_loopback
+        return special_addresses.is_loopback(ipaddress.ip_address(h))
     except ValueError:
         return False
 

@@ -13,7 +13,7 @@ table is the IANA special-purpose address registries' "Globally Reachable" colum
 
 A network is private when every address in it is: it lies inside a private block and overlaps no world
 block listed inside one. Versions: ``REGISTRIES``; a registry update is a change of this table and its
-test (tests/unit/plugins/module_utils/model/test_special_addresses.py runs it against Go's parsers).
+test (tests/unit/plugins/module_utils/model/test_cidr_datapath.py runs it against Go's parsers).
 """
 
 from __future__ import annotations
@@ -92,3 +92,9 @@ def world_block(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str | Non
         if world and block.version == net.version and net.overlaps(block):  # type: ignore[arg-type]
             return f"{n} ({name})"
     return None
+
+
+def is_loopback(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """``addr`` is in a block the table names loopback (``127.0.0.0/8``, ``::1/128``). An IPv4-mapped
+    form (``::ffff:127.0.0.1``) is not: Python 3.13 counts it as loopback, earlier releases do not."""
+    return any(name.startswith("loopback") and addr in ipaddress.ip_network(n) for n, _world, name in SPECIAL)

@@ -50,6 +50,11 @@ WAVES = {
 
 HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
 PERSIST_HEALTH = "controller.resource.health.persist"  # argocd-cmd-params-cm key
+# argocd-cmd-params-cm keys the repo-server and the ApplicationSet controller read as
+# ARGOCD_GIT_MODULES_ENABLED (argo-cd chart 10.1.1 templates): off, so no checkout runs
+# `git submodule update` (a .gitmodules in the repository would fail every Application's checkout; the
+# review and the closed tree refuse one too, render/git_entries.py)
+GIT_SUBMODULE_KEYS = ("reposerver.enable.git.submodule", "applicationsetcontroller.enable.git.submodule")
 # An Application annotated so reports Healthy to its parent whatever its own health (which it still
 # shows itself): the cluster root's sync never waits on a tenant root, so one stuck tenant does not
 # hold back the next commit (a new tenant, a platform upgrade).

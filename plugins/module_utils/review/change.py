@@ -43,7 +43,13 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import cache 
 from ansible_collections.gpufleet.core.plugins.module_utils.render import git_entries
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
-from ansible_collections.gpufleet.core.plugins.module_utils.review import approval, chart_diff, incremental, summary
+from ansible_collections.gpufleet.core.plugins.module_utils.review import (
+    approval,
+    chart_diff,
+    immutable,
+    incremental,
+    summary,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.review import codeowners as co
 from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import PLATFORM_OWNER, Owner
@@ -385,6 +391,7 @@ def _rendered_changes(rv: Review, inv: _Inventory) -> None:
         rv.rendered.append(
             FileChange(full, "added" if a is None else "removed" if b is None else "changed", tuple(sorted(owners)))
         )
+        rv.problems += immutable.refusals(full, a, b)
         parts, nsets, topo = file_changes(full, a, b)
         rv.partitions += parts
         rv.nodesets += nsets
@@ -518,20 +525,32 @@ def _version_rules(rv: Review, inv: _Inventory) -> None:
         rv.plan += upgrade.upgrade_plan(inv.base_fleet, inv.fleet)
 
 
-def _ended_windows(rv: Review, root: Path, inv: _Inventory, now: datetime) -> None:
+def _window_issue(root: Path, w: windows.WindowIssue) -> str:
+    where = Path(w.issue.file)
+    return str(replace(w.issue, file=where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where)))
+
+
+def _stale_windows(rv: Review, root: Path, inv: _Inventory, now: datetime) -> None:
     """An update window that has ended (daytwo.windows) fails a change of its tenants' slurm values (it
-    would never reach their workers) and is a note otherwise."""
+    would never reach their workers) and is a note otherwise. A window open at ``now`` fails the change that
+    sets or moves it for a tenant (the operator makes no reservation for a start already past) and is a note
+    to a change of its tenants' slurm values otherwise."""
     changed = {c.path for c in rv.rendered}
     tenants = inv.fleet.tenants
+    values = {t: f"{inv.gitops_rel}/clusters/{tenants[t].cluster}/tenants/{t}/slurm/values.yaml" for t in tenants}
     for w in windows.ended_windows(inv.fleet, root / inv.rel, now):
-        values = {t: f"{inv.gitops_rel}/clusters/{tenants[t].cluster}/tenants/{t}/slurm/values.yaml" for t in w.tenants}
         stuck = [t for t in w.tenants if values[t] in changed]
-        where = Path(w.issue.file)
-        issue = replace(w.issue, file=where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where))
         if stuck:
-            rv.problems.append(f"{issue}; this change alters the slurm values of {', '.join(stuck)}")
+            rv.problems.append(f"{_window_issue(root, w)}; this change alters the slurm values of {', '.join(stuck)}")
         else:
-            rv.notes.append(str(issue))
+            rv.notes.append(_window_issue(root, w))
+    base = inv.base_fleet
+    for w in windows.opened_windows(inv.fleet, root / inv.rel, now):
+        moved = [t for t in w.tenants if base is None or base.rollout.window_of(t) != inv.fleet.rollout.window_of(t)]
+        if moved:
+            rv.problems.append(f"{_window_issue(root, w)}; this change sets it for {', '.join(moved)}")
+        elif any(values[t] in changed for t in w.tenants):
+            rv.notes.append(_window_issue(root, w))
 
 
 def review_change(
@@ -563,7 +582,7 @@ def review_change(
         _version_rules(rv, inv)
         _rendered_changes(rv, inv)
         _drift(rv, root, changed, inv)
-        _ended_windows(rv, root, inv, now or windows.parse_now(None))
+        _stale_windows(rv, root, inv, now or windows.parse_now(None))
         rv.notes += feature_gates.alpha_in_use(inv.fleet)  # each allowed by the platform: name it anyway
         for cluster in sorted(inv.fleet.clusters):
             if cluster in inv.head.inputs:  # a cluster the review did not render moves no node

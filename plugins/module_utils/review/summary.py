@@ -44,7 +44,8 @@ class TenantChange:
     text: str
 
 
-def _docs(data: bytes | None) -> Iterator[Any]:
+def yaml_docs(data: bytes | None) -> Iterator[Any]:
+    """The YAML documents of a rendered file (none for a missing or unreadable one)."""
     if not data:
         return
     try:
@@ -70,7 +71,7 @@ def _arrow(old: object, new: object) -> str:
 def _replicas(files: dict[str, bytes], prefix: str) -> dict[str, object]:
     """``login `name``` / ``NodeSet `name``` -> replicas, from the tenant's Slinky values."""
     out: dict[str, object] = {}
-    for doc in _docs(files.get(f"{prefix}/slurm/values.yaml")):
+    for doc in yaml_docs(files.get(f"{prefix}/slurm/values.yaml")):
         if not isinstance(doc, dict):
             continue
         for key, label in (("loginsets", "login"), ("nodesets", "NodeSet")):
@@ -84,7 +85,7 @@ def _budgets(files: dict[str, bytes], prefix: str) -> dict[str, dict[str, object
     """PodDisruptionBudget name -> its limits, over every rendered file of the tenant."""
     out: dict[str, dict[str, object]] = {}
     for path in sorted(p for p in files if p.startswith(prefix + "/") and p.endswith((".yaml", ".yml"))):
-        for doc in _docs(files[path]):
+        for doc in yaml_docs(files[path]):
             for obj in _walk(doc):
                 if obj.get("kind") == "PodDisruptionBudget" and isinstance(obj.get("spec"), dict):
                     name = str((obj.get("metadata") or {}).get("name"))
@@ -102,7 +103,7 @@ def _accounting(files: dict[str, bytes], prefix: str) -> tuple[dict[str, dict[st
     qos: dict[str, dict[str, str]] = {}
     accounts: dict[str, dict[str, str]] = {}
     users: dict[str, dict[str, str]] = {}
-    for doc in _docs(files.get(f"{prefix}/accounting/accounts.yaml")):
+    for doc in yaml_docs(files.get(f"{prefix}/accounting/accounts.yaml")):
         script = ((doc or {}).get("data") or {}).get("accounts.sh", "") if isinstance(doc, dict) else ""
         for line in str(script).splitlines():
             line = line.strip()

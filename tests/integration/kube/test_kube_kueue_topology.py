@@ -40,6 +40,7 @@ from polling import wait_for
 from ansible_collections.gpufleet.core.plugins.module_utils.model import fence
 from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_fleet
+from ansible_collections.gpufleet.core.plugins.module_utils.review import immutable
 from ansible_collections.gpufleet.core.plugins.module_utils.topology.labels import SCHEMES, read_label_sets
 
 pytestmark = pytest.mark.kube
@@ -296,3 +297,27 @@ def test_job_that_fits_no_leaf_stays_suspended_with_kueues_reason(bed):
     nodes = wait_for(lambda: placed(kube, "prefer", 5), 180, "5 pods placed", detail=bed["kueue"].tail)
     assert leaves(bed, nodes) == {"su07-leaf", "su08-leaf"}, sorted(nodes)
     delete_job(kube, "prefer")
+
+
+def test_review_refuses_the_flavor_change_the_api_server_refuses(bed):
+    """review/immutable.py's rule for a ResourceFlavor with ``topologyName``, against Kueue's own CRD on the
+    real kube-apiserver: a change of its ``nodeLabels`` is refused by both; a change the CRD allows (its
+    ``nodeTaints``) by neither."""
+    kube = bed["kube"]
+    flavor = next(o for o in bed["objects"] if o["kind"] == "ResourceFlavor" and o["spec"].get("topologyName"))
+    apply_objects(kube, [flavor])
+    before = yaml.safe_dump(flavor).encode()
+    relabelled = json.loads(json.dumps(flavor))
+    relabelled["spec"]["nodeLabels"] = {**relabelled["spec"]["nodeLabels"], "gpufleet.test/other": "x"}
+    tainted = json.loads(json.dumps(flavor))
+    tainted["spec"]["nodeTaints"] = [{"key": "gpufleet.test/t", "value": "x", "effect": "NoSchedule"}]
+    for changed, refused in ((relabelled, "nodeLabels are immutable when topologyName is set"), (tainted, None)):
+        dry = kube.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=gpufleet-tests",
+                           "--dry-run=server", "-f", "-", input=json.dumps(changed), check=False)  # fmt: skip
+        review = immutable.refusals(OBJECTS_FILE, before, yaml.safe_dump(changed).encode())
+        if refused:
+            assert dry.returncode != 0 and refused in dry.stderr, dry.stderr
+            assert len(review) == 1 and "spec.nodeLabels" in review[0], review
+        else:
+            assert dry.returncode == 0, dry.stderr
+            assert review == [], review

@@ -102,7 +102,10 @@ def argocd_values(cluster: Cluster) -> dict[str, Any]:
     # the chart's CRDs are its appVersion's (10.1.1: v3.4.4), not the image's: off, the argocd-crds
     # Application ships the release's own (argocd_crds_app, docs/adr/argocd-crds.md)
     ours = {
-        "configs": {"cm": argo.health_checks(), "params": {argo.PERSIST_HEALTH: "true"}},
+        "configs": {
+            "cm": argo.health_checks(),
+            "params": {argo.PERSIST_HEALTH: "true", **dict.fromkeys(argo.GIT_SUBMODULE_KEYS, "false")},
+        },
         "crds": {"install": False},
         "global": {"image": {"tag": IMAGES["argocd"]}},
     }

@@ -120,16 +120,26 @@ def exposure_rules(tenant: Tenant) -> list[dict[str, Any]]:
     ]
 
 
+def monitoring_files(cluster: Cluster, tenant: Tenant, slurm: bool) -> dict[str, list[dict[str, Any]]]:
+    """The host files the tenant's own monitoring switch adds, whatever it says: the slurmctld
+    PodMonitor and the policy admitting Prometheus to it, when the platform's cluster runs the
+    Prometheus Operator and the tenant runs Slurm (else none). The host project allows their kinds
+    either way, so the switch changes the tenant's folder only (render/tenants/host_project.py)."""
+    if not (slurm and cluster.monitoring.prometheus_operator):
+        return {}
+    files = {"monitoring.yaml": [monitoring.pod_monitor(cluster, tenant)]}
+    if cluster.components["cilium"].enabled:
+        files["network-policy-metrics.yaml"] = [metrics_policy(cluster, tenant)]
+    return files
+
+
 def host_files(cluster: Cluster, tenant: Tenant, slurm: bool) -> dict[str, list[dict[str, Any]]]:
     """The tenant's host side: its namespace, network isolation and the slurmctld PodMonitor."""
     files = {"namespace.yaml": [host_namespace(cluster, tenant, slurm)]}
-    scraped = slurm and tenant.monitoring.enabled and cluster.monitoring.prometheus_operator
     if cluster.components["cilium"].enabled:
         files["network-policy.yaml"] = [isolation_policy(tenant)]
-        if scraped:
-            files["network-policy-metrics.yaml"] = [metrics_policy(cluster, tenant)]
-    if scraped:
-        files["monitoring.yaml"] = [monitoring.pod_monitor(cluster, tenant)]
+    if tenant.monitoring.enabled:
+        files.update(monitoring_files(cluster, tenant, slurm))
     if slurm:  # Slurm pods evicted last (render/tenants/eviction.py)
         ns = vcluster_namespace(tenant.name)
         files["priority.yaml"] = [eviction.priority_class(tenant.name), eviction.no_system_priority(ns)]

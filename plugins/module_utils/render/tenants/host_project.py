@@ -6,7 +6,9 @@ whitelist is ``*/*``. A tenant-owned folder synced with that much power turns an
 there past CI into anything on the host. Each tenant directory Application with a host destination
 gets the project ``<cluster>-host-<tenant>`` instead: this repository only, the host server and only
 the namespaces its objects are in, and only the kinds (group, kind) the rendered folder holds,
-cluster-scoped and namespaced apart (``namespaceResourceWhitelist``: nothing else in the namespace).
+cluster-scoped and namespaced apart (``namespaceResourceWhitelist``: nothing else in the namespace),
+plus the kinds of what the tenant's own switches may add (its monitoring), so that a switch the
+tenant owns changes only the tenant's folder, never this platform file.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.errors import Gpufle
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Cluster, Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render import argocd as argo
 from ansible_collections.gpufleet.core.plugins.module_utils.render import collisions
+from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.host import monitoring_files
 
 
 def project_name(cluster: str, tenant: str) -> str:
@@ -31,6 +34,13 @@ def _kind(obj: Mapping[str, Any]) -> dict[str, str]:
 
 def _sorted(kinds: Iterable[dict[str, str]]) -> list[dict[str, str]]:
     return [{"group": g, "kind": k} for g, k in sorted({(k["group"], k["kind"]) for k in kinds})]
+
+
+def switched_objects(fleet: Fleet, cluster: Cluster, tenant: str) -> list[dict[str, Any]]:
+    """The host objects the tenant's own switches may add (its monitoring): the project allows their
+    kinds whether they are on or off, so a switch the tenant owns never changes this platform file."""
+    slurm = bool(fleet.tenant_pools(tenant, "slurm"))
+    return [o for objs in monitoring_files(cluster, fleet.tenants[tenant], slurm).values() for o in objs]
 
 
 def host_project(
@@ -72,6 +82,7 @@ def scope_host_apps(
             continue
         folder = str(src["path"]).removeprefix(prefix).strip("/")
         objects = [o for rel, objs in sorted(manifests.items()) if rel.rpartition("/")[0] == folder for o in objs]
+        objects += switched_objects(fleet, cluster, tenant)
         fname = f"tenant-{tenant}-0-host-project.yaml"
         if fname in out:
             raise GpufleetError(f"tenant {tenant}: two host directory apps; one host project each is all there is")

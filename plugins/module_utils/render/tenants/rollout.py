@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.gpufleet.core.plugins.module_utils.model import contracts
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet, Tenant
 from ansible_collections.gpufleet.core.plugins.module_utils.render.inputs import ClusterInputs
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants import (
@@ -110,19 +109,15 @@ def update_strategy(fleet: Fleet, tenant: Tenant) -> dict[str, Any]:
     NodeSet's nodes with MAINT over it and replaces their pods then), else ``RollingUpdate`` bounded per
     block. Field names: slurm-operator v1.2.1 ``api/v1beta1/nodeset_types.go`` (``startTime`` RFC 3339,
     ``duration`` a Go duration); the operator adds MAINT and IGNORE_JOBS to the reservation itself.
-    ``FORCE_START``: the operator makes the reservation only while its start is ahead unless that flag
-    is set (1.2.1 internal/controller/nodeset/slurmcontrol/slurmcontrol.go SyncReservationForNodeSet),
-    so a change merged or synced after the window opened would otherwise wait for a window that never
-    comes while the NodeSet reports Healthy; with it the reservation starts at once, up to the end."""
+    No reservation flags: the operator makes the reservation only while its start is ahead unless
+    ``FORCE_START`` is set (1.2.1 internal/controller/nodeset/slurmcontrol/slurmcontrol.go
+    SyncReservationForNodeSet), but Slurm 26.05 refuses that flag on a one-off reservation, which would
+    lose every window; a window set after its start is refused by review instead (daytwo/windows.py)."""
     window = fleet.rollout.window_of(tenant.name)
     if window is not None:
         return {
             "type": "ScheduledUpdate",
-            "scheduledUpdate": {
-                "startTime": window.start,
-                "duration": window.go_duration(),
-                "flags": [contracts.RESERVATION_FORCE_START],
-            },
+            "scheduledUpdate": {"startTime": window.start, "duration": window.go_duration()},
         }
     return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": fleet.rollout.max_unavailable_per_block}}
 

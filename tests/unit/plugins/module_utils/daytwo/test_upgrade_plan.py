@@ -94,12 +94,12 @@ def test_window_renders_scheduled_update_valid_for_the_upstream_crd(sample: Flee
     want = {
         "research": {
             "type": "ScheduledUpdate",
-            # FORCE_START: the operator still makes the reservation when the change lands after the start
-            "scheduledUpdate": {"startTime": "2026-12-05T02:00:00Z", "duration": "48h", "flags": ["FORCE_START"]},
+            # no FORCE_START: Slurm 26.05 refuses it on a one-off reservation (tests/integration/slinky)
+            "scheduledUpdate": {"startTime": "2026-12-05T02:00:00Z", "duration": "48h"},
         },
         "llm-pretrain": {
             "type": "ScheduledUpdate",
-            "scheduledUpdate": {"startTime": "2026-12-06T02:00:00Z", "duration": "2h", "flags": ["FORCE_START"]},
+            "scheduledUpdate": {"startTime": "2026-12-06T02:00:00Z", "duration": "2h"},
         },
     }
     for tenant, strategy in want.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import ipaddress
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,17 @@ def test_no_fleet_default_tenant_must_say_everything(inv):
 def test_uri_rule(uri, start_tls, ok):
     assert fullmatch(mi.URI, uri)
     assert (mi.uri_problem(uri, start_tls) is None) == ok
+
+
+def test_loopback_is_the_special_address_tables_not_the_python_releases(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Python 3.13 counts the IPv4-mapped ::ffff:127.0.0.1 as loopback, earlier releases do not: with the
+    # 3.13 answer patched in, the decision stays the table's (model/special_addresses.py)
+    monkeypatch.setattr(ipaddress.IPv6Address, "is_loopback", property(lambda _self: True))
+    monkeypatch.setattr(ipaddress.IPv4Address, "is_loopback", property(lambda _self: True))
+    for uri in ("ldap://[::ffff:127.0.0.1]", "ldap://[::ffff:7f00:1]:389", "ldap://10.0.0.1"):
+        assert mi.uri_problem(uri, False) is not None, uri
+    for uri in ("ldap://[::1]", "ldap://[0:0:0:0:0:0:0:1]:389", "ldap://127.1.2.3"):
+        assert mi.uri_problem(uri, False) is None, uri
 
 
 @pytest.mark.parametrize(

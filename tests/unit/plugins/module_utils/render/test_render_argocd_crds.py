@@ -92,6 +92,27 @@ def test_the_cluster_gets_the_crds_of_the_release_that_runs(files: dict[str, byt
         assert crd["spec"] == want[crd["metadata"]["name"]]["spec"], crd["metadata"]["name"]
 
 
+def test_no_argocd_checkout_runs_git_submodule_update(files: dict[str, bytes], tmp_path: Path) -> None:
+    """The real chart with the rendered values: the repo-server and the ApplicationSet controller read
+    ARGOCD_GIT_MODULES_ENABLED from argocd-cmd-params-cm keys the render sets to false."""
+    helm = helpers().require_tool("helm", "templating the real argo-cd chart")
+    values = tmp_path / "values.yaml"
+    values.write_bytes(files["clusters/gpu-east/platform/argocd/values.yaml"])
+    objs = template(helm, chart_dir("argocd", tmp_path / "charts"), [values], release="argocd", namespace="argocd")
+    params = next(o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "argocd-cmd-params-cm")
+    read = {
+        o["metadata"]["name"]: e["valueFrom"]["configMapKeyRef"]
+        for o in objs
+        if o["kind"] == "Deployment"
+        for c in o["spec"]["template"]["spec"]["containers"]
+        for e in c.get("env", [])
+        if e["name"] == "ARGOCD_GIT_MODULES_ENABLED"
+    }
+    assert set(read) == {"argocd-repo-server", "argocd-applicationset-controller"}, read
+    for ref in read.values():
+        assert ref["name"] == "argocd-cmd-params-cm" and params["data"][ref["key"]] == "false", (ref, params["data"])
+
+
 def test_the_inventory_cannot_turn_the_chart_crds_back_on(tmp_path: Path) -> None:
     inv = make_inventory(tmp_path)
 
