@@ -75,19 +75,6 @@ def features_off(fleet):
     return replace(fleet, tenants=tenants, clusters=clusters)
 
 
-def only_cluster(fleet, name: str):
-    """The fleet reduced to one of its clusters, its pools and its tenants."""
-    from dataclasses import replace
-
-    return replace(
-        fleet,
-        clusters={name: fleet.clusters[name]},
-        tenants={k: t for k, t in fleet.tenants.items() if t.cluster == name},
-        pools={k: p for k, p in fleet.pools.items() if p.cluster == name},
-        maintenance=tuple(m for m in fleet.maintenance if getattr(m, "cluster", name) == name),
-    )
-
-
 # ------------------------------------------------------------------ one cluster: the write runs
 
 
@@ -189,6 +176,8 @@ def child(inv: str, cluster: str, workers: int, out: str) -> int:
 
     fleet = load_fleet(inv)
     if cluster:
+        from render_fixtures import only_cluster
+
         fleet = only_cluster(fleet, cluster)
     c0, t0 = time.process_time(), time.perf_counter()
     result = rt.render_fleet(fleet, None, keep_inputs=False, workers=workers)

@@ -72,7 +72,7 @@ elif kind == "review":  # repository, inventory, base; parse caches removed (a C
     t1, c1 = time.perf_counter(), time.process_time()
     detail = md.splitlines()[0]
     digest = hashlib.sha256(md.encode()).hexdigest()
-else:  # render: inventory, out, mode (uncached | serial | cached | noop)
+else:  # render: inventory, out, mode (uncached | serial | cached | noop | alone)
     from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as rt
     try:  # render/cache.py since the stage split; render/tree.py before it
         from ansible_collections.gpufleet.core.plugins.module_utils.render.cache import cache_dir
@@ -80,7 +80,19 @@ else:  # render: inventory, out, mode (uncached | serial | cached | noop)
         cache_dir = rt.cache_dir
     inv, out, mode = args
     cache = cache_dir(__import__("pathlib").Path(out))
-    if mode in ("uncached", "serial"):  # serial: one process (a base without workers ignores it)
+    fleet = None
+    if mode == "alone":  # the first cluster alone (its tenants and pools), uncached: what a review of it costs
+        from dataclasses import replace
+        from ansible_collections.gpufleet.core.plugins.module_utils.model.validation import load_fleet
+        fleet = load_fleet(inv)
+        first = sorted(fleet.clusters)[0]
+        fleet = replace(
+            fleet,
+            clusters={first: fleet.clusters[first]},
+            tenants={k: t for k, t in fleet.tenants.items() if t.cluster == first},
+            pools={k: p for k, p in fleet.pools.items() if p.cluster == first},
+        )
+    if mode in ("uncached", "serial", "alone"):  # serial: one process (a base without workers ignores it)
         shutil.rmtree(cache, ignore_errors=True)
         if mode == "serial":
             os.environ["GPUFLEET_RENDER_WORKERS"] = "1"
@@ -88,7 +100,7 @@ else:  # render: inventory, out, mode (uncached | serial | cached | noop)
         for f in cache.glob("state.json"):
             f.unlink()
     c0, t0 = time.process_time(), time.perf_counter()
-    _, _, result, report = rt.render_and_write(inv, out)
+    _, _, result, report = rt.render_and_write(inv, out, fleet=fleet)
     t1, c1 = time.perf_counter(), time.process_time()
     import resource  # the render's worker processes (none on a base without them): CPU and peak memory
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -217,10 +229,12 @@ def _against_render(figs: list[Figure]) -> None:
     """Figures measured against another figure of the same run (pair by pair: the same minute of the
     machine), per side: the median of figure / reference over the pairs, wall and CPU. The reviews
     against the uncached render; the ports format against the default format of the same fabric."""
-    render = next((f for f in figs if f.kind == "render" and f.args["head"][-1] == "uncached"), None)
+    modes = {f.args["head"][-1]: f for f in figs if f.kind == "render"}
+    render = modes.get("alone") or modes.get("uncached")  # the reviews' changes touch the first cluster
+    what_render = "render of that cluster alone" if "alone" in modes else "uncached render"
     default = next((f for f in figs if f.kind == "topology" and f.name == SIZES["16k"][0]), None)
     for ref, rel, what in (
-        (render, [f for f in figs if f.kind == "review"], "uncached render"),
+        (render, [f for f in figs if f.kind == "review"], what_render),
         (default, [f for f in figs if f.kind == "topology" and f.name == SIZES["16k-ports"][0]], "default format"),
     ):
         if ref is None or not rel:
@@ -313,7 +327,8 @@ def parse_args() -> argparse.Namespace:
         "--only",
         default="",
         help="figures to run, comma-separated substrings of: topology-2k, topology-16k, topology-16k-ports, "
-        "topology-38k, render-uncached, render-serial, render-cached, render-noop, review-tenant, review-fabric",
+        "topology-38k, render-uncached, render-serial, render-cached, render-noop, render-alone (with --clusters), "
+        "review-tenant, review-fabric",
     )
     ap.add_argument("--threshold", type=float, default=THRESHOLD, help="regression ratio (default 1.2)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
@@ -339,6 +354,8 @@ def fleet_figures(a: argparse.Namespace, tmp: Path, work: Path, wanted) -> list[
         ("cached", "render, full render with parse caches"),
         ("noop", "render, no change (fast path)"),
     ]
+    if a.clusters > 1:  # what the reviews of a change of the first cluster are measured against
+        renders.append(("alone", "render of the first cluster alone (its tenants, pools, snapshots), uncached"))
     renders = [(m, label) for m, label in renders if a.nodes and wanted(f"render-{m}")]
     reviews = [
         ("tenant", "review --base, one tenant's change (cold parse caches)"),

@@ -181,7 +181,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     now = parse_now(args.now)
     target = check_output(args.markdown) if args.markdown else None  # refused before anything is read
-    rv = review_change(".", args.base, args.inventory, now=now, charts_dir=args.charts)
+    rv = review_change(".", args.base, args.inventory, now=now, charts_dir=args.charts, full=args.full)
     text = render_markdown(rv)
     if target is not None:
         write_output(target, text)
@@ -399,6 +399,12 @@ def _review_command(sub: argparse._SubParsersAction) -> None:
         " values change (needs helm on PATH)",
     )
     p.add_argument("--now", help="judge update windows at this UTC time (2026-12-05T02:00:00Z; default: now)")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="render every cluster (default: only the clusters the change touches; the others are trusted"
+        " to be the base's committed tree)",
+    )
     p.set_defaults(func=cmd_review)
 
 

@@ -11,7 +11,7 @@ import functools
 import io
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
@@ -33,6 +33,12 @@ def safe_load(text: str) -> Any:
         except ValueError:
             pass
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def safe_load_all(data: str | bytes) -> Iterator[Any]:
+    """``yaml.safe_load_all`` through libyaml's parser when PyYAML has it (a review reads every rendered
+    file of the clusters it renders, twice)."""
+    return yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def load_or_raise(text: str, source: str, error: Callable[[str], Exception]) -> Any:

@@ -170,6 +170,17 @@ def make_big_inventory(
     return inv
 
 
+def only_cluster(fleet: Any, name: str) -> Any:
+    """The fleet reduced to one of its clusters, its pools and its tenants (and its maintenance)."""
+    return replace(
+        fleet,
+        clusters={name: fleet.clusters[name]},
+        tenants={k: t for k, t in fleet.tenants.items() if t.cluster == name},
+        pools={k: p for k, p in fleet.pools.items() if p.cluster == name},
+        maintenance=tuple(m for m in fleet.maintenance if getattr(m, "cluster", name) == name),
+    )
+
+
 def _big_cluster(sample: dict, name: str, index: int, clusters: int, fabric: bool) -> dict:
     c = json.loads(json.dumps(sample))
     c["name"] = name
@@ -241,6 +252,10 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "gpufleet",
     "GIT_COMMITTER_EMAIL": "gpufleet@example.org",
     "GIT_CONFIG_GLOBAL": "/dev/null",
+    # no automatic gc: it packs loose objects in the background while a repository is being copied
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "gc.auto",
+    "GIT_CONFIG_VALUE_0": "0",
 }
 
 
@@ -270,7 +285,8 @@ def make_review_repos(root: Path, inv: Path, changes: tuple[str, ...] = ("tenant
     """Git repositories for ``gpufleet.py review --base main``, one per change: inventory ``inv`` copied
     to ``<repo>/inv`` (one file per tenant), rendered into ``<repo>/gitops`` and committed on ``main``;
     then on branch ``pr`` one change, re-rendered and committed: ``tenant`` (the first tenant with
-    namespaces gains one: a one-tenant pull request) or ``fabric`` (one cable of the fabric snapshot cut)."""
+    namespaces gains one: a one-tenant pull request) or ``fabric`` (one cable of the first cluster's fabric
+    snapshot cut). In a fleet of several clusters both touch the first cluster (``gpu-00``)."""
     import subprocess
 
     from ansible_collections.gpufleet.core.plugins.module_utils.render.tree import render_and_write
@@ -298,7 +314,8 @@ def make_review_repos(root: Path, inv: Path, changes: tuple[str, ...] = ("tenant
             t["namespaces"] = [*t.get("namespaces", []), "review"]
             f.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         else:
-            cut_last_cable(repo / "inv" / "snapshots" / "gpu-east" / "fabric.ibnetdiscover")
+            first = sorted(d for d in (repo / "inv" / "snapshots").iterdir() if d.is_dir())[0]
+            cut_last_cable(first / "fabric.ibnetdiscover")
         render_and_write(repo / "inv", repo / "gitops")
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", change)

@@ -33,6 +33,7 @@ Tree layout (relative to the GitOps root, ``gpufleet_fleet.gitops.path`` in the 
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -228,6 +229,7 @@ def render_fleet(
     digests: render_cache.InputDigests | None = None,
     keep_inputs: bool = True,
     workers: int | None = None,
+    clusters: Collection[str] | None = None,
 ) -> RenderResult:
     """Render every cluster of the fleet. Raises a GpufleetError subclass on bad input.
 
@@ -238,9 +240,12 @@ def render_fleet(
     holds the parse of one cluster at a time, and the clusters may render in ``workers`` processes
     (render/parallel.py; default: one per core, at most one per cluster). The bytes are the same
     whatever the number of workers and the order the clusters finish in.
+
+    ``clusters``: render only these (a review of a change that leaves the others alone,
+    review/incremental.py); the fleet-wide files, which read every cluster's summary, are left out.
     """
     digests = digests or render_cache.InputDigests()
-    names = sorted(fleet.clusters)
+    names = sorted(fleet.clusters if clusters is None else clusters)
     n = 1 if keep_inputs else parallel.worker_count(len(names), workers)
     if n > 1:
         parts = parallel.render_parts(names, n, lambda c: _cluster_part(fleet, c, cache, base, digests, False))
@@ -257,8 +262,9 @@ def render_fleet(
         summary[name] = part.summary
         if part.inputs is not None:
             used[name] = part.inputs
-    files["README.md"] = _index(fleet, summary)
-    files["IMAGES.md"] = images.table(fleet.image_mirror).encode()
+    if clusters is None:
+        files["README.md"] = _index(fleet, summary)
+        files["IMAGES.md"] = images.table(fleet.image_mirror).encode()
     return RenderResult(fleet=fleet, files=dict(sorted(files.items())), locks=locks, summary=summary, inputs=used)
 
 
@@ -277,9 +283,12 @@ def _write_lock(path: Path, data: bytes) -> bool:
         raise GpufleetError(f"{path}: cannot write the pool lock: {exc.strerror or exc}") from None
 
 
-def plan_render(result: RenderResult, out: str | os.PathLike[str]) -> WriteReport:
-    """What ``write_render`` would change; writes nothing (check mode)."""
-    plan = tree_writer.plan(out, result.files)
+def plan_render(
+    result: RenderResult, out: str | os.PathLike[str], within: tuple[str, ...] | None = None
+) -> WriteReport:
+    """What ``write_render`` would change; writes nothing (check mode). ``within``: the folders of a
+    render of some clusters only (``render_fleet(clusters=...)``); the rest of the tree is not compared."""
+    plan = tree_writer.plan(out, result.files) if within is None else tree_writer.plan_within(out, result.files, within)
     locks = [str(p) for p, data in sorted(result.locks.items()) if not p.is_file() or p.read_bytes() != data]
     return WriteReport(plan=plan, locks_changed=locks)
 

@@ -293,6 +293,30 @@ def plan(out: str | os.PathLike[str], files: Mapping[str, bytes]) -> Plan:
     return _plan(out, files)
 
 
+def plan_within(out: str | os.PathLike[str], files: Mapping[str, bytes], folders: tuple[str, ...]) -> Plan:
+    """:func:`plan` of a render of the ``folders`` (``clusters/<c>/``) only: ``files`` are theirs, and
+    what is outside them (the other folders, the fleet-wide files, the root manifest's lines for
+    them) is not compared. The tree as a whole is still checked (links, files no manifest lists)."""
+    out = Path(out)
+    files = {_check_rel(k): v for k, v in files.items()}
+    outside = sorted(k for k in files if not k.startswith(folders))
+    if outside:
+        raise ValueError(f"plan_within: {outside[0]} is outside {', '.join(folders)}")
+    check_confined(out)
+    p = _plan(out, files)
+    p.removed = [r for r in p.removed if r.startswith(folders)]
+    p.before = {r: b for r, b in p.before.items() if r.startswith(folders)}
+    p.manifests = [m for m in p.manifests if m.startswith(folders)]
+
+    def lines(data: bytes | None) -> list[str]:  # the root manifest's lines for the folders
+        text = (data or b"").decode("utf-8", "replace")
+        return [ln for ln in text.splitlines() if ln.partition("  ")[2].startswith(folders)]
+
+    if lines(_read(out / MANIFEST) if out.is_dir() else None) != lines(manifests(files)[MANIFEST]):
+        p.manifests.append(MANIFEST)
+    return p
+
+
 def _plan(out: Path, files: Mapping[str, bytes]) -> Plan:
     """:func:`plan` of paths already checked (``_check_rel``) in a tree already checked (``check_confined``)."""
     result = Plan(out=out)

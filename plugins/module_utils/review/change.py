@@ -30,6 +30,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.daytwo import upgrade, version_change, windows
 from ansible_collections.gpufleet.core.plugins.module_utils.errors import GpufleetError, Issue
@@ -42,7 +43,13 @@ from ansible_collections.gpufleet.core.plugins.module_utils.render import cache 
 from ansible_collections.gpufleet.core.plugins.module_utils.render import git_entries
 from ansible_collections.gpufleet.core.plugins.module_utils.render import tree as render_tree
 from ansible_collections.gpufleet.core.plugins.module_utils.render import writer as tree_writer
-from ansible_collections.gpufleet.core.plugins.module_utils.review import approval, chart_diff, immutable, summary
+from ansible_collections.gpufleet.core.plugins.module_utils.review import (
+    approval,
+    chart_diff,
+    immutable,
+    incremental,
+    summary,
+)
 from ansible_collections.gpufleet.core.plugins.module_utils.review import codeowners as co
 from ansible_collections.gpufleet.core.plugins.module_utils.review import owners as own
 from ansible_collections.gpufleet.core.plugins.module_utils.review.owners import PLATFORM_OWNER, Owner
@@ -202,9 +209,12 @@ def _base_commit(root: Path, base: str) -> str:
         return _git(root, "rev-parse", "--verify", f"{base}^{{commit}}").decode().strip()
 
 
-def _stale_problem(head: render_tree.RenderResult, out: Path, rel: str, gitops_rel: str) -> str | None:
-    """The committed GitOps tree is not the rendered work tree."""
-    stale = render_tree.plan_render(head, out)
+def _stale_problem(
+    head: render_tree.RenderResult, out: Path, rel: str, gitops_rel: str, only: set[str] | None
+) -> str | None:
+    """The committed GitOps tree is not the rendered work tree (of the rendered clusters, ``only``)."""
+    within = None if only is None else tuple(f"{tree_writer.CLOSED}/{c}/" for c in sorted(only))
+    stale = render_tree.plan_render(head, out, within)
     if not stale.changed:
         return None
     p = stale.plan
@@ -218,26 +228,30 @@ def _stale_problem(head: render_tree.RenderResult, out: Path, rel: str, gitops_r
 
 
 def _render_base(
-    rv: Review, base_dir: Path | None, rel: str, head: render_tree.RenderResult, memo: render_cache.Memo
+    rv: Review,
+    base_fleet: Fleet | None,
+    rel: str,
+    head: render_tree.RenderResult,
+    memo: render_cache.Memo,
+    only: set[str] | None,
 ) -> render_tree.RenderResult | None:
-    """Render the inventory as it is at the base, extracted under ``base_dir`` (None: it does not
-    exist there; notes when it is new or does not render), with its pool locks read in, and check
-    that no more nodes move than the pool size changes need. ``memo``: the head's parses, so a
-    snapshot the base shares is not parsed again."""
-    if base_dir is None:
-        rv.notes.append(f"`{rel}` does not exist at the base: a new inventory")
+    """Render the inventory as it is at the base (``base_fleet``, loaded from where it is extracted;
+    None: it does not exist there or does not load, noted), the clusters ``only`` (None: all), with its
+    pool locks read in, and check that no more nodes move than the pool size changes need. ``memo``:
+    the head's parses, so a snapshot the base shares is not parsed again."""
+    if base_fleet is None:
         return None
     try:
-        base_result = render_tree.render_inventory(base_dir / rel, digests=render_cache.InputDigests(memo))
+        base_result = render_tree.render_fleet(base_fleet, digests=render_cache.InputDigests(memo), clusters=only)
     except GpufleetError as exc:
         rv.notes.append(f"`{rel}` at the base does not render ({exc}); every rendered file counts as new")
         return None
-    for c in base_result.fleet.clusters:  # read the base locks before the folder goes away
+    for c in base_result.inputs:  # read the base locks before the folder goes away
         lp = lock_path(base_result.fleet, c)
         if lp not in base_result.locks and lp.is_file():
             base_result.locks[lp] = lp.read_bytes()
     # no more nodes move than the pool size changes need (scale.check's rule: no reshuffle)
-    for c in sorted(set(head.fleet.clusters) & set(base_result.fleet.clusters)):
+    for c in sorted(set(head.inputs) & set(base_result.inputs)):
         names = (_node_names(base_result, c), _node_names(head, c))
         check = _cluster_check(rel, c, base_result.fleet, head.fleet, names)
         if not check.ok:
@@ -252,7 +266,39 @@ def _node_names(result: render_tree.RenderResult, cluster: str) -> set[str]:
     return {n.name for n in result.inputs[cluster].nodes}
 
 
-def _render_inventory(rv: Review, repo: str | Path, root: Path, inv: str | Path) -> _Inventory:
+def _load_base(rv: Review, root: Path, rel: str, head: Fleet, tmp: Path) -> Fleet | None:
+    """The base's model, from the base's inventory extracted under ``tmp`` without the snapshots (those
+    of the head's clusters: a review reads the snapshots of the clusters it renders only). None, noted:
+    the inventory does not exist at the base or does not load there."""
+    with extracting(root, rv.base_commit, rel, tmp, exclude=incremental.snapshot_dirs(head, rel)) as extracted:
+        if not extracted():
+            rv.notes.append(f"`{rel}` does not exist at the base: a new inventory")
+            return None
+    try:
+        return load_fleet(tmp / rel)
+    except GpufleetError as exc:
+        rv.notes.append(f"`{rel}` at the base does not render ({exc}); every rendered file counts as new")
+        return None
+
+
+def _scope(
+    rv: Review, root: Path, rels: tuple[str, str], changed: dict[str, str], sides: tuple[Fleet, Fleet | None]
+) -> set[str] | None:
+    """The clusters the review renders (None: all; review/incremental.py)."""
+    head, base = sides
+    if base is None:
+        return None
+
+    def committed(path: str) -> tuple[bytes | None, bytes | None]:
+        old = None if changed[path] == "added" else _git(root, "show", f"{rv.base_commit}:{path}")
+        return old, (root / path).read_bytes() if (root / path).is_file() else None
+
+    return incremental.touched_clusters(changed, rels, head, base, committed)
+
+
+def _render_inventory(
+    rv: Review, repo: str | Path, root: Path, inv: str | Path, changed: dict[str, str], full: bool
+) -> _Inventory:
     inv_path = (Path(repo) / inv).resolve() if not Path(inv).is_absolute() else Path(inv).resolve()
     if inv_path.is_file():
         inv_path = inv_path.parent
@@ -260,21 +306,38 @@ def _render_inventory(rv: Review, repo: str | Path, root: Path, inv: str | Path)
         rel = inv_path.relative_to(root).as_posix()
     except ValueError:
         raise GpufleetError(f"{inv}: the inventory is not inside the Git work tree {root}") from None
-    # the base is extracted by git in its own process while the head loads and renders
+    fleet = load_fleet(inv_path)
+    out = render_tree.default_out(fleet)
+    gitops_rel = out.relative_to(root).as_posix() if out.is_relative_to(root) else str(out)
+    notes, problems = len(rv.notes), len(rv.problems)
     with tempfile.TemporaryDirectory(prefix="gpufleet-review-") as tmp:
-        with extracting(root, rv.base_commit, rel, Path(tmp)) as extracted:
-            fleet = load_fleet(inv_path)
-            out = render_tree.default_out(fleet)
+        base_fleet = _load_base(rv, root, rel, fleet, Path(tmp))
+        only = None if full else _scope(rv, root, (rel, gitops_rel), changed, (fleet, base_fleet))
+        skip = [] if base_fleet is None or only is None else incremental.snapshot_dirs(fleet, rel)
+        skip = [d for d in skip if base_fleet and d not in incremental.snapshot_dirs(base_fleet, rel, only)]
+        # the base's snapshots are extracted by git in its own process while the head renders
+        with extracting(root, rv.base_commit, rel, Path(tmp), exclude=skip) as extracted:
             memo = render_cache.Memo()  # what the head parses, the base reuses
             digests = render_cache.InputDigests(memo)
-            head = render_tree.render_fleet(fleet, render_cache.cache_dir(out), digests=digests)
-            gitops_rel = out.relative_to(root).as_posix() if out.is_relative_to(root) else str(out)
-            stale = _stale_problem(head, out, rel, gitops_rel)
-            if stale:
-                rv.problems.append(stale)
-            base_dir = Path(tmp) if extracted() else None
-        base = _render_base(rv, base_dir, rel, head, memo)
+            head = render_tree.render_fleet(fleet, render_cache.cache_dir(out), digests=digests, clusters=only)
+            stale = _stale_problem(head, out, rel, gitops_rel, only)
+            if base_fleet is not None:
+                extracted()
+        base = _render_base(rv, base_fleet, rel, head, memo, only)
+    if only is not None and (base is None or _index_rows(head) != _index_rows(base)):
+        # the base does not render (every file counts as new), or the fleet-wide README counts a
+        # rendered cluster's nodes or tenants anew: render everything
+        del rv.notes[notes:]
+        rv.problems[problems:] = []
+        return _render_inventory(rv, repo, root, inv, changed, True)
+    if stale:
+        rv.problems.append(stale)
     return _Inventory(rel, gitops_rel, head, base)
+
+
+def _index_rows(result: render_tree.RenderResult) -> dict[str, tuple[Any, Any]]:
+    """What the fleet-wide README reads of each rendered cluster."""
+    return {c: (s["nodes"], s["tenants"]) for c, s in result.summary.items()}
 
 
 def _rendered_path(inv: _Inventory, path: str) -> bool:
@@ -504,11 +567,13 @@ def review_change(
     inventories: list[str | Path],
     now: datetime | None = None,
     charts_dir: str | Path | None = None,
+    full: bool = False,
 ) -> Review:
     """Review the work tree of ``repo`` against the merge base of ``base``; ``now``: the time an update
     window is judged at (default the clock); ``charts_dir``: where the charts are for the rendered-manifest
     diff. Every changed path is part of the change; Git entries no fleet repository may hold fail the
-    review before any file of the work tree is read."""
+    review before any file of the work tree is read. ``full``: render every cluster, not only those
+    the change touches (review/incremental.py; the Markdown is the same when the base's tree is current)."""
     root = Path(_git(Path(repo), "rev-parse", "--show-toplevel").decode().strip())
     rv = Review(base=base, base_commit=_base_commit(root, base))
     changed = _changed_paths(root, rv.base_commit)
@@ -517,7 +582,7 @@ def review_change(
         _approvals(rv, changed, [])
         return rv
     with shared_composes():  # the base and the head share every vars file the change leaves alone
-        invs = [_render_inventory(rv, repo, root, inv) for inv in inventories]
+        invs = [_render_inventory(rv, repo, root, inv, changed, full) for inv in inventories]
     _read_codeowners(rv, root)
     _approvals(rv, changed, invs)
     _input_changes(rv, changed, invs)
@@ -528,7 +593,8 @@ def review_change(
         _stale_windows(rv, root, inv, now or windows.parse_now(None))
         rv.notes += feature_gates.alpha_in_use(inv.fleet)  # each allowed by the platform: name it anyway
         for cluster in sorted(inv.fleet.clusters):
-            _node_moves(rv, inv, cluster)
+            if cluster in inv.head.inputs:  # a cluster the review did not render moves no node
+                _node_moves(rv, inv, cluster)
             allowed = inv.fleet.clusters[cluster].allow_node_moves  # a one-off permission: it must not stay
             if allowed:
                 rv.notes.append(

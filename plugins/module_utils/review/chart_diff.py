@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
+from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import safe_load_all
 
 try:
     import yaml
@@ -52,30 +53,43 @@ class ChartChange:
     note: str = ""  # why there is no diff, or that the manifests are the same
 
 
-def _sources(files: dict[str, bytes], gitops_rel: str) -> dict[str, Source]:
-    """Application name -> its Helm chart source, over the rendered Applications."""
+def _app_sources(data: bytes, gitops_rel: str) -> list[tuple[str, Source]]:
+    """(Application name, its Helm chart source) of each Application of one rendered file."""
+    out = []
+    for doc in safe_load_all(data):
+        spec = doc.get("spec") if isinstance(doc, dict) and doc.get("kind") == "Application" else None
+        for src in (spec or {}).get("sources") or ([spec["source"]] if (spec or {}).get("source") else []):
+            if not isinstance(src, dict) or not src.get("chart"):
+                continue
+            helm = src.get("helm") or {}
+            values = tuple(
+                str(v).removeprefix("$values/").removeprefix(gitops_rel + "/") for v in helm.get("valueFiles") or []
+            )
+            dest = spec.get("destination") or {}
+            source = Source(
+                str(src["chart"]),
+                str(src.get("targetRevision", "")),
+                str(helm.get("releaseName") or doc["metadata"]["name"]),  # Argo CD's default: the app's name
+                str(dest.get("namespace") or "default"),
+                values,
+                bool(helm.get("skipCrds")),
+            )
+            out.append((str(doc["metadata"]["name"]), source))
+    return out
+
+
+def _sources(
+    files: dict[str, bytes], gitops_rel: str, parsed: dict[bytes, list[tuple[str, Source]]]
+) -> dict[str, Source]:
+    """Application name -> its Helm chart source, over the rendered Applications. ``parsed``: the
+    sources of the file bytes seen before (the base's and the head's files are mostly the same bytes)."""
     out: dict[str, Source] = {}
     for path, data in files.items():
         if "/apps/" not in f"/{path}" or not path.endswith(".yaml"):
             continue
-        for doc in yaml.safe_load_all(data):
-            spec = doc.get("spec") if isinstance(doc, dict) and doc.get("kind") == "Application" else None
-            for src in (spec or {}).get("sources") or ([spec["source"]] if (spec or {}).get("source") else []):
-                if not isinstance(src, dict) or not src.get("chart"):
-                    continue
-                helm = src.get("helm") or {}
-                values = tuple(
-                    str(v).removeprefix("$values/").removeprefix(gitops_rel + "/") for v in helm.get("valueFiles") or []
-                )
-                dest = spec.get("destination") or {}
-                out[str(doc["metadata"]["name"])] = Source(
-                    str(src["chart"]),
-                    str(src.get("targetRevision", "")),
-                    str(helm.get("releaseName") or doc["metadata"]["name"]),  # Argo CD's default: the app's name
-                    str(dest.get("namespace") or "default"),
-                    values,
-                    bool(helm.get("skipCrds")),
-                )
+        if data not in parsed:
+            parsed[data] = _app_sources(data, gitops_rel)
+        out.update(parsed[data])
     return out
 
 
@@ -142,7 +156,8 @@ def chart_changes(base: Any, head: Any, gitops_rel: str, charts_dir: str | Path 
     """Every Helm Application whose chart version or values file changes, with the manifest diff."""
     if base is None:
         return []
-    a, b = _sources(base.files, gitops_rel), _sources(head.files, gitops_rel)
+    parsed: dict[bytes, list[tuple[str, Source]]] = {}
+    a, b = _sources(base.files, gitops_rel, parsed), _sources(head.files, gitops_rel, parsed)
     charts = Path(charts_dir) if charts_dir else None
     out = []
     for name in sorted(b):

@@ -23,6 +23,7 @@ from typing import Any
 from ansible_collections.gpufleet.core.plugins.module_utils.deps import missing
 from ansible_collections.gpufleet.core.plugins.module_utils.model.fleet import Fleet
 from ansible_collections.gpufleet.core.plugins.module_utils.render.tenants.rollout_waves import block_counts
+from ansible_collections.gpufleet.core.plugins.module_utils.yaml_dump import safe_load_all
 
 try:
     import yaml
@@ -48,7 +49,7 @@ def yaml_docs(data: bytes | None) -> Iterator[Any]:
     if not data:
         return
     try:
-        yield from yaml.safe_load_all(data)
+        yield from safe_load_all(data)
     except yaml.YAMLError:
         return
 
@@ -170,11 +171,21 @@ def _placement(base: Any, head: Any, tenant: str, cluster: str) -> list[TenantCh
     return out
 
 
+def _under(files: dict[str, bytes], prefix: str) -> dict[str, bytes]:
+    return {p: data for p, data in files.items() if p.startswith(prefix + "/")}
+
+
 def tenant_changes(base: Any, head: Any, tenant: str) -> list[TenantChange]:
     """What changes for ``tenant`` between the base's and the head's RenderResults (base None: new)."""
     cluster = head.fleet.tenants[tenant].cluster if tenant in head.fleet.tenants else base.fleet.tenants[tenant].cluster
     prefix = f"clusters/{cluster}/tenants/{tenant}"
     old_files: dict[str, bytes] = base.files if base is not None else {}
+    wa, wb = _window(base.fleet if base else None, tenant), _window(head.fleet, tenant)
+    window = []
+    if base is not None and wa != wb:
+        window.append(TenantChange(tenant, "window", f"update window of the Slurm workers: {wa} → {wb}"))
+    if _under(old_files, prefix) == _under(head.files, prefix):  # what follows reads these files only
+        return window + _placement(base, head, tenant, cluster)
     out: list[TenantChange] = []
     a, b = _replicas(old_files, prefix), _replicas(head.files, prefix)
     out += [
@@ -194,10 +205,7 @@ def tenant_changes(base: Any, head: Any, tenant: str) -> list[TenantChange]:
     out += [TenantChange(tenant, "qos", t) for t in _named("QOS", qa, qb)]
     out += [TenantChange(tenant, "account", t) for t in _named("account", aa, ab)]
     out += [TenantChange(tenant, "user", t) for t in _users(ua, ub)]
-    wa, wb = _window(base.fleet if base else None, tenant), _window(head.fleet, tenant)
-    if base is not None and wa != wb:
-        out.append(TenantChange(tenant, "window", f"update window of the Slurm workers: {wa} → {wb}"))
-    return out + _placement(base, head, tenant, cluster)
+    return out + window + _placement(base, head, tenant, cluster)
 
 
 def all_tenant_changes(base: Any, head: Any) -> list[TenantChange]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,15 +115,19 @@ def _extract(repo: Path, base: str, rel: str, dest: Path) -> bool:
 
 
 @contextmanager
-def extracting(repo: Path, base: str, rel: str, dest: Path) -> Iterator[Callable[[], bool]]:
+def extracting(
+    repo: Path, base: str, rel: str, dest: Path, exclude: Sequence[str] = ()
+) -> Iterator[Callable[[], bool]]:
     """:func:`_extract` begun now, finished by the call this yields: ``git archive`` writes the tar
     file in its own process while the caller works on (a review renders the head meanwhile), and no
-    archive passes through a pipe into this process. Leaving the block stops a ``git`` still running."""
+    archive passes through a pipe into this process. Leaving the block stops a ``git`` still running.
+    ``exclude``: repository-relative folders under ``rel`` left out (snapshots a review does not read)."""
     if not _git(repo, "ls-tree", "--name-only", base, "--", rel).strip():
         yield lambda: False
         return
     with tempfile.NamedTemporaryFile(prefix="gpufleet-base-", suffix=".tar") as tar:
         cmd = ["git", "archive", "--format=tar", f"--output={tar.name}", base, "--", rel]
+        cmd += [f":(exclude,literal){e}" for e in exclude]
         # git ran just above (ls-tree), so it is installed
         with subprocess.Popen(cmd, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
 
