@@ -66,7 +66,7 @@ def test_stop_kills_every_component_and_removes_state(tmp_path):
 
 CHILD = """
 import json, sys, time
-sys.path.insert(0, {here!r})
+sys.path[:0] = [{here!r}, {lib!r}]
 from controlplane import LocalControlPlane
 p = LocalControlPlane()
 p.start({state!r})
@@ -81,7 +81,7 @@ def test_cluster_dies_with_its_owner(tmp_path):
     state = tmp_path / "orphan"
     here = str(Path(__file__).resolve().parent)
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD.format(here=here, state=str(state))],
+        [sys.executable, "-c", CHILD.format(here=here, lib=str(Path(here).parents[1] / "lib"), state=str(state))],
         stdout=subprocess.PIPE,
         text=True,
     )
