@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "integration" / "kube"))
+sys.path[:0] = [str(REPO / "tests" / "integration" / "kube"), str(REPO / "tests" / "lib")]  # its imports
 from controlplane import fake_node, load_node_snapshot
 
 CRDS = REPO.parent / "shared" / "upstream" / "crds"
